@@ -1,0 +1,100 @@
+//! The command line (SPEC §1): clap definitions and the exit-code contract.
+//! One file per subcommand; each exposes `run(args, &Ctx) -> CliResult`.
+
+pub mod completions;
+pub mod config_cmd;
+pub mod events_cmd;
+pub mod excerpt_cmd;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "the-loop",
+    version,
+    about = "Supervise AI coding agents in tmux, steered by GitHub comments from people you trust",
+    propagate_version = true
+)]
+pub struct Cli {
+    /// Operator config file (overrides $THE_LOOP_CONFIG and the XDG default).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate, create or locate the operator config.
+    #[command(subcommand)]
+    Config(config_cmd::ConfigCommand),
+    /// Print the prompt excerpt for a webhook-shaped payload.
+    Excerpt(excerpt_cmd::ExcerptArgs),
+    /// Read (or follow) the event log.
+    Events(events_cmd::EventsArgs),
+    /// Print shell completions.
+    Completions(completions::CompletionsArgs),
+}
+
+/// What every command gets besides its own arguments.
+#[derive(Debug, Clone, Default)]
+pub struct Ctx {
+    /// The global `--config` flag.
+    pub config_flag: Option<PathBuf>,
+}
+
+/// A command's failure, carrying the exit code of SPEC §1: 1 when the operation
+/// failed, 2 for usage or configuration errors.
+#[derive(Debug)]
+pub struct CliError {
+    pub code: u8,
+    pub error: anyhow::Error,
+}
+
+pub type CliResult = Result<(), CliError>;
+
+/// The operation failed (exit 1).
+pub fn failed(error: impl Into<anyhow::Error>) -> CliError {
+    CliError {
+        code: 1,
+        error: error.into(),
+    }
+}
+
+/// Usage or configuration error (exit 2).
+pub fn usage(error: impl Into<anyhow::Error>) -> CliError {
+    CliError {
+        code: 2,
+        error: error.into(),
+    }
+}
+
+impl From<anyhow::Error> for CliError {
+    fn from(error: anyhow::Error) -> Self {
+        failed(error)
+    }
+}
+
+/// Runs a parsed command line and maps the outcome to an exit code.
+pub fn run(cli: Cli) -> ExitCode {
+    let ctx = Ctx {
+        config_flag: cli.config,
+    };
+    let result = match cli.command {
+        Command::Config(cmd) => config_cmd::run(cmd, &ctx),
+        Command::Excerpt(args) => excerpt_cmd::run(args, &ctx),
+        Command::Events(args) => events_cmd::run(args, &ctx),
+        Command::Completions(args) => completions::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(CliError { code, error }) => {
+            tracing::error!(code, "{error:#}");
+            eprintln!("the-loop: {error:#}");
+            ExitCode::from(code)
+        }
+    }
+}

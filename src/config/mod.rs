@@ -1,0 +1,254 @@
+//! The operator config (SPEC §2): types with their defaults. Loading, validation and
+//! reload live in `load`.
+
+pub mod load;
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+pub use load::{ConfigError, LoadedConfig, load, resolve_path};
+
+/// The whole operator config. Every section has defaults, so an empty file is valid.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Config {
+    pub github: GithubConfig,
+    pub repos: Vec<RepoConfig>,
+    pub routing: RoutingConfig,
+    pub polling: PollingConfig,
+    pub sessions: SessionsConfig,
+    pub server: ServerConfig,
+    pub tui: TuiConfig,
+    /// Critic entries stay raw here: an invalid entry is listed with its error rather
+    /// than failing the whole file (SPEC §9.1). `critic::spec` validates them.
+    pub critics: Vec<serde_norway::Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct GithubConfig {
+    pub api_url: String,
+}
+
+impl Default for GithubConfig {
+    fn default() -> Self {
+        Self {
+            api_url: DEFAULT_API_URL.to_string(),
+        }
+    }
+}
+
+pub const DEFAULT_API_URL: &str = "https://api.github.com";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RepoConfig {
+    /// `owner/name`.
+    pub name: String,
+    /// Working directory for this repo's sessions (`~` expanded at use).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Watched items carry this label; `""` watches every open item.
+    #[serde(default = "default_label")]
+    pub label: String,
+    #[serde(default = "yes")]
+    pub issues: bool,
+    #[serde(default = "yes")]
+    pub pull_requests: bool,
+}
+
+fn default_label() -> String {
+    "the-loop".to_string()
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct RoutingConfig {
+    pub authorized_users: Vec<String>,
+    pub spawn: SpawnPolicy,
+    pub deliver_edits: bool,
+    pub keywords: Keywords,
+}
+
+impl Default for RoutingConfig {
+    fn default() -> Self {
+        Self {
+            authorized_users: Vec::new(),
+            spawn: SpawnPolicy::Command,
+            deliver_edits: false,
+            keywords: Keywords::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SpawnPolicy {
+    #[default]
+    Command,
+    Labeled,
+    Never,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Keywords {
+    pub start: String,
+    pub stop: String,
+    pub pause: String,
+    pub resume: String,
+}
+
+impl Default for Keywords {
+    fn default() -> Self {
+        Self {
+            start: "the-loop start".into(),
+            stop: "the-loop stop".into(),
+            pause: "the-loop pause".into(),
+            resume: "the-loop resume".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct PollingConfig {
+    pub enabled: bool,
+    /// Seconds between cycles; at least 5.
+    pub interval_seconds: u64,
+    pub max_retries: u32,
+}
+
+impl Default for PollingConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            interval_seconds: 30,
+            max_retries: 3,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct SessionsConfig {
+    pub harness: String,
+    pub harnesses: BTreeMap<String, HarnessConfig>,
+    /// Event template file; `""` = built-in.
+    pub prompt_template: String,
+    /// Spawn (boot prompt) template file; `""` = built-in.
+    pub spawn_prompt_template: String,
+    pub tmux: TmuxConfig,
+}
+
+impl Default for SessionsConfig {
+    fn default() -> Self {
+        Self {
+            harness: "claude".into(),
+            harnesses: BTreeMap::new(),
+            prompt_template: String::new(),
+            spawn_prompt_template: String::new(),
+            tmux: TmuxConfig::default(),
+        }
+    }
+}
+
+/// A custom or overriding harness (SPEC §7.2). Argv only, never a shell.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct HarnessConfig {
+    pub command: String,
+    pub args: Vec<String>,
+    pub resume_args: Vec<String>,
+    pub oneshot_args: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct TmuxConfig {
+    /// `tmux -L` socket name; `""` = the operator's default server.
+    pub socket: String,
+    pub remain_on_exit: bool,
+    pub resume_on_respawn: bool,
+    pub submit_delay_ms: u64,
+    pub probe_timeout_seconds: u64,
+}
+
+impl Default for TmuxConfig {
+    fn default() -> Self {
+        Self {
+            socket: String::new(),
+            remain_on_exit: true,
+            resume_on_respawn: true,
+            submit_delay_ms: 120,
+            probe_timeout_seconds: 10,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ServerConfig {
+    pub enabled: bool,
+    pub listen: String,
+    pub exposed: bool,
+    pub webhook_path: String,
+    pub webhook_secret_env: String,
+    pub allow_unsigned: bool,
+    pub max_body_bytes: usize,
+    pub allowed_origins: Vec<String>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            listen: "127.0.0.1:8787".into(),
+            exposed: false,
+            webhook_path: "/gh-webhook".into(),
+            webhook_secret_env: "THE_LOOP_WEBHOOK_SECRET".into(),
+            allow_unsigned: false,
+            max_body_bytes: 1_048_576,
+            allowed_origins: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct TuiConfig {
+    pub theme: String,
+    pub keymap: String,
+    pub notify: NotifyMode,
+}
+
+impl Default for TuiConfig {
+    fn default() -> Self {
+        Self {
+            theme: "default".into(),
+            keymap: "default".into(),
+            notify: NotifyMode::Bell,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NotifyMode {
+    #[default]
+    Bell,
+    Desktop,
+    None,
+}
+
+impl RepoConfig {
+    /// The repo's working directory with a leading `~` expanded.
+    pub fn working_dir(&self) -> Option<PathBuf> {
+        self.path.as_deref().map(crate::paths::expand_tilde)
+    }
+}

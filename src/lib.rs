@@ -1,0 +1,13 @@
+//! the-loop: a terminal UI that supervises AI coding agents running in tmux.
+//!
+//! Data flows one way: GitHub (poll or webhook) → router (guards, work items) →
+//! dispatcher → tmux pane, with every decision written to the event log that the TUI
+//! shows. See `docs/architecture.md`.
+
+pub mod cli;
+pub mod config;
+pub mod events;
+pub mod fsutil;
+pub mod paths;
+pub mod routing;
+pub mod time;

@@ -1,0 +1,93 @@
+//! Where things live: the config file, the state root and its layout (SPEC §2).
+
+use std::path::{Path, PathBuf};
+
+pub const ENV_CONFIG: &str = "THE_LOOP_CONFIG";
+pub const ENV_HOME: &str = "THE_LOOP_HOME";
+pub const ENV_API_URL: &str = "THE_LOOP_GITHUB_API_URL";
+pub const ENV_TMUX_SOCKET: &str = "THE_LOOP_TMUX_SOCKET";
+pub const ENV_WORK_ITEM: &str = "THE_LOOP_WORK_ITEM";
+
+fn project_dirs() -> Option<directories::ProjectDirs> {
+    directories::ProjectDirs::from("", "", "the-loop")
+}
+
+/// The default operator config file: `<XDG config dir>/the-loop/config.yaml`.
+pub fn default_config_file() -> Option<PathBuf> {
+    project_dirs().map(|d| d.config_dir().join("config.yaml"))
+}
+
+/// The user's config directory for keymap/theme overrides.
+pub fn config_dir() -> Option<PathBuf> {
+    project_dirs().map(|d| d.config_dir().to_path_buf())
+}
+
+/// The state root: `$THE_LOOP_HOME`, else the XDG state dir `the-loop/`.
+pub fn state_root() -> PathBuf {
+    if let Some(home) = std::env::var_os(ENV_HOME).filter(|v| !v.is_empty()) {
+        return PathBuf::from(home);
+    }
+    project_dirs()
+        .map(|d| {
+            d.state_dir()
+                .unwrap_or_else(|| d.data_local_dir())
+                .to_path_buf()
+        })
+        .unwrap_or_else(|| PathBuf::from(".the-loop"))
+}
+
+/// The layout under a state root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatePaths {
+    pub root: PathBuf,
+}
+
+impl StatePaths {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The state root from the environment (see [`state_root`]).
+    pub fn from_env() -> Self {
+        Self::new(state_root())
+    }
+
+    pub fn events(&self) -> PathBuf {
+        self.root.join("events.jsonl")
+    }
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.root.join("sessions")
+    }
+    pub fn poll_dir(&self) -> PathBuf {
+        self.root.join("poll")
+    }
+    pub fn critics_dir(&self) -> PathBuf {
+        self.root.join("critics")
+    }
+    pub fn lock(&self) -> PathBuf {
+        self.root.join("supervisor.lock")
+    }
+    pub fn logs_dir(&self) -> PathBuf {
+        self.root.join("logs")
+    }
+}
+
+/// Expands a leading `~` or `~/` to the home directory.
+pub fn expand_tilde(path: &str) -> PathBuf {
+    let home = || directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf());
+    if path == "~" {
+        if let Some(h) = home() {
+            return h;
+        }
+    } else if let Some(rest) = path.strip_prefix("~/")
+        && let Some(h) = home()
+    {
+        return h.join(rest);
+    }
+    PathBuf::from(path)
+}
+
+/// Displays a path for messages.
+pub fn show(path: &Path) -> String {
+    path.display().to_string()
+}

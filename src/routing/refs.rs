@@ -1,0 +1,221 @@
+//! Work-item refs (SPEC §5.1): `github:[host/]owner/repo#N`, their slugs and tmux names.
+
+use std::fmt;
+use std::str::FromStr;
+
+pub const DEFAULT_HOST: &str = "github.com";
+
+/// One issue or pull request.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WorkItemRef {
+    /// `github.com` unless the item lives on GitHub Enterprise.
+    pub host: String,
+    pub owner: String,
+    pub repo: String,
+    pub number: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "invalid work-item ref `{input}`: {reason}; expected `github:owner/repo#N` (or `github:host/owner/repo#N` for GitHub Enterprise), e.g. `github:octo/repo#15`"
+)]
+pub struct RefError {
+    pub input: String,
+    pub reason: &'static str,
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')
+}
+
+fn valid_segment(s: &str) -> bool {
+    !s.is_empty() && s != "." && s != ".." && s.chars().all(is_name_char)
+}
+
+impl WorkItemRef {
+    pub fn new(owner: &str, repo: &str, number: u64) -> Self {
+        Self::on_host(DEFAULT_HOST, owner, repo, number)
+    }
+
+    pub fn on_host(host: &str, owner: &str, repo: &str, number: u64) -> Self {
+        Self {
+            host: host.to_ascii_lowercase(),
+            owner: owner.to_string(),
+            repo: repo.to_string(),
+            number,
+        }
+    }
+
+    /// `owner/repo`.
+    pub fn repo_full_name(&self) -> String {
+        format!("{}/{}", self.owner, self.repo)
+    }
+
+    /// The ref with every run of characters outside `[A-Za-z0-9._-]` replaced by `-`.
+    pub fn slug(&self) -> String {
+        slugify(&self.to_string())
+    }
+
+    /// The tmux session name: `loop-<slug>` with `.` and `:` turned into `_`.
+    pub fn tmux_session_name(&self) -> String {
+        format!("loop-{}", self.slug()).replace(['.', ':'], "_")
+    }
+
+    /// The item's web URL (issues and PRs share it: GitHub redirects).
+    pub fn html_url(&self) -> String {
+        format!(
+            "https://{}/{}/{}/issues/{}",
+            self.host, self.owner, self.repo, self.number
+        )
+    }
+
+    /// Same repository (host, owner and name; owner and name compared case-insensitively,
+    /// as GitHub does).
+    pub fn same_repo(&self, other: &WorkItemRef) -> bool {
+        self.host.eq_ignore_ascii_case(&other.host)
+            && self.owner.eq_ignore_ascii_case(&other.owner)
+            && self.repo.eq_ignore_ascii_case(&other.repo)
+    }
+}
+
+/// Replaces each run of characters outside `[A-Za-z0-9._-]` with one `-`.
+pub fn slugify(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut in_run = false;
+    for c in s.chars() {
+        if is_name_char(c) {
+            out.push(c);
+            in_run = false;
+        } else if !in_run {
+            out.push('-');
+            in_run = true;
+        }
+    }
+    out
+}
+
+impl fmt::Display for WorkItemRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.host.eq_ignore_ascii_case(DEFAULT_HOST) {
+            write!(f, "github:{}/{}#{}", self.owner, self.repo, self.number)
+        } else {
+            write!(
+                f,
+                "github:{}/{}/{}#{}",
+                self.host, self.owner, self.repo, self.number
+            )
+        }
+    }
+}
+
+impl FromStr for WorkItemRef {
+    type Err = RefError;
+
+    fn from_str(input: &str) -> Result<Self, Self::Err> {
+        let err = |reason| RefError {
+            input: input.to_string(),
+            reason,
+        };
+        let s = input.trim();
+        let rest = s
+            .strip_prefix("github:")
+            .ok_or_else(|| err("it must start with `github:`"))?;
+        let (path, number) = rest
+            .rsplit_once('#')
+            .ok_or_else(|| err("the issue or PR number after `#` is missing"))?;
+        let number: u64 = number
+            .parse()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| err("the number after `#` must be a positive integer"))?;
+        let parts: Vec<&str> = path.split('/').collect();
+        let (host, owner, repo) = match parts.as_slice() {
+            [owner, repo] => (DEFAULT_HOST, *owner, *repo),
+            [host, owner, repo] => (*host, *owner, *repo),
+            _ => {
+                return Err(err(
+                    "it must name exactly `owner/repo`, optionally after a host",
+                ));
+            }
+        };
+        if !valid_segment(host) || !host.contains('.') && host != "localhost" {
+            return Err(err("the host is not a valid host name"));
+        }
+        if !valid_segment(owner) || !valid_segment(repo) {
+            return Err(err(
+                "owner and repo may contain only letters, digits, `-`, `_` and `.`",
+            ));
+        }
+        Ok(Self::on_host(host, owner, repo, number))
+    }
+}
+
+impl serde::Serialize for WorkItemRef {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for WorkItemRef {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_displays() {
+        let cases = [
+            ("github:octo/repo#15", "github:octo/repo#15"),
+            ("github:github.com/octo/repo#15", "github:octo/repo#15"),
+            (
+                "github:ghe.example.com/octo/repo#7",
+                "github:ghe.example.com/octo/repo#7",
+            ),
+            ("  github:Octo/my.repo#1 ", "github:Octo/my.repo#1"),
+        ];
+        for (input, shown) in cases {
+            let r: WorkItemRef = input.parse().unwrap();
+            assert_eq!(r.to_string(), shown, "{input}");
+            assert_eq!(r.to_string().parse::<WorkItemRef>().unwrap(), r);
+        }
+    }
+
+    #[test]
+    fn rejects_bad_refs_naming_the_form() {
+        for bad in [
+            "",
+            "octo/repo#15",
+            "github:octo/repo",
+            "github:octo/repo#",
+            "github:octo/repo#0",
+            "github:octo/repo#-1",
+            "github:octo#1",
+            "github:a/b/c/d#1",
+            "github:octo/re po#1",
+            "github:../repo#1",
+            "github:nohost/octo/repo#1",
+        ] {
+            let e = bad.parse::<WorkItemRef>().unwrap_err();
+            assert!(e.to_string().contains("github:owner/repo#N"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn slugs_and_tmux_names() {
+        let r = WorkItemRef::new("octo", "repo", 15);
+        assert_eq!(r.slug(), "github-octo-repo-15");
+        assert_eq!(r.tmux_session_name(), "loop-github-octo-repo-15");
+        let g = WorkItemRef::on_host("ghe.example.com", "octo", "my.repo", 7);
+        assert_eq!(g.slug(), "github-ghe.example.com-octo-my.repo-7");
+        assert_eq!(
+            g.tmux_session_name(),
+            "loop-github-ghe_example_com-octo-my_repo-7"
+        );
+        assert_eq!(slugify("a::b##c"), "a-b-c");
+    }
+}

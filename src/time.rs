@@ -1,0 +1,44 @@
+//! Timestamps in the formats the event log and state files use.
+
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use time::macros::format_description;
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` (SPEC §10).
+pub fn format_ts(t: OffsetDateTime) -> String {
+    let t = t.to_offset(time::UtcOffset::UTC);
+    let fmt =
+        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
+    t.format(&fmt)
+        .unwrap_or_else(|_| t.unix_timestamp().to_string())
+}
+
+/// The current time as an event-log timestamp.
+pub fn now_ts() -> String {
+    format_ts(OffsetDateTime::now_utc())
+}
+
+/// A filename-safe timestamp, `YYYYMMDDTHHMMSSmmmZ`.
+pub fn compact_now() -> String {
+    let t = OffsetDateTime::now_utc();
+    let fmt = format_description!("[year][month][day]T[hour][minute][second][subsecond digits:3]Z");
+    t.format(&fmt)
+        .unwrap_or_else(|_| t.unix_timestamp().to_string())
+}
+
+/// Parses an RFC 3339 timestamp (GitHub's `updated_at`, the log's `ts`, `--since`).
+pub fn parse_ts(s: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(s, &Rfc3339).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_milliseconds_in_utc() {
+        let t = parse_ts("2026-11-30T01:02:03.456789+01:00").unwrap();
+        assert_eq!(format_ts(t), "2026-11-30T00:02:03.456Z");
+        assert!(parse_ts(&now_ts()).is_some());
+    }
+}

@@ -5,6 +5,7 @@ pub mod completions;
 pub mod config_cmd;
 pub mod events_cmd;
 pub mod excerpt_cmd;
+pub mod fake_agent;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -37,6 +38,9 @@ pub enum Command {
     Events(events_cmd::EventsArgs),
     /// Print shell completions.
     Completions(completions::CompletionsArgs),
+    /// A stand-in agent for tests and the demo.
+    #[command(hide = true)]
+    FakeAgent(fake_agent::FakeAgentArgs),
 }
 
 /// What every command gets besides its own arguments.
@@ -88,6 +92,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Excerpt(args) => excerpt_cmd::run(args, &ctx),
         Command::Events(args) => events_cmd::run(args, &ctx),
         Command::Completions(args) => completions::run(args),
+        Command::FakeAgent(args) => fake_agent::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,4 @@
+//! (in progress)
+pub mod client;
+pub mod models;
+pub mod sim;

@@ -13,6 +13,7 @@ pub mod guard;
 pub mod logging;
 pub mod paths;
 pub mod routing;
+pub mod secrets;
 pub mod session;
 pub mod time;
 pub mod tmux;

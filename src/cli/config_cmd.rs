@@ -1,22 +1,115 @@
 //! `the-loop config check | init | path`.
 
-use super::{CliResult, Ctx};
-use std::path::PathBuf;
+use super::{CliResult, Ctx, usage};
+use crate::config::{self, Environment, PathSource, ResolvedPath};
+use anyhow::{Context, anyhow};
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ConfigCommand {
-    /// Validate the config and print the effective result.
+    /// Validate the config and print the effective result (YAML on stdout).
     Check,
     /// Write a commented starter config.
     Init {
         /// Where to write it (default: the resolved config path).
         #[arg(long)]
         path: Option<PathBuf>,
+        /// Overwrite an existing file.
+        #[arg(long)]
+        force: bool,
     },
     /// Show which config file is used.
     Path,
 }
 
-pub fn run(_cmd: ConfigCommand, _ctx: &Ctx) -> CliResult {
-    Err(super::failed(anyhow::anyhow!("config: not built yet")))
+pub fn run(cmd: ConfigCommand, ctx: &Ctx) -> CliResult {
+    let env = Environment::from_process();
+    let flag = ctx.config_flag.as_deref();
+    match cmd {
+        ConfigCommand::Check => check(&env, flag),
+        ConfigCommand::Init { path, force } => init(&env, flag, path, force),
+        ConfigCommand::Path => path(&env, flag),
+    }
+}
+
+fn check(env: &Environment, flag: Option<&Path>) -> CliResult {
+    let loaded = env.load(flag).map_err(usage)?;
+    let yaml = serde_norway::to_string(&loaded.config).map_err(super::failed)?;
+    match &loaded.path {
+        Some(path) => eprintln!("config: {} (valid)", path.display()),
+        None => eprintln!(
+            "config: no file found{}; using the defaults (create one with `the-loop config init`)",
+            env.default_file
+                .as_ref()
+                .map(|p| format!(" at {}", p.display()))
+                .unwrap_or_default()
+        ),
+    }
+    for warning in &loaded.warnings {
+        eprintln!("warning: {warning}");
+    }
+    print!("{yaml}");
+    Ok(())
+}
+
+fn init(
+    env: &Environment,
+    flag: Option<&Path>,
+    explicit: Option<PathBuf>,
+    force: bool,
+) -> CliResult {
+    let target = match explicit {
+        Some(path) => path,
+        None => resolved_or_usage(env, flag)?.path,
+    };
+    if !force && target.exists() {
+        return Err(usage(anyhow!(
+            "{} already exists; not overwriting it (pass --force to replace it, or --path to write elsewhere)",
+            target.display()
+        )));
+    }
+    crate::fsutil::atomic_write(&target, config::starter::STARTER_YAML.as_bytes())
+        .with_context(|| format!("cannot write {}", target.display()))?;
+    println!("{}", target.display());
+    eprintln!(
+        "wrote a starter config to {}; set your repos and routing.authorizedUsers, then run `the-loop --config {} config check`",
+        target.display(),
+        target.display()
+    );
+    Ok(())
+}
+
+fn path(env: &Environment, flag: Option<&Path>) -> CliResult {
+    let ResolvedPath { path, source } = resolved_or_usage(env, flag)?;
+    println!("{}", path.display());
+    let chosen_by = match source {
+        PathSource::Flag => "the --config flag",
+        PathSource::Env => "$THE_LOOP_CONFIG",
+        PathSource::Default => "the default location (XDG config dir)",
+    };
+    let state = if path.is_file() {
+        "exists".to_string()
+    } else if path.exists() {
+        "exists but is not a regular file".to_string()
+    } else if source == PathSource::Default {
+        "does not exist: the defaults apply (create it with `the-loop config init`)".to_string()
+    } else {
+        format!(
+            "does not exist (create it with `the-loop config init --path {}`)",
+            path.display()
+        )
+    };
+    eprintln!("chosen by {chosen_by}; {state}");
+    Ok(())
+}
+
+fn resolved_or_usage(
+    env: &Environment,
+    flag: Option<&Path>,
+) -> Result<ResolvedPath, super::CliError> {
+    env.resolve(flag).ok_or_else(|| {
+        usage(anyhow!(
+            "cannot determine the default config location (no home directory); pass --config PATH or set THE_LOOP_CONFIG"
+        ))
+    })
 }

@@ -1,13 +1,22 @@
-//! The operator config (SPEC §2): types with their defaults. Loading, validation and
-//! reload live in `load`.
+//! The operator config (SPEC §2): types with their defaults. Resolution and loading
+//! live in `load`, parsing with located errors in `parse`, the rules in `validate`.
 
 pub mod load;
+mod locate;
+pub mod parse;
+pub mod starter;
+pub mod validate;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-pub use load::{ConfigError, LoadedConfig, load, resolve_path};
+pub use load::{
+    ConfigError, Environment, LoadedConfig, PathSource, ResolvedPath, load, load_file, resolve,
+    resolve_path,
+};
+pub use locate::{KeyPath, Position};
+pub use parse::{Diagnostic, parse_str};
 
 /// The whole operator config. Every section has defaults, so an empty file is valid.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -252,3 +261,6 @@ impl RepoConfig {
         self.path.as_deref().map(crate::paths::expand_tilde)
     }
 }
+
+#[cfg(test)]
+mod coverage_tests;

@@ -1,0 +1,225 @@
+//! The rules a config must satisfy beyond its types (SPEC §2), and the settings that are
+//! legal but worth a warning. Pure functions over a parsed [`Config`]; `parse` attaches
+//! file positions.
+
+use super::locate::KeyPath;
+use super::{Config, HarnessConfig};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+/// Harness names every build knows (SPEC §7.2); `sessions.harnesses` adds more.
+pub const BUILTIN_HARNESSES: [&str; 3] = ["claude", "codex", "cursor"];
+
+/// Faster polling burns the rate limit without making delivery noticeably quicker.
+pub const MIN_POLL_INTERVAL_SECONDS: u64 = 5;
+
+/// A rule violation or warning at a key path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub path: KeyPath,
+    pub message: String,
+}
+
+impl Problem {
+    fn new(path: KeyPath, message: impl Into<String>) -> Self {
+        Self {
+            path,
+            message: message.into(),
+        }
+    }
+}
+
+/// Every rule violation, so the operator fixes them in one pass.
+pub fn errors(config: &Config) -> Vec<Problem> {
+    let mut out = Vec::new();
+    check_polling(config, &mut out);
+    check_repos(config, &mut out);
+    check_routing(config, &mut out);
+    check_sessions(config, &mut out);
+    check_server(config, &mut out);
+    out
+}
+
+/// Legal settings that weaken a guard or make the tool do nothing.
+pub fn warnings(config: &Config) -> Vec<Problem> {
+    let mut out = Vec::new();
+    if config.routing.authorized_users.is_empty() {
+        out.push(Problem::new(
+            KeyPath::parse("routing.authorizedUsers"),
+            "empty: nothing human-authored will be acted on; add the GitHub logins allowed to steer the agents",
+        ));
+    }
+    if config.server.allow_unsigned {
+        out.push(Problem::new(
+            KeyPath::parse("server.allowUnsigned"),
+            "true: without a webhook secret, anyone who can reach the server can inject events; set a secret instead",
+        ));
+    }
+    if config.server.exposed {
+        out.push(Problem::new(
+            KeyPath::parse("server.exposed"),
+            "true: the webhook server may listen beyond this machine; keep a webhook secret set",
+        ));
+    }
+    out
+}
+
+fn check_polling(config: &Config, out: &mut Vec<Problem>) {
+    let interval = config.polling.interval_seconds;
+    if interval < MIN_POLL_INTERVAL_SECONDS {
+        out.push(Problem::new(
+            KeyPath::parse("polling.intervalSeconds"),
+            format!(
+                "must be at least {MIN_POLL_INTERVAL_SECONDS} seconds, got {interval}; faster polling only spends the GitHub rate limit"
+            ),
+        ));
+    }
+}
+
+fn check_repos(config: &Config, out: &mut Vec<Problem>) {
+    let mut first_seen: HashMap<String, usize> = HashMap::new();
+    for (i, repo) in config.repos.iter().enumerate() {
+        let path = KeyPath::root().key("repos").index(i).key("name");
+        if !is_owner_and_name(&repo.name) {
+            out.push(Problem::new(
+                path,
+                format!(
+                    "expected `owner/name` (e.g. `octo/repo`), got `{}`",
+                    repo.name
+                ),
+            ));
+            continue;
+        }
+        // GitHub names are case-insensitive: `Octo/Repo` and `octo/repo` are one repo.
+        match first_seen.get(&repo.name.to_ascii_lowercase()) {
+            Some(first) => out.push(Problem::new(
+                path,
+                format!(
+                    "`{}` is already listed at repos[{first}]; list each repo once",
+                    repo.name
+                ),
+            )),
+            None => {
+                first_seen.insert(repo.name.to_ascii_lowercase(), i);
+            }
+        }
+    }
+}
+
+/// `owner/name`, each part made of the characters GitHub allows.
+fn is_owner_and_name(name: &str) -> bool {
+    let segment_ok = |s: &str| {
+        !s.is_empty()
+            && s != "."
+            && s != ".."
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    match name.split_once('/') {
+        Some((owner, repo)) => segment_ok(owner) && segment_ok(repo),
+        None => false,
+    }
+}
+
+fn check_routing(config: &Config, out: &mut Vec<Problem>) {
+    for (i, login) in config.routing.authorized_users.iter().enumerate() {
+        let bare = login.trim();
+        let bare = bare.strip_prefix('@').unwrap_or(bare);
+        if bare.trim().is_empty() {
+            out.push(Problem::new(
+                KeyPath::parse("routing.authorizedUsers").index(i),
+                "an empty login matches nobody; write a GitHub login such as `alice`, or remove the entry",
+            ));
+        }
+    }
+}
+
+fn check_sessions(config: &Config, out: &mut Vec<Problem>) {
+    let sessions = &config.sessions;
+    let known = BUILTIN_HARNESSES.contains(&sessions.harness.as_str())
+        || sessions.harnesses.contains_key(&sessions.harness);
+    if !known {
+        let custom: Vec<String> = sessions
+            .harnesses
+            .keys()
+            .map(|k| format!("`{k}`"))
+            .collect();
+        let custom = if custom.is_empty() {
+            "none defined".to_string()
+        } else {
+            custom.join(", ")
+        };
+        out.push(Problem::new(
+            KeyPath::parse("sessions.harness"),
+            format!(
+                "unknown harness `{}`; expected a built-in (`claude`, `codex`, `cursor`) or a key of sessions.harnesses ({custom})",
+                sessions.harness
+            ),
+        ));
+    }
+    for (name, harness) in &sessions.harnesses {
+        check_harness(name, harness, out);
+    }
+    if sessions.tmux.probe_timeout_seconds == 0 {
+        out.push(Problem::new(
+            KeyPath::parse("sessions.tmux.probeTimeoutSeconds"),
+            "must be greater than 0 (seconds); the default is 10",
+        ));
+    }
+}
+
+fn check_harness(name: &str, harness: &HarnessConfig, out: &mut Vec<Problem>) {
+    let path = KeyPath::parse("sessions.harnesses")
+        .key(name)
+        .key("command");
+    if harness.command.trim().is_empty() {
+        out.push(Problem::new(
+            path,
+            "missing: a harness needs `command`, the executable to run (e.g. `command: my-agent`)",
+        ));
+    } else if harness.command.chars().any(char::is_whitespace) {
+        out.push(Problem::new(
+            path,
+            format!(
+                "`{}`: a command is one executable; put its arguments in args",
+                harness.command
+            ),
+        ));
+    }
+}
+
+fn check_server(config: &Config, out: &mut Vec<Problem>) {
+    let server = &config.server;
+    match server.listen.parse::<SocketAddr>() {
+        Err(_) => out.push(Problem::new(
+            KeyPath::parse("server.listen"),
+            format!(
+                "expected an IP address and port such as `127.0.0.1:8787`, got `{}`",
+                server.listen
+            ),
+        )),
+        Ok(addr) if !addr.ip().is_loopback() && !server.exposed => out.push(Problem::new(
+            KeyPath::parse("server.listen"),
+            format!(
+                "`{addr}` is not a loopback address; set `server.exposed: true` to listen beyond this machine, or use `127.0.0.1:{}`",
+                addr.port()
+            ),
+        )),
+        Ok(_) => {}
+    }
+    if !server.webhook_path.starts_with('/') {
+        out.push(Problem::new(
+            KeyPath::parse("server.webhookPath"),
+            format!(
+                "must start with `/` (e.g. `/gh-webhook`), got `{}`",
+                server.webhook_path
+            ),
+        ));
+    }
+    if server.max_body_bytes == 0 {
+        out.push(Problem::new(
+            KeyPath::parse("server.maxBodyBytes"),
+            "must be greater than 0 (bytes); the default is 1048576",
+        ));
+    }
+}

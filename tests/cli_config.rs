@@ -1,0 +1,325 @@
+//! `the-loop config check | init | path` through the real binary, in a private
+//! environment: HOME, XDG_CONFIG_HOME and THE_LOOP_HOME point into a temp dir and the
+//! override variables are cleared.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use assert_cmd::Command;
+use std::fs;
+use std::path::{Path, PathBuf};
+use tempfile::TempDir;
+
+struct Sandbox {
+    dir: TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// Where `directories` puts the config on Linux given our XDG_CONFIG_HOME.
+    fn xdg_file(&self) -> PathBuf {
+        self.path("xdg/the-loop/config.yaml")
+    }
+
+    fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let path = self.path(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn cmd(&self) -> Command {
+        let mut cmd = Command::cargo_bin("the-loop").unwrap();
+        cmd.current_dir(self.dir.path())
+            .env("HOME", self.path("home"))
+            .env("XDG_CONFIG_HOME", self.path("xdg"))
+            .env("THE_LOOP_HOME", self.path("state"))
+            .env_remove("THE_LOOP_CONFIG")
+            .env_remove("THE_LOOP_GITHUB_API_URL")
+            .env_remove("THE_LOOP_TMUX_SOCKET")
+            .env_remove("XDG_STATE_HOME");
+        cmd
+    }
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(cmd: &mut Command, args: &[&str]) -> Run {
+    let out = cmd.args(args).output().unwrap();
+    Run {
+        code: out.status.code().unwrap(),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+/// The effective config printed by `config check`, as YAML.
+fn checked(sb: &Sandbox, args: &[&str]) -> serde_norway::Value {
+    let r = run(&mut sb.cmd(), args);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    serde_norway::from_str(&r.stdout).unwrap()
+}
+
+fn interval(v: &serde_norway::Value) -> u64 {
+    v["polling"]["intervalSeconds"].as_u64().unwrap()
+}
+
+#[test]
+fn bad_config_files_exit_2_with_file_line_column_and_key() {
+    let cases: &[(&str, &str)] = &[
+        ("routing:\n\tspawn: never\n", ":2:1: routing: invalid YAML"),
+        (
+            "routing:\n  keywords:\n    strat: go\n",
+            ":3:5: routing.keywords.strat: unknown field `strat`",
+        ),
+        (
+            "polling:\n  intervalSeconds: soon\n",
+            ":2:20: polling.intervalSeconds: invalid type",
+        ),
+        (
+            "tui:\n  notify: email\n",
+            ":2:11: tui.notify: unknown variant `email`",
+        ),
+        (
+            "repos:\n  - name: octo/repo\n  - name: octo/repo\n",
+            ":3:11: repos[1].name: `octo/repo` is already listed at repos[0]",
+        ),
+        (
+            "sessions:\n  harnesses:\n    mine: {command: 'my agent'}\n",
+            ":3:21: sessions.harnesses.mine.command: `my agent`: a command is one executable; put its arguments in args",
+        ),
+    ];
+    let sb = Sandbox::new();
+    for (i, (text, expected)) in cases.iter().enumerate() {
+        let file = sb.write(&format!("bad{i}.yaml"), text);
+        let r = run(
+            &mut sb.cmd(),
+            &["--config", file.to_str().unwrap(), "config", "check"],
+        );
+        assert_eq!(r.code, 2, "{text:?}: {}", r.stderr);
+        assert!(r.stdout.is_empty(), "nothing on stdout: {}", r.stdout);
+        let located = format!("{}{expected}", file.display());
+        assert!(
+            r.stderr.contains(&located),
+            "{text:?}\nstderr: {}\nexpected: {located}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn every_rule_violation_is_listed() {
+    let sb = Sandbox::new();
+    let file = sb.write(
+        "c.yaml",
+        "polling: {intervalSeconds: 1}\nserver: {listen: '0.0.0.0:80', webhookPath: hook}\n",
+    );
+    let r = run(sb.cmd().env("THE_LOOP_CONFIG", &file), &["config", "check"]);
+    assert_eq!(r.code, 2);
+    for key in [
+        "polling.intervalSeconds",
+        "server.listen",
+        "server.webhookPath",
+    ] {
+        assert!(r.stderr.contains(&format!(": {key}: ")), "{}", r.stderr);
+    }
+}
+
+#[test]
+fn precedence_is_flag_then_env_then_xdg() {
+    let sb = Sandbox::new();
+    let xdg = sb.xdg_file();
+    sb.write(
+        "xdg/the-loop/config.yaml",
+        "polling: {intervalSeconds: 11}\n",
+    );
+    let env = sb.write("env.yaml", "polling: {intervalSeconds: 22}\n");
+    let flag = sb.write("flag.yaml", "polling: {intervalSeconds: 33}\n");
+
+    assert_eq!(interval(&checked(&sb, &["config", "check"])), 11);
+    let r = run(&mut sb.cmd(), &["config", "path"]);
+    assert_eq!(r.stdout.trim(), xdg.to_str().unwrap());
+    assert!(r.stderr.contains("default location"), "{}", r.stderr);
+    assert!(r.stderr.contains("exists"), "{}", r.stderr);
+
+    let with_env = |sb: &Sandbox, args: &[&str]| run(sb.cmd().env("THE_LOOP_CONFIG", &env), args);
+    let r = with_env(&sb, &["config", "check"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(interval(&serde_norway::from_str(&r.stdout).unwrap()), 22);
+    assert!(r.stderr.contains(env.to_str().unwrap()), "{}", r.stderr);
+    let r = with_env(&sb, &["config", "path"]);
+    assert_eq!(r.stdout.trim(), env.to_str().unwrap());
+    assert!(r.stderr.contains("$THE_LOOP_CONFIG"), "{}", r.stderr);
+
+    // The flag wins over the env, before or after the subcommand.
+    let flag_s = flag.to_str().unwrap();
+    for args in [
+        ["--config", flag_s, "config", "check"],
+        ["config", "check", "--config", flag_s],
+    ] {
+        let r = with_env(&sb, &args);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert_eq!(interval(&serde_norway::from_str(&r.stdout).unwrap()), 33);
+    }
+    let r = with_env(&sb, &["config", "path", "--config", flag_s]);
+    assert_eq!(r.stdout.trim(), flag_s);
+    assert!(r.stderr.contains("--config"), "{}", r.stderr);
+}
+
+#[test]
+fn no_file_anywhere_means_defaults_and_the_allowlist_warning() {
+    let sb = Sandbox::new();
+    let r = run(&mut sb.cmd(), &["config", "check"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_norway::Value = serde_norway::from_str(&r.stdout).unwrap();
+    assert_eq!(interval(&v), 30);
+    assert_eq!(v["server"]["listen"].as_str(), Some("127.0.0.1:8787"));
+    assert!(r.stderr.contains("no file found"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "warning: routing.authorizedUsers: empty: nothing human-authored will be acted on"
+        ),
+        "{}",
+        r.stderr
+    );
+
+    let r = run(&mut sb.cmd(), &["config", "path"]);
+    assert_eq!(r.code, 0);
+    assert_eq!(r.stdout.trim(), sb.xdg_file().to_str().unwrap());
+    assert!(r.stderr.contains("does not exist"), "{}", r.stderr);
+}
+
+#[test]
+fn a_named_file_that_does_not_exist_is_exit_2_suggesting_init() {
+    let sb = Sandbox::new();
+    let missing = sb.path("missing.yaml");
+    let m = missing.to_str().unwrap();
+
+    let r = run(&mut sb.cmd(), &["--config", m, "config", "check"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains(m), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains(&format!("the-loop config init --path {m}")),
+        "{}",
+        r.stderr
+    );
+
+    let r = run(
+        sb.cmd().env("THE_LOOP_CONFIG", &missing),
+        &["config", "check"],
+    );
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("$THE_LOOP_CONFIG"), "{}", r.stderr);
+}
+
+#[test]
+fn init_then_check_succeeds() {
+    let sb = Sandbox::new();
+    let target = sb.path("deep/new/dir/the-loop.yaml");
+    let t = target.to_str().unwrap();
+    let r = run(&mut sb.cmd(), &["config", "init", "--path", t]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.trim(), t);
+    assert!(fs::read_to_string(&target).unwrap().contains("# "));
+
+    let r = run(&mut sb.cmd(), &["--config", t, "config", "check"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+    let v: serde_norway::Value = serde_norway::from_str(&r.stdout).unwrap();
+    assert_eq!(v["repos"][0]["label"].as_str(), Some("the-loop"));
+}
+
+#[test]
+fn init_without_path_writes_the_resolved_file() {
+    let sb = Sandbox::new();
+    let r = run(&mut sb.cmd(), &["config", "init"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(sb.xdg_file().is_file());
+    let r = run(&mut sb.cmd(), &["config", "check"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains(sb.xdg_file().to_str().unwrap()));
+
+    let env = sb.path("via-env.yaml");
+    let r = run(sb.cmd().env("THE_LOOP_CONFIG", &env), &["config", "init"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(env.is_file());
+}
+
+#[test]
+fn init_refuses_to_overwrite_without_force() {
+    let sb = Sandbox::new();
+    let mine = "polling: {intervalSeconds: 99}\n";
+    let file = sb.write("mine.yaml", mine);
+    let f = file.to_str().unwrap();
+
+    let r = run(&mut sb.cmd(), &["config", "init", "--path", f]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains(f), "{}", r.stderr);
+    assert!(r.stderr.contains("--force"), "{}", r.stderr);
+    assert_eq!(fs::read_to_string(&file).unwrap(), mine);
+
+    let r = run(&mut sb.cmd(), &["config", "init", "--path", f, "--force"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_ne!(fs::read_to_string(&file).unwrap(), mine);
+    assert_eq!(
+        interval(&checked(&sb, &["--config", f, "config", "check"])),
+        30
+    );
+}
+
+#[test]
+fn env_overrides_show_in_the_effective_config() {
+    let sb = Sandbox::new();
+    let file = sb.write(
+        "c.yaml",
+        "github: {apiUrl: 'https://ghe.example/api/v3'}\nrouting: {authorizedUsers: [alice]}\n",
+    );
+    let r = run(
+        sb.cmd()
+            .env("THE_LOOP_CONFIG", &file)
+            .env("THE_LOOP_GITHUB_API_URL", "http://127.0.0.1:1234")
+            .env("THE_LOOP_TMUX_SOCKET", "loop-test"),
+        &["config", "check"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_norway::Value = serde_norway::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["github"]["apiUrl"].as_str(),
+        Some("http://127.0.0.1:1234")
+    );
+    assert_eq!(v["sessions"]["tmux"]["socket"].as_str(), Some("loop-test"));
+}
+
+#[test]
+fn the_printed_effective_config_is_itself_a_valid_config() {
+    let sb = Sandbox::new();
+    let file = sb.write(
+        "c.yaml",
+        "routing: {authorizedUsers: ['@Alice'], spawn: labeled}\ncritics:\n  - name: rev\n    harness: codex\n",
+    );
+    let r = run(
+        &mut sb.cmd(),
+        &["--config", file.to_str().unwrap(), "config", "check"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let printed = sb.write("printed.yaml", &r.stdout);
+    let again = run(
+        &mut sb.cmd(),
+        &["--config", printed.to_str().unwrap(), "config", "check"],
+    );
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(again.stdout, r.stdout);
+    assert!(Path::new(&printed).is_file());
+}

@@ -1,7 +1,16 @@
 use clap::Parser;
 use std::process::ExitCode;
+use the_loop::cli::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = the_loop::cli::Cli::parse();
+    // Parse first: `--help` and usage errors must stay instant and touch no files.
+    let cli = Cli::parse();
+    the_loop::secrets::register_from_env();
+    // Completions print to stdout for a shell to source, and the fake agent stands in
+    // for a harness inside a pane: neither should write the operator's log.
+    let _log_guard = match cli.command {
+        Command::Completions(_) | Command::FakeAgent(_) => None,
+        _ => the_loop::logging::init(&the_loop::paths::StatePaths::from_env()),
+    };
     the_loop::cli::run(cli)
 }

@@ -37,6 +37,37 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     out
 }
 
+/// Environment variables that hold secrets whatever the config says: the GitHub token
+/// and the default webhook secret. Registered at startup so even a log line written
+/// before the GitHub client exists is scrubbed.
+pub const SECRET_ENV_VARS: [&str; 3] = ["GH_TOKEN", "GITHUB_TOKEN", "THE_LOOP_WEBHOOK_SECRET"];
+
+/// Registers the values of [`SECRET_ENV_VARS`] that are set.
+pub fn register_from_env() {
+    for name in SECRET_ENV_VARS {
+        if let Ok(value) = std::env::var(name) {
+            register(&value);
+        }
+    }
+}
+
+/// Redacts every string inside a JSON value, in place. Used on event fields before they
+/// are serialized, because a secret containing `"` or `\` no longer appears verbatim
+/// once JSON-escaped, so redacting the finished line alone could miss it.
+pub fn redact_json(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => {
+            if let Cow::Owned(r) = redact(s) {
+                *s = r;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact_json),
+        Value::Object(map) => map.values_mut().for_each(redact_json),
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,5 +81,16 @@ mod tests {
             "token=[redacted]; x=short"
         );
         assert!(matches!(redact("nothing here"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn redacts_strings_nested_in_json() {
+        register("json\"nested\"secret");
+        let mut v = serde_json::json!({"a": ["pre json\"nested\"secret post", 1, null], "b": {"c": "json\"nested\"secret"}});
+        redact_json(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({"a": ["pre [redacted] post", 1, null], "b": {"c": "[redacted]"}})
+        );
     }
 }

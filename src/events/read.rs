@@ -1,0 +1,327 @@
+//! Reading the log: a [`Filter`], a streaming [`EventReader`] (constant memory however
+//! long the file), and [`tail`], which reads backwards in chunks to find the last N
+//! matching events without scanning the whole file.
+//!
+//! Every reader treats the file the same way: only newline-terminated lines count (a
+//! last line without its newline is still being written and is left for later), blank
+//! lines are ignored, and a line that does not parse is skipped and counted.
+
+use super::{Event, Level, ParseError, parse_line};
+use crate::routing::refs::{RefError, WorkItemRef};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+use time::OffsetDateTime;
+
+/// Which events a reader yields. The default matches everything.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Event-type glob, e.g. `routing.*` or `*.failed`.
+    pub type_glob: Option<glob::Pattern>,
+    /// Matches the `work_item` field or membership in the `work_items` array.
+    pub work_item: Option<WorkItemRef>,
+    /// Events at or after this instant.
+    pub since: Option<OffsetDateTime>,
+    /// Events at this level or above.
+    pub min_level: Option<Level>,
+}
+
+/// A filter argument that does not parse; the message says what was expected.
+#[derive(Debug, thiserror::Error)]
+pub enum FilterError {
+    #[error(
+        "invalid --type glob `{glob}`: {reason}; expected an event-type pattern such as `routing.*` or `*.failed`"
+    )]
+    Glob { glob: String, reason: String },
+    #[error(transparent)]
+    WorkItem(#[from] RefError),
+    #[error(
+        "invalid --since `{0}`: expected an RFC 3339 timestamp such as `2026-01-31T09:00:00Z` or `2026-01-31T10:00:00+01:00`"
+    )]
+    Since(String),
+    #[error("invalid --level: {0}")]
+    Level(#[from] super::LevelError),
+}
+
+impl Filter {
+    /// Builds a filter from command-line style strings.
+    pub fn parse(
+        type_glob: Option<&str>,
+        work_item: Option<&str>,
+        since: Option<&str>,
+        min_level: Option<&str>,
+    ) -> Result<Self, FilterError> {
+        let type_glob = type_glob
+            .map(|g| {
+                glob::Pattern::new(g).map_err(|e| FilterError::Glob {
+                    glob: g.to_string(),
+                    reason: e.msg.to_string(),
+                })
+            })
+            .transpose()?;
+        let work_item = work_item.map(str::parse).transpose()?;
+        let since = since
+            .map(|s| crate::time::parse_ts(s.trim()).ok_or_else(|| FilterError::Since(s.into())))
+            .transpose()?;
+        let min_level = min_level.map(str::parse).transpose()?;
+        Ok(Self {
+            type_glob,
+            work_item,
+            since,
+            min_level,
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.type_glob.is_none()
+            && self.work_item.is_none()
+            && self.since.is_none()
+            && self.min_level.is_none()
+    }
+
+    pub fn matches(&self, event: &Event) -> bool {
+        if self.min_level.is_some_and(|min| event.level < min) {
+            return false;
+        }
+        if let Some(glob) = &self.type_glob
+            && !glob.matches(event.event.as_str())
+        {
+            return false;
+        }
+        if let Some(since) = self.since {
+            match crate::time::parse_ts(&event.ts) {
+                Some(ts) if ts >= since => {}
+                _ => return false,
+            }
+        }
+        if let Some(wanted) = &self.work_item
+            && !event.work_items().any(|r| same_item(wanted, r))
+        {
+            return false;
+        }
+        true
+    }
+}
+
+/// GitHub owner and repo names are case-insensitive; a ref written by another module
+/// with different casing is still the same item.
+fn same_item(wanted: &WorkItemRef, candidate: &str) -> bool {
+    match candidate.parse::<WorkItemRef>() {
+        Ok(r) => {
+            r.number == wanted.number
+                && r.host.eq_ignore_ascii_case(&wanted.host)
+                && r.owner.eq_ignore_ascii_case(&wanted.owner)
+                && r.repo.eq_ignore_ascii_case(&wanted.repo)
+        }
+        Err(_) => false,
+    }
+}
+
+/// A parsed event and the exact line it came from (for `--json`, which prints lines as
+/// written).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub event: Event,
+    pub line: String,
+}
+
+/// What a reader saw besides the events it yielded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Complete, non-blank lines examined.
+    pub lines: u64,
+    /// Lines yielded (they parsed and matched the filter).
+    pub matched: u64,
+    /// Lines that are not events (bad JSON, a missing or invalid envelope key).
+    pub corrupt: u64,
+    /// Well-formed lines naming an event type this binary does not know.
+    pub unknown: u64,
+}
+
+impl ReadStats {
+    /// Lines skipped because they could not be read as events.
+    pub fn skipped(&self) -> u64 {
+        self.corrupt + self.unknown
+    }
+}
+
+/// Parses and filters one line (without its newline); counts what it finds.
+pub(super) fn examine(bytes: &[u8], filter: &Filter, stats: &mut ReadStats) -> Option<Record> {
+    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    stats.lines += 1;
+    let Ok(line) = std::str::from_utf8(bytes) else {
+        stats.corrupt += 1;
+        return None;
+    };
+    match parse_line(line) {
+        Ok(event) if filter.matches(&event) => {
+            stats.matched += 1;
+            Some(Record {
+                event,
+                line: line.to_string(),
+            })
+        }
+        Ok(_) => None,
+        Err(ParseError::UnknownEvent(_)) => {
+            stats.unknown += 1;
+            None
+        }
+        Err(_) => {
+            stats.corrupt += 1;
+            None
+        }
+    }
+}
+
+/// Streams the matching events of a log file from the start, one line at a time.
+/// A missing file reads as empty.
+#[derive(Debug)]
+pub struct EventReader {
+    input: Option<BufReader<File>>,
+    filter: Filter,
+    position: u64,
+    stats: ReadStats,
+    buf: Vec<u8>,
+}
+
+impl EventReader {
+    pub fn open(path: &Path, filter: Filter) -> io::Result<Self> {
+        let input = match File::open(path) {
+            Ok(f) => Some(BufReader::with_capacity(64 * 1024, f)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        Ok(Self {
+            input,
+            filter,
+            position: 0,
+            stats: ReadStats::default(),
+            buf: Vec::new(),
+        })
+    }
+
+    /// The byte offset just past the last complete line read: where a [`Follower`]
+    /// should continue.
+    ///
+    /// [`Follower`]: super::Follower
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    pub fn stats(&self) -> ReadStats {
+        self.stats
+    }
+}
+
+impl Iterator for EventReader {
+    type Item = io::Result<Record>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let input = self.input.as_mut()?;
+            self.buf.clear();
+            let n = match input.read_until(b'\n', &mut self.buf) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.input = None;
+                    return Some(Err(e));
+                }
+            };
+            if n == 0 || self.buf.last() != Some(&b'\n') {
+                // End of file, or a line still being written: stop before it.
+                self.input = None;
+                return None;
+            }
+            self.position += n as u64;
+            let line = &self.buf[..n - 1];
+            if let Some(record) = examine(line, &self.filter, &mut self.stats) {
+                return Some(Ok(record));
+            }
+        }
+    }
+}
+
+/// The last `n` matching events of a log, oldest first.
+#[derive(Debug, Clone, Default)]
+pub struct Tail {
+    pub records: Vec<Record>,
+    /// Offset just past the last complete line: where a follower continues.
+    pub end: u64,
+    /// Counts for the part of the file that was read (not the whole file).
+    pub stats: ReadStats,
+}
+
+/// How much is read per step backwards.
+const TAIL_CHUNK: u64 = 64 * 1024;
+
+/// Loads the last `n` events matching `filter`, reading backwards from the end in
+/// chunks, so the cost depends on how far back the matches are, not on the file size.
+/// A missing file is empty.
+pub fn tail(path: &Path, n: usize, filter: &Filter) -> io::Result<Tail> {
+    let mut file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Tail::default()),
+        Err(e) => return Err(e),
+    };
+    let len = file.metadata()?.len();
+    let end = complete_end(&mut file, len)?;
+    let mut out = Tail {
+        end,
+        ..Tail::default()
+    };
+    // `pending` holds bytes [pos, pos + pending.len()): always whole lines' tails, ending
+    // with a newline, whose first line may still be missing its beginning.
+    let mut pending: Vec<u8> = Vec::new();
+    let mut pos = end;
+    while pos > 0 && out.records.len() < n {
+        let start = pos.saturating_sub(TAIL_CHUNK);
+        let mut chunk = vec![0; (pos - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut chunk)?;
+        chunk.extend_from_slice(&pending);
+        pending = chunk;
+        pos = start;
+
+        let mut line_end = pending.len(); // exclusive, just past a newline
+        while line_end > 0 && out.records.len() < n {
+            let body = &pending[..line_end - 1];
+            let line_start = match body.iter().rposition(|&b| b == b'\n') {
+                Some(i) => i + 1,
+                None if pos == 0 => 0,
+                None => break, // its beginning is in the previous chunk
+            };
+            if let Some(record) = examine(&body[line_start..], filter, &mut out.stats) {
+                out.records.push(record);
+            }
+            line_end = line_start;
+        }
+        pending.truncate(line_end);
+    }
+    out.records.reverse();
+    Ok(out)
+}
+
+/// The offset just past the last newline at or before `len`: a trailing line without
+/// its newline is still being written.
+pub(super) fn complete_end(file: &mut File, len: u64) -> io::Result<u64> {
+    let mut pos = len;
+    let mut chunk = Vec::new();
+    while pos > 0 {
+        let start = pos.saturating_sub(TAIL_CHUNK);
+        chunk.resize((pos - start) as usize, 0);
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut chunk)?;
+        if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
+            return Ok(start + i as u64 + 1);
+        }
+        pos = start;
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+#[path = "read_tests.rs"]
+mod tests;

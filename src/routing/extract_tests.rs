@@ -265,16 +265,20 @@ fn fixtures_concern_the_expected_items() {
     }
 }
 
+/// PR #16 in octo/repo with this body and head branch.
+fn pr_payload(body: &str, branch: &str) -> Value {
+    json!({
+        "repository": {"full_name": "octo/repo"},
+        "pull_request": {"number": 16, "body": body, "head": {"ref": branch}},
+    })
+}
+
 #[test]
 fn pr_order_closing_then_branch_then_pr() {
-    let payload = json!({
-        "repository": {"full_name": "octo/repo"},
-        "pull_request": {
-            "number": 16,
-            "body": "Fixes #3 and resolves other/lib#4. Also closes #16.",
-            "head": {"ref": "issue-5-work"},
-        },
-    });
+    let payload = pr_payload(
+        "Fixes #3 and resolves other/lib#4. Also closes #16.",
+        "issue-5-work",
+    );
     assert_eq!(
         refs(&work_items("pull_request", &payload)),
         vec![
@@ -288,14 +292,10 @@ fn pr_order_closing_then_branch_then_pr() {
 
 #[test]
 fn duplicates_merge_case_insensitively_keeping_the_first() {
-    let payload = json!({
-        "repository": {"full_name": "octo/repo"},
-        "pull_request": {
-            "number": 16,
-            "body": "Fixes #15, fixes Octo/Repo#15, fixes GH-15, fixes https://github.com/octo/repo/issues/15",
-            "head": {"ref": "issue-15"},
-        },
-    });
+    let payload = pr_payload(
+        "Fixes #15, fixes Octo/Repo#15, fixes GH-15, fixes https://github.com/octo/repo/issues/15",
+        "issue-15",
+    );
     assert_eq!(
         refs(&work_items("pull_request_review_thread", &payload)),
         vec!["github:octo/repo#15", "github:octo/repo#16"]

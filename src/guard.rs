@@ -1,6 +1,8 @@
 //! The two guards that run before anything is pasted (SPEC §3): the self-comment marker
 //! and the authorized-actor allowlist. Pure functions.
 
+use serde_json::Value;
+
 /// The hidden marker every comment the tool composes carries. It never changes.
 pub const MARKER: &str = "<!-- the-loop:agent-comment -->";
 
@@ -19,4 +21,291 @@ pub fn mark_self_authored(body: &str) -> String {
         return body.to_string();
     }
     format!("{}\n\n{ATTRIBUTION}\n{MARKER}\n", body.trim_end())
+}
+
+/// The GitHub logins allowed to steer an agent (`routing.authorizedUsers`), the only
+/// source of trust. Logins compare ASCII-case-insensitively (GitHub logins are ASCII and
+/// case-insensitive), exactly otherwise: no wildcards, no prefixes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Allowlist {
+    /// Normalized entries: trimmed, one leading `@` removed, never empty.
+    logins: Vec<String>,
+}
+
+impl Allowlist {
+    /// Builds the allowlist from config entries. A leading `@` is ignored (people write
+    /// `@alice`); blank entries are skipped so they can never match a missing login.
+    pub fn new(users: &[String]) -> Self {
+        let mut logins: Vec<String> = Vec::with_capacity(users.len());
+        for user in users {
+            let login = user.trim();
+            let login = login.strip_prefix('@').unwrap_or(login).trim();
+            if !login.is_empty() && !logins.iter().any(|l| l.eq_ignore_ascii_case(login)) {
+                logins.push(login.to_string());
+            }
+        }
+        Self { logins }
+    }
+
+    /// An empty allowlist refuses every human-authored event (fail closed); the supervisor
+    /// warns about it at startup and in the status bar.
+    pub fn is_empty(&self) -> bool {
+        self.logins.is_empty()
+    }
+
+    /// True iff `login` is on the list. The login from a payload is taken as is: only
+    /// config entries get the `@` convenience.
+    pub fn allows(&self, login: &str) -> bool {
+        !login.is_empty() && self.logins.iter().any(|l| l.eq_ignore_ascii_case(login))
+    }
+
+    /// The actor gate (SPEC §3.2): CI events pass, a known human must be on the list,
+    /// an unidentifiable human is refused.
+    pub fn check<'a>(&self, actor: Actor<'a>) -> ActorCheck<'a> {
+        match actor {
+            Actor::Ci => ActorCheck::Ci,
+            Actor::Unknown => ActorCheck::Unknown,
+            Actor::Human(login) if self.allows(login) => ActorCheck::Authorized(login),
+            Actor::Human(login) => ActorCheck::Unauthorized(login),
+        }
+    }
+}
+
+/// Who performed the action an event describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Actor<'a> {
+    /// A GitHub login.
+    Human(&'a str),
+    /// A CI event (`workflow_run`, `check_run`, `check_suite`, `status`): no human acted.
+    Ci,
+    /// A human-authored event whose author could not be identified.
+    Unknown,
+}
+
+impl<'a> Actor<'a> {
+    /// The login, when a human is known.
+    pub fn login(self) -> Option<&'a str> {
+        match self {
+            Actor::Human(login) => Some(login),
+            Actor::Ci | Actor::Unknown => None,
+        }
+    }
+}
+
+/// The verdict of the actor gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActorCheck<'a> {
+    Authorized(&'a str),
+    /// CI events carry no human actor and are allowed.
+    Ci,
+    Unauthorized(&'a str),
+    Unknown,
+}
+
+/// CI events carry no human actor (SPEC §3.2).
+pub fn is_ci_event(gh_event: &str) -> bool {
+    matches!(
+        gh_event,
+        "workflow_run" | "check_run" | "check_suite" | "status"
+    )
+}
+
+/// Who performed the action (SPEC §3.2): the comment's author for comments, the review's
+/// author for reviews, nobody for CI events, and the `sender` for everything else
+/// (`issues`/`pull_request` lifecycle events). A missing, empty or non-string login is
+/// [`Actor::Unknown`]: for a comment the `sender` is not a stand-in for its author.
+pub fn actor_of<'a>(gh_event: &str, payload: &'a Value) -> Actor<'a> {
+    let login = match gh_event {
+        _ if is_ci_event(gh_event) => return Actor::Ci,
+        "issue_comment" | "pull_request_review_comment" => &payload["comment"]["user"]["login"],
+        "pull_request_review" => &payload["review"]["user"]["login"],
+        _ => &payload["sender"]["login"],
+    };
+    match login.as_str() {
+        Some(login) if !login.trim().is_empty() => Actor::Human(login),
+        _ => Actor::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn marker_detection_is_exact_and_case_sensitive() {
+        let cases: &[(Option<&str>, bool)] = &[
+            (None, false),
+            (Some(""), false),
+            (Some("plain comment"), false),
+            (Some(MARKER), true),
+            (Some("text\n<!-- the-loop:agent-comment -->\n"), true),
+            (Some("<!-- the-loop:agent-comment -->at the start"), true),
+            (Some("in the <!-- the-loop:agent-comment --> middle"), true),
+            (Some("<!-- THE-LOOP:AGENT-COMMENT -->"), false),
+            (Some("<!-- the-loop:agent-comment-->"), false),
+            (Some("<!--the-loop:agent-comment -->"), false),
+            (Some("the-loop:agent-comment"), false),
+        ];
+        for (body, expected) in cases {
+            assert_eq!(is_self_authored(*body), *expected, "{body:?}");
+        }
+    }
+
+    #[test]
+    fn stamping_adds_attribution_then_marker_last() {
+        let stamped = mark_self_authored("Will do.  \n\n");
+        assert_eq!(stamped, format!("Will do.\n\n{ATTRIBUTION}\n{MARKER}\n"));
+        assert!(stamped.trim_end().ends_with(MARKER));
+        assert!(is_self_authored(Some(&stamped)));
+        let lines: Vec<&str> = stamped.lines().collect();
+        assert_eq!(lines[lines.len() - 2], ATTRIBUTION);
+        assert_eq!(lines[lines.len() - 1], MARKER);
+    }
+
+    #[test]
+    fn stamping_is_idempotent() {
+        for body in [
+            "",
+            "hello",
+            "multi\nline\n\n",
+            "already <!-- the-loop:agent-comment -->",
+        ] {
+            let once = mark_self_authored(body);
+            assert_eq!(mark_self_authored(&once), once, "{body:?}");
+            assert_eq!(once.matches(MARKER).count(), 1, "{body:?}");
+        }
+        let pre = format!("text {MARKER} more");
+        assert_eq!(mark_self_authored(&pre), pre);
+    }
+
+    #[test]
+    fn stamping_an_empty_body_still_marks_it() {
+        assert_eq!(
+            mark_self_authored(""),
+            format!("\n\n{ATTRIBUTION}\n{MARKER}\n")
+        );
+    }
+
+    fn list(users: &[&str]) -> Allowlist {
+        Allowlist::new(&users.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn allowlist_matches_case_insensitively_and_exactly() {
+        let allow = list(&["alice", "@Bob", " carol ", "@", "", "ALICE"]);
+        let cases = [
+            ("alice", true),
+            ("ALICE", true),
+            ("Alice", true),
+            ("bob", true),
+            ("BOB", true),
+            ("carol", true),
+            ("@bob", false),
+            ("alice2", false),
+            ("alic", false),
+            ("mallory", false),
+            ("", false),
+            (" alice", false),
+            ("*", false),
+        ];
+        for (login, expected) in cases {
+            assert_eq!(allow.allows(login), expected, "{login:?}");
+        }
+        assert!(!allow.is_empty());
+    }
+
+    #[test]
+    fn empty_allowlist_is_closed() {
+        for allow in [list(&[]), list(&["", "  ", "@"])] {
+            assert!(allow.is_empty());
+            assert!(!allow.allows("alice"));
+            assert!(!allow.allows(""));
+            assert_eq!(
+                allow.check(Actor::Human("alice")),
+                ActorCheck::Unauthorized("alice")
+            );
+            assert_eq!(allow.check(Actor::Ci), ActorCheck::Ci);
+        }
+    }
+
+    #[test]
+    fn wildcards_are_literal() {
+        let allow = list(&["*", "ali*"]);
+        assert!(!allow.allows("alice"));
+        assert!(allow.allows("*"));
+    }
+
+    #[test]
+    fn actor_per_event_kind() {
+        let payload = json!({
+            "comment": {"user": {"login": "carol"}},
+            "review": {"user": {"login": "dave"}},
+            "sender": {"login": "erin"},
+        });
+        let cases = [
+            ("issue_comment", Actor::Human("carol")),
+            ("pull_request_review_comment", Actor::Human("carol")),
+            ("pull_request_review", Actor::Human("dave")),
+            ("issues", Actor::Human("erin")),
+            ("pull_request", Actor::Human("erin")),
+            ("workflow_run", Actor::Ci),
+            ("check_run", Actor::Ci),
+            ("check_suite", Actor::Ci),
+            ("status", Actor::Ci),
+        ];
+        for (event, expected) in cases {
+            assert_eq!(actor_of(event, &payload), expected, "{event}");
+        }
+    }
+
+    #[test]
+    fn unidentifiable_humans_are_unknown() {
+        let cases = [
+            // A comment without an author: the sender does not stand in for it.
+            (
+                "issue_comment",
+                json!({"comment": {"body": "x"}, "sender": {"login": "alice"}}),
+            ),
+            ("issue_comment", json!({"comment": {"user": {"login": ""}}})),
+            ("issue_comment", json!({"comment": {"user": {"login": 42}}})),
+            ("issue_comment", json!({"comment": {"user": null}})),
+            (
+                "pull_request_review",
+                json!({"review": {"user": {"login": "   "}}}),
+            ),
+            ("issues", json!({"issue": {"user": {"login": "alice"}}})),
+            ("pull_request", json!({"sender": "alice"})),
+            ("issues", json!([1, 2, 3])),
+            ("issues", json!(null)),
+        ];
+        for (event, payload) in cases {
+            assert_eq!(
+                actor_of(event, &payload),
+                Actor::Unknown,
+                "{event} {payload}"
+            );
+            assert_eq!(
+                list(&["alice"]).check(actor_of(event, &payload)),
+                ActorCheck::Unknown
+            );
+        }
+    }
+
+    #[test]
+    fn check_verdicts() {
+        let allow = list(&["alice"]);
+        assert_eq!(
+            allow.check(Actor::Human("Alice")),
+            ActorCheck::Authorized("Alice")
+        );
+        assert_eq!(
+            allow.check(Actor::Human("mallory")),
+            ActorCheck::Unauthorized("mallory")
+        );
+        assert_eq!(allow.check(Actor::Unknown), ActorCheck::Unknown);
+        assert_eq!(allow.check(Actor::Ci), ActorCheck::Ci);
+        assert_eq!(Actor::Human("x").login(), Some("x"));
+        assert_eq!(Actor::Ci.login(), None);
+    }
 }

@@ -28,8 +28,14 @@ fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')
 }
 
-fn valid_segment(s: &str) -> bool {
+/// An owner, repo or host segment a ref can carry and parse back.
+pub(crate) fn valid_segment(s: &str) -> bool {
     !s.is_empty() && s != "." && s != ".." && s.chars().all(is_name_char)
+}
+
+/// A host a ref can carry: a dotted name (or `localhost`).
+pub(crate) fn valid_host(host: &str) -> bool {
+    valid_segment(host) && (host.contains('.') || host == "localhost")
 }
 
 impl WorkItemRef {
@@ -138,7 +144,7 @@ impl FromStr for WorkItemRef {
                 ));
             }
         };
-        if !valid_segment(host) || !host.contains('.') && host != "localhost" {
+        if !valid_host(host) {
             return Err(err("the host is not a valid host name"));
         }
         if !valid_segment(owner) || !valid_segment(repo) {

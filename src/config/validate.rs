@@ -106,19 +106,11 @@ fn check_repos(config: &Config, out: &mut Vec<Problem>) {
     }
 }
 
-/// `owner/name`, each part made of the characters GitHub allows.
+/// `owner/name`, each part made of the characters GitHub allows (the rule refs use).
 fn is_owner_and_name(name: &str) -> bool {
-    let segment_ok = |s: &str| {
-        !s.is_empty()
-            && s != "."
-            && s != ".."
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-    };
-    match name.split_once('/') {
-        Some((owner, repo)) => segment_ok(owner) && segment_ok(repo),
-        None => false,
-    }
+    use crate::routing::refs::valid_segment;
+    name.split_once('/')
+        .is_some_and(|(owner, repo)| valid_segment(owner) && valid_segment(repo))
 }
 
 fn check_routing(config: &Config, out: &mut Vec<Problem>) {

@@ -10,6 +10,7 @@ pub mod events;
 pub mod fsutil;
 pub mod github;
 pub mod guard;
+pub mod ingress;
 pub mod logging;
 pub mod paths;
 pub mod routing;

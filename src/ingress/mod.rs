@@ -1,0 +1,81 @@
+//! Ingress: the two ways GitHub events reach the router — the poller and the webhook
+//! receiver — and the one contract both feed.
+//!
+//! Both paths hand every event to an [`Ingest`] (the supervisor's implementation routes
+//! it through `routing::route` and acts on the outcome). The returned [`Disposition`]
+//! tells the poller whether the event is settled (recorded in its ledger, never looked at
+//! again) or must be retried on a later cycle.
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use crate::events::Source;
+
+/// One GitHub event, owned, as either ingress path received or synthesised it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InboundEvent {
+    /// Which path it came by (`Source::Poll` or `Source::Webhook`).
+    pub source: Source,
+    /// The `X-GitHub-Event` name.
+    pub gh_event: String,
+    /// The payload's `action`, `""` when it has none.
+    pub action: String,
+    /// `X-GitHub-Delivery`, or `poll-comment-<id>` / `poll-review-<id>` /
+    /// `poll-review-comment-<id>`.
+    pub delivery_id: String,
+    /// The full webhook-shaped payload; gates read it, the excerpt distils it.
+    pub payload: Value,
+}
+
+impl InboundEvent {
+    /// A webhook delivery: the action is read from the payload.
+    pub fn from_webhook(gh_event: &str, delivery_id: &str, payload: Value) -> Self {
+        let action = payload["action"].as_str().unwrap_or("").to_string();
+        Self {
+            source: Source::Webhook,
+            gh_event: gh_event.to_string(),
+            action,
+            delivery_id: delivery_id.to_string(),
+            payload,
+        }
+    }
+
+    /// The borrowed view the router takes.
+    pub fn as_inbound(&self) -> crate::routing::router::Inbound<'_> {
+        crate::routing::router::Inbound::new(
+            &self.gh_event,
+            &self.action,
+            &self.delivery_id,
+            &self.payload,
+        )
+    }
+}
+
+/// What became of one event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Disposition {
+    /// Pasted into a session (or a control command carried out).
+    Delivered,
+    /// Settled without a paste: refused by a gate, not actionable, no session, paused…
+    /// The reason is the one logged (`routing.dropped` / `dispatch.dropped`).
+    Dropped { reason: String },
+    /// Not settled: a transient failure (tmux did not answer, a paste failed). The
+    /// poller retries it on a later cycle, up to `polling.maxRetries`.
+    Failed { error: String },
+}
+
+impl Disposition {
+    /// Settled events are recorded and never evaluated again.
+    pub fn is_settled(&self) -> bool {
+        !matches!(self, Disposition::Failed { .. })
+    }
+}
+
+/// The one entry point both ingress paths feed.
+///
+/// `ingest` routes synchronously when called — so events submitted one after another are
+/// queued in that order — and the returned future resolves when the event is settled or
+/// has failed. Callers may submit a batch and await the futures together.
+pub trait Ingest: Send + Sync {
+    fn ingest(&self, event: InboundEvent) -> BoxFuture<'static, Disposition>;
+}

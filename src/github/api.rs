@@ -141,6 +141,43 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Any paginated listing, conditionally (e.g. an endpoint without a typed call).
+    /// `path` is relative to the API base, e.g. `/repos/octo/repo/labels`.
+    pub async fn get_paginated(
+        &self,
+        path: &str,
+        query: &[(&str, &str)],
+    ) -> Result<Fetched<Vec<Value>>, Error> {
+        let url = self.url(&checked_path(path)?, &owned(query))?;
+        self.get_list(url, true).await
+    }
+
+    /// Any single JSON document, unconditionally.
+    pub async fn get_json(&self, path: &str, query: &[(&str, &str)]) -> Result<Value, Error> {
+        let url = self.url(&checked_path(path)?, &owned(query))?;
+        self.get_value(&url).await
+    }
+}
+
+fn owned<'a>(query: &[(&'a str, &str)]) -> Vec<(&'a str, String)> {
+    query.iter().map(|(k, v)| (*k, v.to_string())).collect()
+}
+
+/// A path below the API base: starts with `/`, no query, no way out of the base.
+fn checked_path(path: &str) -> Result<String, Error> {
+    let ok = path.starts_with('/')
+        && !path.contains(['?', '#', '\\'])
+        && !path.split('/').any(|seg| seg == ".." || seg == ".");
+    if ok {
+        Ok(path.to_string())
+    } else {
+        Err(Error::InvalidRequest(format!(
+            "invalid API path `{path}`: expected an absolute path below the API base, e.g. `/repos/octo/repo/labels`"
+        )))
+    }
+}
+
 /// `/repos/owner/name` for a validated `owner/name`.
 pub fn repo_path(repo: &str) -> Result<String, Error> {
     let valid = |s: &str| {

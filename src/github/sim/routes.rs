@@ -3,7 +3,7 @@
 //! the answers (token, budget, ETags, faults, log) is in `gate.rs`.
 
 use super::shapes;
-use super::state::{Issue, Repo, SimState};
+use super::state::{Issue, Repo, SimState, Threaded};
 use super::{SimError, gate, lock};
 use axum::Router;
 use axum::body::Bytes;
@@ -321,23 +321,37 @@ fn comments_response(
     params: &HashMap<String, String>,
     uri: &Uri,
 ) -> Response {
+    threaded_list(s, &r.comments, number, params, uri, |c| {
+        shapes::comment(s, r, c)
+    })
+}
+
+/// The listings of things attached to an item (conversation and review comments):
+/// `since` (inclusive, on `updated_at`), `sort` (`created` | `updated`), `direction`
+/// (ascending unless `sort` is given with `desc`), pagination.
+fn threaded_list<T: Threaded>(
+    s: &SimState,
+    all: &std::collections::BTreeMap<u64, T>,
+    number: Option<u64>,
+    params: &HashMap<String, String>,
+    uri: &Uri,
+    render: impl Fn(&T) -> Value,
+) -> Response {
     let since = or_respond!(since_param(params));
-    let mut items: Vec<_> = r
-        .comments
+    let mut items: Vec<&T> = all
         .values()
-        .filter(|c| number.is_none_or(|n| c.number == n))
-        .filter(|c| since.is_none_or(|t| c.updated_at >= t))
+        .filter(|c| number.is_none_or(|n| c.number() == n))
+        .filter(|c| since.is_none_or(|t| c.updated_at() >= t))
         .collect();
     match params.get("sort").map(String::as_str) {
-        Some("updated") => items.sort_by_key(|c| (c.updated_at, c.id)),
-        _ => items.sort_by_key(|c| (c.created_at, c.id)),
+        Some("updated") => items.sort_by_key(|c| (c.updated_at(), c.id())),
+        _ => items.sort_by_key(|c| (c.created_at(), c.id())),
     }
     if params.contains_key("sort") && descending(params, false) {
         items.reverse();
     }
     let (page, link) = paginate(items, params, uri, &s.api_base);
-    let values = page.into_iter().map(|c| shapes::comment(s, r, c)).collect();
-    list_response(values, link)
+    list_response(page.into_iter().map(render).collect(), link)
 }
 
 async fn list_repo_comments(
@@ -437,26 +451,9 @@ fn review_comments_response(
     params: &HashMap<String, String>,
     uri: &Uri,
 ) -> Response {
-    let since = or_respond!(since_param(params));
-    let mut items: Vec<_> = r
-        .review_comments
-        .values()
-        .filter(|c| number.is_none_or(|n| c.number == n))
-        .filter(|c| since.is_none_or(|t| c.updated_at >= t))
-        .collect();
-    match params.get("sort").map(String::as_str) {
-        Some("updated") => items.sort_by_key(|c| (c.updated_at, c.id)),
-        _ => items.sort_by_key(|c| (c.created_at, c.id)),
-    }
-    if params.contains_key("sort") && descending(params, false) {
-        items.reverse();
-    }
-    let (page, link) = paginate(items, params, uri, &s.api_base);
-    let values = page
-        .into_iter()
-        .map(|c| shapes::review_comment(s, r, c))
-        .collect();
-    list_response(values, link)
+    threaded_list(s, &r.review_comments, number, params, uri, |c| {
+        shapes::review_comment(s, r, c)
+    })
 }
 
 async fn list_repo_review_comments(

@@ -95,6 +95,26 @@ pub(crate) struct ReviewComment {
     pub updated_at: OffsetDateTime,
 }
 
+/// What the comment listings filter and sort on.
+pub(crate) trait Threaded {
+    fn id(&self) -> u64;
+    fn number(&self) -> u64;
+    fn created_at(&self) -> OffsetDateTime;
+    fn updated_at(&self) -> OffsetDateTime;
+}
+
+macro_rules! threaded {
+    ($($t:ty),*) => {$(
+        impl Threaded for $t {
+            fn id(&self) -> u64 { self.id }
+            fn number(&self) -> u64 { self.number }
+            fn created_at(&self) -> OffsetDateTime { self.created_at }
+            fn updated_at(&self) -> OffsetDateTime { self.updated_at }
+        }
+    )*};
+}
+threaded!(Comment, ReviewComment);
+
 #[derive(Debug, Clone)]
 pub(crate) struct Review {
     pub id: u64,

@@ -1,0 +1,475 @@
+//! The simulated GitHub's data: repositories, issues and PRs, comments, reviews, the
+//! clock, the rate budget, scripted faults and the request log. Plain data behind one
+//! mutex; the HTTP layer (`routes.rs`) and the test API (`mod.rs`) both work on it.
+
+use super::{Fault, RequestRecord, SimError};
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+use time::OffsetDateTime;
+
+/// One hour, GitHub's rate-limit window.
+const RATE_WINDOW: time::Duration = time::Duration::hours(1);
+
+/// Timestamps with GitHub's precision (whole seconds) that strictly increase per
+/// write, so `since` cursors see every write exactly once even when many land in the
+/// same wall-clock second (the simulated clock then runs slightly ahead).
+#[derive(Debug)]
+pub(crate) struct SimClock {
+    last: OffsetDateTime,
+    /// Added to wall time; tests move time forward with `advance_clock`.
+    offset: time::Duration,
+}
+
+impl SimClock {
+    fn new() -> Self {
+        Self {
+            last: OffsetDateTime::UNIX_EPOCH,
+            offset: time::Duration::ZERO,
+        }
+    }
+
+    fn wall(&self) -> OffsetDateTime {
+        let t = OffsetDateTime::now_utc() + self.offset;
+        t.replace_nanosecond(0).unwrap_or(t)
+    }
+
+    /// The current time (never before the last write).
+    pub fn now(&self) -> OffsetDateTime {
+        self.wall().max(self.last)
+    }
+
+    /// The timestamp of a new write: strictly after every earlier one.
+    pub fn tick(&mut self) -> OffsetDateTime {
+        let t = self.wall().max(self.last + time::Duration::SECOND);
+        self.last = t;
+        t
+    }
+
+    pub fn advance(&mut self, by: Duration) {
+        self.offset += time::Duration::try_from(by).unwrap_or(time::Duration::ZERO);
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct PullInfo {
+    pub head_ref: String,
+    pub draft: bool,
+    pub merged_at: Option<OffsetDateTime>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Issue {
+    pub id: u64,
+    pub number: u64,
+    pub title: String,
+    pub body: String,
+    pub labels: Vec<String>,
+    pub open: bool,
+    pub author: String,
+    pub pull: Option<PullInfo>,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+    pub closed_at: Option<OffsetDateTime>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Comment {
+    pub id: u64,
+    pub number: u64,
+    pub login: String,
+    pub body: String,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ReviewComment {
+    pub id: u64,
+    pub number: u64,
+    pub review_id: Option<u64>,
+    pub login: String,
+    pub path: String,
+    pub line: u64,
+    pub body: String,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+}
+
+/// What the comment listings filter and sort on.
+pub(crate) trait Threaded {
+    fn id(&self) -> u64;
+    fn number(&self) -> u64;
+    fn created_at(&self) -> OffsetDateTime;
+    fn updated_at(&self) -> OffsetDateTime;
+}
+
+macro_rules! threaded {
+    ($($t:ty),*) => {$(
+        impl Threaded for $t {
+            fn id(&self) -> u64 { self.id }
+            fn number(&self) -> u64 { self.number }
+            fn created_at(&self) -> OffsetDateTime { self.created_at }
+            fn updated_at(&self) -> OffsetDateTime { self.updated_at }
+        }
+    )*};
+}
+threaded!(Comment, ReviewComment);
+
+#[derive(Debug, Clone)]
+pub(crate) struct Review {
+    pub id: u64,
+    pub number: u64,
+    pub login: String,
+    pub state: String,
+    pub body: String,
+    pub submitted_at: Option<OffsetDateTime>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Repo {
+    pub id: u64,
+    pub owner: String,
+    pub name: String,
+    pub issues: BTreeMap<u64, Issue>,
+    pub comments: BTreeMap<u64, Comment>,
+    pub review_comments: BTreeMap<u64, ReviewComment>,
+    pub reviews: BTreeMap<u64, Review>,
+}
+
+impl Repo {
+    pub fn full_name(&self) -> String {
+        format!("{}/{}", self.owner, self.name)
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct RateBudget {
+    pub limit: u64,
+    pub remaining: u64,
+    pub reset: OffsetDateTime,
+}
+
+#[derive(Debug)]
+pub(crate) struct ScriptedFault {
+    pub fault: Fault,
+    /// Only requests whose path contains this are affected (`None`: any request).
+    pub path_contains: Option<String>,
+}
+
+#[derive(Debug)]
+pub(crate) struct SimState {
+    pub api_base: String,
+    pub html_base: String,
+    pub clock: SimClock,
+    pub repos: BTreeMap<String, Repo>,
+    next_id: u64,
+    pub bot_login: String,
+    pub required_token: Option<String>,
+    pub rate: RateBudget,
+    pub poll_interval: Option<u64>,
+    pub faults: VecDeque<ScriptedFault>,
+    pub log: Vec<RequestRecord>,
+}
+
+fn repo_key(repo: &str) -> String {
+    repo.to_ascii_lowercase()
+}
+
+impl SimState {
+    pub fn new(api_base: String) -> Self {
+        let clock = SimClock::new();
+        let reset = clock.now() + RATE_WINDOW;
+        Self {
+            api_base,
+            html_base: "https://github.com".into(),
+            clock,
+            repos: BTreeMap::new(),
+            next_id: 1000,
+            bot_login: "the-loop-operator".into(),
+            required_token: None,
+            rate: RateBudget {
+                limit: 5000,
+                remaining: 5000,
+                reset,
+            },
+            poll_interval: None,
+            faults: VecDeque::new(),
+            log: Vec::new(),
+        }
+    }
+
+    fn fresh_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    pub fn ensure_repo(&mut self, repo: &str) -> Result<&mut Repo, SimError> {
+        let (owner, name) = repo
+            .split_once('/')
+            .filter(|(o, n)| !o.is_empty() && !n.is_empty() && !n.contains('/'))
+            .ok_or_else(|| SimError::BadRepo(repo.to_string()))?;
+        let key = repo_key(repo);
+        if !self.repos.contains_key(&key) {
+            let id = self.fresh_id();
+            let repo = Repo {
+                id,
+                owner: owner.to_string(),
+                name: name.to_string(),
+                ..Repo::default()
+            };
+            self.repos.insert(key.clone(), repo);
+        }
+        self.repos
+            .get_mut(&key)
+            .ok_or_else(|| SimError::BadRepo(repo.to_string()))
+    }
+
+    pub fn repo(&self, repo: &str) -> Option<&Repo> {
+        self.repos.get(&repo_key(repo))
+    }
+
+    fn repo_mut(&mut self, repo: &str) -> Result<&mut Repo, SimError> {
+        self.repos
+            .get_mut(&repo_key(repo))
+            .ok_or_else(|| SimError::NoRepo(repo.to_string()))
+    }
+
+    fn issue_mut(&mut self, repo: &str, number: u64) -> Result<&mut Issue, SimError> {
+        self.repo_mut(repo)?
+            .issues
+            .get_mut(&number)
+            .ok_or_else(|| SimError::NoItem(repo.to_string(), number))
+    }
+
+    /// Creates an issue (or a PR when `pull` is set); `number` is the next free one
+    /// unless given.
+    pub fn create_item(
+        &mut self,
+        repo: &str,
+        number: Option<u64>,
+        fields: ItemFields,
+    ) -> Result<u64, SimError> {
+        let now = self.clock.tick();
+        let id = self.fresh_id();
+        let r = self.ensure_repo(repo)?;
+        let number = number.unwrap_or_else(|| r.issues.keys().max().map_or(1, |n| n + 1));
+        if r.issues.contains_key(&number) {
+            return Err(SimError::Duplicate(repo.to_string(), number));
+        }
+        r.issues.insert(
+            number,
+            Issue {
+                id,
+                number,
+                title: fields.title,
+                body: fields.body,
+                labels: fields.labels,
+                open: true,
+                author: fields.author,
+                pull: fields.pull,
+                created_at: now,
+                updated_at: now,
+                closed_at: None,
+            },
+        );
+        Ok(number)
+    }
+
+    /// Adds a conversation comment; the item's `updated_at` moves too, as on GitHub.
+    pub fn create_comment(
+        &mut self,
+        repo: &str,
+        number: u64,
+        login: &str,
+        body: &str,
+    ) -> Result<u64, SimError> {
+        self.issue_mut(repo, number)?;
+        let now = self.clock.tick();
+        let id = self.fresh_id();
+        let r = self.repo_mut(repo)?;
+        r.comments.insert(
+            id,
+            Comment {
+                id,
+                number,
+                login: login.to_string(),
+                body: body.to_string(),
+                created_at: now,
+                updated_at: now,
+            },
+        );
+        self.issue_mut(repo, number)?.updated_at = now;
+        Ok(id)
+    }
+
+    pub fn update_comment(&mut self, repo: &str, id: u64, body: &str) -> Result<(), SimError> {
+        let now = self.clock.tick();
+        let c = self
+            .repo_mut(repo)?
+            .comments
+            .get_mut(&id)
+            .ok_or(SimError::NoComment(id))?;
+        c.body = body.to_string();
+        c.updated_at = now;
+        Ok(())
+    }
+
+    pub fn create_review(
+        &mut self,
+        repo: &str,
+        number: u64,
+        login: &str,
+        state: &str,
+        body: &str,
+    ) -> Result<u64, SimError> {
+        self.require_pull(repo, number)?;
+        let now = self.clock.tick();
+        let id = self.fresh_id();
+        let pending = state == "PENDING";
+        self.repo_mut(repo)?.reviews.insert(
+            id,
+            Review {
+                id,
+                number,
+                login: login.to_string(),
+                state: state.to_string(),
+                body: body.to_string(),
+                submitted_at: (!pending).then_some(now),
+            },
+        );
+        Ok(id)
+    }
+
+    pub fn create_review_comment(
+        &mut self,
+        repo: &str,
+        number: u64,
+        login: &str,
+        path: &str,
+        line: u64,
+        body: &str,
+    ) -> Result<u64, SimError> {
+        self.require_pull(repo, number)?;
+        let now = self.clock.tick();
+        let id = self.fresh_id();
+        self.repo_mut(repo)?.review_comments.insert(
+            id,
+            ReviewComment {
+                id,
+                number,
+                review_id: None,
+                login: login.to_string(),
+                path: path.to_string(),
+                line,
+                body: body.to_string(),
+                created_at: now,
+                updated_at: now,
+            },
+        );
+        Ok(id)
+    }
+
+    fn require_pull(&mut self, repo: &str, number: u64) -> Result<(), SimError> {
+        match self.issue_mut(repo, number)?.pull {
+            Some(_) => Ok(()),
+            None => Err(SimError::NotAPull(repo.to_string(), number)),
+        }
+    }
+
+    /// Applies a change to an item and moves its `updated_at`.
+    pub fn touch_item(
+        &mut self,
+        repo: &str,
+        number: u64,
+        change: impl FnOnce(&mut Issue, OffsetDateTime) -> Result<(), SimError>,
+    ) -> Result<(), SimError> {
+        let now = self.clock.tick();
+        let issue = self.issue_mut(repo, number)?;
+        change(issue, now)?;
+        issue.updated_at = now;
+        Ok(())
+    }
+
+    /// Refills the budget once its window has passed; returns what is left.
+    pub fn rate_remaining(&mut self) -> u64 {
+        let now = self.clock.now();
+        if now >= self.rate.reset {
+            self.rate.remaining = self.rate.limit;
+            self.rate.reset = now + RATE_WINDOW;
+        }
+        self.rate.remaining
+    }
+
+    pub fn charge(&mut self) {
+        self.rate.remaining = self.rate.remaining.saturating_sub(1);
+    }
+
+    /// The next scripted fault that applies to `path`, if any.
+    pub fn take_fault(&mut self, path: &str) -> Option<Fault> {
+        let index = self.faults.iter().position(|f| {
+            f.path_contains
+                .as_deref()
+                .is_none_or(|needle| path.contains(needle))
+        })?;
+        self.faults.remove(index).map(|f| f.fault)
+    }
+}
+
+/// What a new item is made of (see `IssueSpec` / `PullSpec`).
+#[derive(Debug, Clone)]
+pub(crate) struct ItemFields {
+    pub title: String,
+    pub body: String,
+    pub labels: Vec<String>,
+    pub author: String,
+    pub pull: Option<PullInfo>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_strictly_increases_per_write() {
+        let mut c = SimClock::new();
+        let a = c.tick();
+        let b = c.tick();
+        let d = c.tick();
+        assert!(a < b && b < d);
+        assert_eq!(a.nanosecond(), 0);
+        assert!(c.now() >= d);
+        let before = c.now();
+        c.advance(Duration::from_secs(3600));
+        assert!(c.now() >= before + time::Duration::minutes(59));
+    }
+
+    #[test]
+    fn faults_match_paths_in_order() {
+        let mut s = SimState::new("http://x".into());
+        s.faults.push_back(ScriptedFault {
+            fault: Fault::Status(502),
+            path_contains: Some("/pulls".into()),
+        });
+        s.faults.push_back(ScriptedFault {
+            fault: Fault::Status(500),
+            path_contains: None,
+        });
+        assert_eq!(s.take_fault("/repos/o/r/issues"), Some(Fault::Status(500)));
+        assert_eq!(s.take_fault("/repos/o/r/issues"), None);
+        assert_eq!(s.take_fault("/repos/o/r/pulls"), Some(Fault::Status(502)));
+    }
+
+    #[test]
+    fn comments_need_an_existing_item() {
+        let mut s = SimState::new("http://x".into());
+        assert!(matches!(
+            s.create_comment("o/r", 1, "alice", "hi"),
+            Err(SimError::NoRepo(_))
+        ));
+        s.ensure_repo("o/r").unwrap();
+        assert!(matches!(
+            s.create_comment("o/r", 1, "alice", "hi"),
+            Err(SimError::NoItem(_, 1))
+        ));
+    }
+}

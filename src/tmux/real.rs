@@ -58,11 +58,40 @@ impl RealTmux {
     }
 
     /// Runs `tmux ARGS`, feeding `stdin` when given, within the timeout.
+    ///
+    /// A server that exits while we connect (it does so when its last session is
+    /// killed) answers "server exited unexpectedly"; the command is retried so the
+    /// answer comes from whatever server is there next (often none: "absent").
     async fn run(&self, args: Vec<String>, stdin: Option<&[u8]>) -> Result<Output, Error> {
-        let shown = || argv::display_command("tmux", &args);
+        let attempts = async {
+            let mut tries = 0;
+            loop {
+                let out = self.run_once(&args, stdin).await?;
+                tries += 1;
+                if out.success || !out.stderr.contains("server exited unexpectedly") || tries == 3 {
+                    return Ok::<_, std::io::Error>(out);
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        match tokio::time::timeout(self.timeout, attempts).await {
+            Err(_) => Err(Error::Timeout {
+                command: argv::display_command("tmux", &args),
+                after: self.timeout,
+            }),
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::NotInstalled),
+            Ok(Err(source)) => Err(Error::Io {
+                command: argv::display_command("tmux", &args),
+                source,
+            }),
+            Ok(Ok(out)) => Ok(out),
+        }
+    }
+
+    async fn run_once(&self, args: &[String], stdin: Option<&[u8]>) -> std::io::Result<Output> {
         let mut command = tokio::process::Command::new(&self.program);
         command
-            .args(&args)
+            .args(args)
             // A supervisor started inside tmux must still reach the configured server.
             .env_remove("TMUX")
             .env_remove("TMUX_PANE")
@@ -73,34 +102,22 @@ impl RealTmux {
             })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            // A timed-out invocation is killed when its future is dropped.
             .kill_on_drop(true);
         if let Some(path) = &self.search_path {
             command.env("PATH", path);
         }
-        let run = async {
-            let mut child = command.spawn()?;
-            if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
-                pipe.write_all(data).await?;
-                pipe.shutdown().await?;
-            }
-            child.wait_with_output().await
-        };
-        match tokio::time::timeout(self.timeout, run).await {
-            Err(_) => Err(Error::Timeout {
-                command: shown(),
-                after: self.timeout,
-            }),
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::NotInstalled),
-            Ok(Err(source)) => Err(Error::Io {
-                command: shown(),
-                source,
-            }),
-            Ok(Ok(out)) => Ok(Output {
-                success: out.status.success(),
-                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            }),
+        let mut child = command.spawn()?;
+        if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            pipe.write_all(data).await?;
+            pipe.shutdown().await?;
         }
+        let out = child.wait_with_output().await?;
+        Ok(Output {
+            success: out.status.success(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
     }
 
     /// Runs a command that must succeed; "no such session/pane" becomes

@@ -415,3 +415,38 @@ async fn boot_prompts_survive_tmux_argument_parsing() {
         wait_ready(&tmux, &pane).await;
     }
 }
+
+#[test]
+fn fake_agent_logs_what_a_pipe_feeds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = temp_log(dir.path(), "piped");
+    assert_cmd::Command::new(BIN)
+        .args([
+            "fake-agent",
+            "--log",
+            log.to_str().unwrap(),
+            "the boot prompt",
+        ])
+        .write_stdin("\x1b[200~pasted\nlines\x1b[201~\rtyped\r\x04ignored\r")
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("\x1b[?2004h"))
+        .stdout(predicates::str::contains("\x1b[?2004l"));
+    let lines = read_log(&log);
+    assert_eq!(texts(&lines), ["the boot prompt", "pasted\nlines", "typed"]);
+    assert_eq!(lines[0]["boot"], true);
+    assert_eq!(lines[1]["bracketed"], true);
+    assert_eq!(lines[2]["bracketed"], false);
+    assert!(lines[1].get("boot").is_none());
+    assert!(the_loop::time::parse_ts(lines[1]["ts"].as_str().unwrap()).is_some());
+}
+
+#[test]
+fn fake_agent_with_an_unwritable_log_is_a_usage_error() {
+    assert_cmd::Command::new(BIN)
+        .args(["fake-agent", "--log", "/nonexistent-dir/x.jsonl"])
+        .write_stdin("")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("writable --log"));
+}

@@ -326,7 +326,13 @@ async fn liveness_is_unknown_when_the_server_hangs() {
     let pane = the_loop::tmux::PaneId::parse("%1").unwrap();
     let err = deliver(&tmux, &pane, "hello", DELAY).await.unwrap_err();
     assert!(
-        matches!(err, DeliverError::Load(Error::Timeout { .. })),
+        matches!(
+            err,
+            DeliverError::Paste {
+                error: Error::Timeout { .. },
+                ..
+            }
+        ),
         "{err}"
     );
 }
@@ -350,7 +356,13 @@ async fn a_missing_tmux_is_a_clear_error() {
     let pane = the_loop::tmux::PaneId::parse("%0").unwrap();
     let err = deliver(&tmux, &pane, "hello", DELAY).await.unwrap_err();
     assert!(
-        matches!(err, DeliverError::Load(Error::NotInstalled)),
+        matches!(
+            err,
+            DeliverError::Paste {
+                error: Error::NotInstalled,
+                ..
+            }
+        ),
         "{err}"
     );
 }

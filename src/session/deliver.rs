@@ -1,5 +1,5 @@
-//! The one paste path (SPEC §7.4): sanitize, load a fresh buffer from stdin, paste it
-//! bracketed, wait, then submit with a separate unbracketed `\r` paste.
+//! The one paste path (SPEC §7.4): sanitize, load a fresh buffer from stdin and paste
+//! it bracketed, wait, then submit with a separate unbracketed `\r` paste.
 //!
 //! Never `send-keys`: it resolves a client and fails when a read-only client is
 //! attached. Per-session FIFO order is the caller's job (one delivery at a time per
@@ -23,8 +23,6 @@ pub struct Delivery {
 pub enum DeliverError {
     #[error("nothing to deliver: the text is empty once control characters are removed")]
     Empty,
-    #[error("could not load the text into a tmux buffer: {0}")]
-    Load(#[source] tmux::Error),
     #[error("could not paste into pane {pane}: {error}")]
     Paste {
         pane: String,
@@ -48,9 +46,7 @@ impl DeliverError {
     pub fn tmux_error(&self) -> Option<&tmux::Error> {
         match self {
             Self::Empty => None,
-            Self::Load(error) | Self::Paste { error, .. } | Self::Submit { error, .. } => {
-                Some(error)
-            }
+            Self::Paste { error, .. } | Self::Submit { error, .. } => Some(error),
         }
     }
 
@@ -89,63 +85,39 @@ pub async fn deliver<T: Tmux + ?Sized>(
         removed: text.chars().count() - clean.chars().count(),
     };
 
-    let body = BufferName::unique();
-    paste_once(tmux, &body, clean.as_bytes(), pane, Paste::Bracketed)
+    paste_once(tmux, clean.as_bytes(), pane, Paste::Bracketed)
         .await
-        .map_err(|failure| match failure {
-            Failure::Load(error) => DeliverError::Load(error),
-            Failure::Paste(error) => DeliverError::Paste {
-                pane: pane.to_string(),
-                error,
-            },
+        .map_err(|error| DeliverError::Paste {
+            pane: pane.to_string(),
+            error,
         })?;
 
     if !submit_delay.is_zero() {
         tokio::time::sleep(submit_delay).await;
     }
 
-    let submit = BufferName::unique();
-    paste_once(tmux, &submit, b"\r", pane, Paste::Plain)
+    paste_once(tmux, b"\r", pane, Paste::Plain)
         .await
-        .map_err(|failure| DeliverError::Submit {
+        .map_err(|error| DeliverError::Submit {
             pane: pane.to_string(),
-            error: failure.into_inner(),
+            error,
         })?;
     Ok(delivery)
 }
 
-enum Failure {
-    Load(tmux::Error),
-    Paste(tmux::Error),
-}
-
-impl Failure {
-    fn into_inner(self) -> tmux::Error {
-        match self {
-            Self::Load(error) | Self::Paste(error) => error,
-        }
-    }
-}
-
-/// Loads `data` into `buffer` and pastes it (deleting it). On any failure the buffer is
-/// deleted, best effort, so a failed delivery leaves nothing on the server.
+/// Loads `data` into a fresh buffer and pastes it. On failure the buffer is deleted,
+/// best effort, so a failed delivery leaves nothing on the server.
 async fn paste_once<T: Tmux + ?Sized>(
     tmux: &T,
-    buffer: &BufferName,
     data: &[u8],
     pane: &PaneId,
     paste: Paste,
-) -> Result<(), Failure> {
-    let result = match tmux.load_buffer(buffer, data).await {
-        Err(error) => Err(Failure::Load(error)),
-        Ok(()) => tmux
-            .paste_buffer(buffer, pane, paste)
-            .await
-            .map_err(Failure::Paste),
-    };
+) -> Result<(), tmux::Error> {
+    let buffer = BufferName::unique();
+    let result = tmux.paste_text(&buffer, data, pane, paste).await;
     if result.is_err() {
-        // A load that failed may still have created the buffer (e.g. a timeout).
-        if let Err(error) = tmux.delete_buffer(buffer).await {
+        // Usually there is nothing to delete (the load failed); then this fails quietly.
+        if let Err(error) = tmux.delete_buffer(&buffer).await {
             tracing::debug!(%buffer, "buffer cleanup after a failed delivery: {error}");
         }
     }

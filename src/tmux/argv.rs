@@ -13,7 +13,7 @@ use tmux_interface::{
     NewSession, PasteBuffer, SetOption, TmuxCommand,
 };
 
-/// Printed by the dead-pane branch of [`paste_buffer`].
+/// Printed by the dead-pane branch of [`paste_text`].
 pub const PANE_DEAD_MARKER: &str = "the-loop:pane-dead";
 
 /// The global options selecting the server: nothing, `-L name` or `-S path`.
@@ -95,27 +95,25 @@ pub fn kill_session(socket: &Socket, name: &str) -> Vec<String> {
     invocation(socket, &[command])
 }
 
-/// `load-buffer -b NAME -`: the data comes on stdin (prompts can be 100 KB).
-pub fn load_buffer(socket: &Socket, buffer: &BufferName) -> Vec<String> {
-    let command = LoadBuffer::new()
-        .buffer_name(buffer.as_str())
-        .path("-")
-        .build();
-    invocation(socket, &[command])
-}
-
-/// `if-shell -F -t PANE '#{pane_dead}' 'display-message -p MARKER' 'paste-buffer …'`.
+/// `load-buffer -b NAME - ; if-shell -F -t PANE '#{pane_dead}' 'display-message -p
+/// MARKER' 'paste-buffer -d [-p] -r -b NAME -t PANE'`, in one invocation.
 ///
+/// The text comes on stdin (prompts can be 100 KB; argv would also show them in `ps`).
 /// tmux 3.3a's server crashes when a buffer is pasted into a dead pane, taking every
-/// session with it; checking `#{pane_dead}` in the same server command (no window for
-/// the pane to die between check and paste) prevents that. The inner commands are tmux
-/// command strings, so they hold only validated buffer names and pane ids.
-pub fn paste_buffer(
+/// session with it; checking `#{pane_dead}` in the same server command as the paste
+/// leaves the pane no moment to die in between. The inner commands are tmux command
+/// strings, so they hold only validated buffer names and pane ids. tmux skips the rest
+/// of the line when `load-buffer` fails.
+pub fn paste_text(
     socket: &Socket,
     buffer: &BufferName,
     pane: &PaneId,
     paste: super::Paste,
 ) -> Vec<String> {
+    let load = LoadBuffer::new()
+        .buffer_name(buffer.as_str())
+        .path("-")
+        .build();
     let mut inner = PasteBuffer::new()
         .delete()
         .no_replacement()
@@ -124,14 +122,14 @@ pub fn paste_buffer(
     if paste == super::Paste::Bracketed {
         inner = inner.bracket_codes();
     }
-    let mut command = IfShell::new()
+    let mut guarded = IfShell::new()
         .not_execute()
         .target_pane(pane.as_str())
         .shell_command("#{pane_dead}")
         .command(format!("display-message -p {PANE_DEAD_MARKER}"))
         .build();
-    command.push_param(words(&inner.build()).join(" "));
-    invocation(socket, &[command])
+    guarded.push_param(words(&inner.build()).join(" "));
+    invocation(socket, &[load, guarded])
 }
 
 /// `delete-buffer -b NAME`.

@@ -142,11 +142,7 @@ fn liveness_kill_and_list_argv() {
 }
 
 #[test]
-fn buffer_argv() {
-    assert_eq!(
-        load_buffer(&sock(), &buffer()),
-        ["-L", "s1", "loadb", "-b", "the-loop-abc", "-"]
-    );
+fn delete_buffer_argv() {
     assert_eq!(
         delete_buffer(&sock(), &buffer()),
         ["-L", "s1", "deleteb", "-b", "the-loop-abc"]
@@ -154,12 +150,17 @@ fn buffer_argv() {
 }
 
 #[test]
-fn paste_argv_checks_for_a_dead_pane_in_the_same_command() {
+fn paste_loads_from_stdin_and_checks_for_a_dead_pane_in_the_same_command() {
     assert_eq!(
-        paste_buffer(&sock(), &buffer(), &pane(), Paste::Bracketed),
+        paste_text(&sock(), &buffer(), &pane(), Paste::Bracketed),
         [
             "-L",
             "s1",
+            "loadb",
+            "-b",
+            "the-loop-abc",
+            "-",
+            ";",
             "if",
             "-F",
             "-t",
@@ -169,7 +170,7 @@ fn paste_argv_checks_for_a_dead_pane_in_the_same_command() {
             "pasteb -d -p -r -b the-loop-abc -t %7",
         ]
     );
-    let plain = paste_buffer(&sock(), &buffer(), &pane(), Paste::Plain);
+    let plain = paste_text(&sock(), &buffer(), &pane(), Paste::Plain);
     assert_eq!(
         plain.last().map(String::as_str),
         Some("pasteb -d -r -b the-loop-abc -t %7")

@@ -14,12 +14,9 @@ pub enum Call {
     CreateSession(String),
     Probe(String),
     KillSession(String),
-    LoadBuffer {
+    PasteText {
         buffer: String,
         data: Vec<u8>,
-    },
-    PasteBuffer {
-        buffer: String,
         pane: String,
         paste: Paste,
     },
@@ -38,7 +35,6 @@ pub enum Op {
     Create,
     Probe,
     Kill,
-    Load,
     /// Every paste.
     Paste,
     /// Only unbracketed pastes (the submitting `\r`).
@@ -257,31 +253,17 @@ impl Tmux for FakeTmux {
         ready(result)
     }
 
-    fn load_buffer<'a>(
+    fn paste_text<'a>(
         &'a self,
         buffer: &'a BufferName,
         data: &'a [u8],
-    ) -> BoxFuture<'a, Result<(), Error>> {
-        let mut state = self.lock();
-        let call = Call::LoadBuffer {
-            buffer: buffer.to_string(),
-            data: data.to_vec(),
-        };
-        let result = state.enter(call, Op::Load).map(|()| {
-            state.buffers.insert(buffer.to_string(), data.to_vec());
-        });
-        ready(result)
-    }
-
-    fn paste_buffer<'a>(
-        &'a self,
-        buffer: &'a BufferName,
         pane: &'a PaneId,
         paste: Paste,
     ) -> BoxFuture<'a, Result<(), Error>> {
         let mut state = self.lock();
-        let call = Call::PasteBuffer {
+        let call = Call::PasteText {
             buffer: buffer.to_string(),
+            data: data.to_vec(),
             pane: pane.to_string(),
             paste,
         };
@@ -291,15 +273,8 @@ impl Tmux for FakeTmux {
             Op::Paste
         };
         let result = state.enter(call, op).and_then(|()| {
-            let data =
-                state
-                    .buffers
-                    .get(buffer.as_str())
-                    .cloned()
-                    .ok_or_else(|| Error::Failed {
-                        command: "paste-buffer".into(),
-                        stderr: format!("no buffer {buffer}"),
-                    })?;
+            // Like tmux: the load happens first and the buffer stays when the paste fails.
+            state.buffers.insert(buffer.to_string(), data.to_vec());
             let session = state.pane_mut(pane)?;
             if session.dead {
                 return Err(Error::PaneDead {
@@ -308,10 +283,10 @@ impl Tmux for FakeTmux {
             }
             if paste == Paste::Bracketed {
                 session.input.extend_from_slice(b"\x1b[200~");
-                session.input.extend_from_slice(&data);
+                session.input.extend_from_slice(data);
                 session.input.extend_from_slice(b"\x1b[201~");
             } else {
-                session.input.extend_from_slice(&data);
+                session.input.extend_from_slice(data);
             }
             state.buffers.remove(buffer.as_str());
             Ok(())

@@ -60,7 +60,7 @@ impl BufferName {
     }
 
     /// Accepts `[A-Za-z0-9_-]+`: the name is embedded in a tmux command string (see
-    /// [`argv::paste_buffer`]), so nothing that tmux would parse is allowed.
+    /// [`argv::paste_text`]), so nothing that tmux would parse is allowed.
     pub fn new(name: &str) -> Result<Self, Error> {
         if !name.is_empty()
             && name
@@ -210,18 +210,14 @@ pub trait Tmux: Send + Sync {
 
     fn kill_session<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), Error>>;
 
-    /// Loads `data` into a named buffer (fed on stdin, never argv).
-    fn load_buffer<'a>(
+    /// Loads `data` into the named buffer (on stdin, never argv) and pastes it into
+    /// `pane`, deleting the buffer and keeping LF (`-r -d`), in one tmux invocation. A
+    /// dead pane is refused with [`Error::PaneDead`]; after any failure the buffer may
+    /// remain, for the caller to delete.
+    fn paste_text<'a>(
         &'a self,
         buffer: &'a BufferName,
         data: &'a [u8],
-    ) -> BoxFuture<'a, Result<(), Error>>;
-
-    /// Pastes and deletes the buffer, keeping LF (`-r -d`). A dead pane is refused with
-    /// [`Error::PaneDead`] and the buffer is then left for the caller to delete.
-    fn paste_buffer<'a>(
-        &'a self,
-        buffer: &'a BufferName,
         pane: &'a PaneId,
         paste: Paste,
     ) -> BoxFuture<'a, Result<(), Error>>;

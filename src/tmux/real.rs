@@ -218,30 +218,18 @@ impl Tmux for RealTmux {
         })
     }
 
-    fn load_buffer<'a>(
+    fn paste_text<'a>(
         &'a self,
         buffer: &'a BufferName,
         data: &'a [u8],
-    ) -> BoxFuture<'a, Result<(), Error>> {
-        Box::pin(async move {
-            // `tmux_interface` can build this argv but cannot feed a child's stdin, so
-            // the runner does (decision 0002).
-            let args = argv::load_buffer(&self.socket, buffer);
-            self.run_ok(args, Some(data), buffer.as_str())
-                .await
-                .map(drop)
-        })
-    }
-
-    fn paste_buffer<'a>(
-        &'a self,
-        buffer: &'a BufferName,
         pane: &'a PaneId,
         paste: Paste,
     ) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(async move {
-            let args = argv::paste_buffer(&self.socket, buffer, pane, paste);
-            let out = self.run_ok(args, None, pane.as_str()).await?;
+            // `tmux_interface` builds this argv but cannot feed a child's stdin, so the
+            // runner does (decision 0002).
+            let args = argv::paste_text(&self.socket, buffer, pane, paste);
+            let out = self.run_ok(args, Some(data), pane.as_str()).await?;
             if out.trim() == argv::PANE_DEAD_MARKER {
                 Err(Error::PaneDead {
                     pane: pane.to_string(),

@@ -190,16 +190,7 @@ impl Harness {
             argv
         };
         match &self.kind {
-            Kind::Claude { program } => Some(with_model(
-                vec![
-                    program.clone(),
-                    "-p".into(),
-                    prompt,
-                    "--output-format".into(),
-                    "json".into(),
-                ],
-                "--model",
-            )),
+            Kind::Claude { program } => Some(with_model(print_json(program, prompt), "--model")),
             Kind::Codex { program } => Some(with_model(
                 vec![
                     program.clone(),
@@ -211,16 +202,7 @@ impl Harness {
                 ],
                 "--model",
             )),
-            Kind::Cursor { program } => Some(with_model(
-                vec![
-                    program.clone(),
-                    "-p".into(),
-                    prompt,
-                    "--output-format".into(),
-                    "json".into(),
-                ],
-                "-m",
-            )),
+            Kind::Cursor { program } => Some(with_model(print_json(program, prompt), "-m")),
             Kind::Custom(c) if c.oneshot_args.is_empty() => None,
             Kind::Custom(c) => {
                 let file = last_message_file.to_string_lossy();
@@ -252,6 +234,17 @@ impl Harness {
             program: self.program().to_string(),
         })
     }
+}
+
+/// `PROGRAM -p PROMPT --output-format json`: claude's and cursor-agent's one-shot form.
+fn print_json(program: &str, prompt: String) -> Vec<String> {
+    vec![
+        program.to_string(),
+        "-p".into(),
+        prompt,
+        "--output-format".into(),
+        "json".into(),
+    ]
 }
 
 /// A prompt starting with `-` would be read as an option by the harness CLI; a leading

@@ -144,6 +144,31 @@ impl RealTmux {
         }
     }
 
+    /// Runs a read-only query: its output parsed, or `when_missing` when tmux says
+    /// there is no such session (or no server).
+    async fn query<T>(
+        &self,
+        args: Vec<String>,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+        when_missing: T,
+    ) -> Result<T, Error> {
+        let shown = argv::display_command("tmux", &args);
+        let out = self.run(args, None).await?;
+        if out.success {
+            parse(&out.stdout).map_err(|output| Error::UnexpectedOutput {
+                command: shown,
+                output,
+            })
+        } else if argv::is_missing(&out.stderr) {
+            Ok(when_missing)
+        } else {
+            Err(Error::Failed {
+                command: shown,
+                stderr: out.stderr,
+            })
+        }
+    }
+
     async fn display_number<N: std::str::FromStr>(
         &self,
         pane: &PaneId,
@@ -190,24 +215,11 @@ impl Tmux for RealTmux {
     }
 
     fn probe<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Liveness, Error>> {
-        Box::pin(async move {
-            let args = argv::liveness(&self.socket, name);
-            let shown = argv::display_command("tmux", &args);
-            let out = self.run(args, None).await?;
-            if out.success {
-                argv::parse_liveness(&out.stdout).map_err(|output| Error::UnexpectedOutput {
-                    command: shown,
-                    output,
-                })
-            } else if argv::is_missing(&out.stderr) {
-                Ok(Liveness::Absent)
-            } else {
-                Err(Error::Failed {
-                    command: shown,
-                    stderr: out.stderr,
-                })
-            }
-        })
+        Box::pin(self.query(
+            argv::liveness(&self.socket, name),
+            argv::parse_liveness,
+            Liveness::Absent,
+        ))
     }
 
     fn kill_session<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), Error>> {
@@ -272,23 +284,10 @@ impl Tmux for RealTmux {
     }
 
     fn list_sessions<'a>(&'a self) -> BoxFuture<'a, Result<Vec<SessionInfo>, Error>> {
-        Box::pin(async move {
-            let args = argv::list_sessions(&self.socket);
-            let shown = argv::display_command("tmux", &args);
-            let out = self.run(args, None).await?;
-            if out.success {
-                argv::parse_sessions(&out.stdout).map_err(|output| Error::UnexpectedOutput {
-                    command: shown,
-                    output,
-                })
-            } else if argv::is_missing(&out.stderr) {
-                Ok(Vec::new())
-            } else {
-                Err(Error::Failed {
-                    command: shown,
-                    stderr: out.stderr,
-                })
-            }
-        })
+        Box::pin(self.query(
+            argv::list_sessions(&self.socket),
+            argv::parse_sessions,
+            Vec::new(),
+        ))
     }
 }

@@ -5,7 +5,8 @@
 //! way a harness does: bytes between `ESC[200~` and `ESC[201~` are pasted, other bytes
 //! are typed, and a `\r` outside a paste submits. Each submission becomes one JSON line
 //! in `--log` — `{"ts","text","bracketed","pastes"}` — so a test can tell one clean
-//! paste from a paste that was cut short and partly typed.
+//! paste from a paste that was cut short and partly typed. Its screen starts with
+//! `fake-agent ready` once bracketed paste is on: wait for that before pasting.
 
 use super::CliResult;
 use serde::Serialize;

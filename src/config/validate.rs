@@ -7,9 +7,6 @@ use super::{Config, HarnessConfig};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
-/// Harness names every build knows (SPEC §7.2); `sessions.harnesses` adds more.
-pub const BUILTIN_HARNESSES: [&str; 3] = ["claude", "codex", "cursor"];
-
 /// Faster polling burns the rate limit without making delivery noticeably quicker.
 pub const MIN_POLL_INTERVAL_SECONDS: u64 = 5;
 
@@ -128,7 +125,7 @@ fn check_routing(config: &Config, out: &mut Vec<Problem>) {
 
 fn check_sessions(config: &Config, out: &mut Vec<Problem>) {
     let sessions = &config.sessions;
-    let known = BUILTIN_HARNESSES.contains(&sessions.harness.as_str())
+    let known = crate::session::harness::BUILT_IN.contains(&sessions.harness.as_str())
         || sessions.harnesses.contains_key(&sessions.harness);
     if !known {
         let custom: Vec<String> = sessions

@@ -1,16 +1,326 @@
 //! `the-loop fake-agent` (hidden): a small interactive program standing in for a
 //! harness TUI in tests and the demo.
+//!
+//! It enables bracketed paste (`ESC[?2004h`) on a raw terminal and tracks its input the
+//! way a harness does: bytes between `ESC[200~` and `ESC[201~` are pasted, other bytes
+//! are typed, and a `\r` outside a paste submits. Each submission becomes one JSON line
+//! in `--log` — `{"ts","text","bracketed","pastes"}` — so a test can tell one clean
+//! paste from a paste that was cut short and partly typed.
 
 use super::CliResult;
+use serde::Serialize;
+use std::fs::File;
+use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
 pub struct FakeAgentArgs {
-    /// Append one JSON line per submitted paste to this file.
+    /// Append one JSON line per submitted text to this file.
     #[arg(long)]
     pub log: Option<PathBuf>,
+    /// A boot prompt, recorded like a submission with `"boot": true`.
+    pub prompt: Option<String>,
 }
 
-pub fn run(_args: FakeAgentArgs) -> CliResult {
-    Err(super::failed(anyhow::anyhow!("fake-agent: not built yet")))
+/// One submitted text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Submission {
+    pub text: String,
+    /// Every byte of the text arrived inside bracketed pastes (none was typed).
+    pub bracketed: bool,
+    /// How many pastes the text was made of.
+    pub pastes: u32,
 }
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Submit(Submission),
+    /// Ctrl-C or Ctrl-D typed.
+    Exit,
+}
+
+const PASTE_START: &[u8] = b"\x1b[200~";
+const PASTE_END: &[u8] = b"\x1b[201~";
+
+/// The input box: a byte-level state machine fed whatever the terminal delivers, in
+/// chunks of any size (a marker may be split across reads).
+#[derive(Debug, Default)]
+pub struct InputTracker {
+    pending: Vec<u8>,
+    input: Vec<u8>,
+    in_paste: bool,
+    pastes: u32,
+    typed: bool,
+}
+
+impl InputTracker {
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<Action> {
+        self.pending.extend_from_slice(bytes);
+        let mut actions = Vec::new();
+        let mut at = 0;
+        while at < self.pending.len() {
+            let rest = &self.pending[at..];
+            if self.in_paste {
+                match find(rest, PASTE_END) {
+                    Some(end) => {
+                        self.input.extend_from_slice(&rest[..end]);
+                        self.in_paste = false;
+                        at += end + PASTE_END.len();
+                    }
+                    None => {
+                        // Keep a possible partial terminator for the next read.
+                        let keep = partial_suffix(rest, PASTE_END);
+                        self.input.extend_from_slice(&rest[..rest.len() - keep]);
+                        at += rest.len() - keep;
+                        break;
+                    }
+                }
+                continue;
+            }
+            match rest[0] {
+                0x1b => match escape_len(rest) {
+                    None => break, // incomplete: wait for more bytes
+                    Some(_) if rest.starts_with(PASTE_START) => {
+                        self.in_paste = true;
+                        self.pastes += 1;
+                        at += PASTE_START.len();
+                    }
+                    Some(len) => at += len, // arrow keys and the like: ignored
+                },
+                b'\r' => {
+                    actions.push(Action::Submit(self.take()));
+                    at += 1;
+                }
+                0x03 | 0x04 => {
+                    actions.push(Action::Exit);
+                    at += 1;
+                }
+                0x7f | 0x08 => {
+                    let text = String::from_utf8_lossy(&self.input).into_owned();
+                    let mut chars = text.chars();
+                    chars.next_back();
+                    self.input = chars.as_str().as_bytes().to_vec();
+                    at += 1;
+                }
+                byte => {
+                    self.input.push(byte);
+                    self.typed = true;
+                    at += 1;
+                }
+            }
+        }
+        self.pending.drain(..at);
+        actions
+    }
+
+    fn take(&mut self) -> Submission {
+        let submission = Submission {
+            text: String::from_utf8_lossy(&self.input).into_owned(),
+            bracketed: self.pastes > 0 && !self.typed,
+            pastes: self.pastes,
+        };
+        self.input.clear();
+        self.pastes = 0;
+        self.typed = false;
+        submission
+    }
+
+    /// The text typed or pasted so far, not yet submitted.
+    pub fn current(&self) -> String {
+        String::from_utf8_lossy(&self.input).into_owned()
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The length of the longest suffix of `bytes` that is a proper prefix of `marker`.
+fn partial_suffix(bytes: &[u8], marker: &[u8]) -> usize {
+    (1..marker.len())
+        .rev()
+        .find(|&n| bytes.len() >= n && bytes[bytes.len() - n..] == marker[..n])
+        .unwrap_or(0)
+}
+
+/// The length of the escape sequence at the start of `bytes` (which starts with ESC),
+/// or `None` when more bytes are needed: CSI (`ESC [ … final`), SS3 (`ESC O x`), or
+/// ESC plus one byte.
+fn escape_len(bytes: &[u8]) -> Option<usize> {
+    match bytes.get(1)? {
+        b'[' => bytes[2..]
+            .iter()
+            .position(|b| (0x40..=0x7e).contains(b))
+            .map(|i| i + 3),
+        b'O' => bytes.get(2).map(|_| 3),
+        _ => Some(2),
+    }
+}
+
+#[derive(Serialize)]
+struct LogLine<'a> {
+    ts: String,
+    #[serde(flatten)]
+    submission: &'a Submission,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    boot: bool,
+}
+
+/// Raw mode and bracketed paste on; both restored when dropped (every exit path,
+/// including a panic unwinding).
+struct TerminalGuard {
+    raw: bool,
+}
+
+impl TerminalGuard {
+    fn enter() -> std::io::Result<Self> {
+        // Only a terminal on stdin is put in raw mode (never the caller's /dev/tty).
+        let raw = std::io::stdin().is_terminal();
+        if raw {
+            crossterm::terminal::enable_raw_mode()?;
+        }
+        let guard = Self { raw };
+        let mut out = std::io::stdout();
+        out.write_all(b"\x1b[?2004h")?;
+        out.flush()?;
+        Ok(guard)
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        let mut out = std::io::stdout();
+        let _ = out.write_all(b"\x1b[?2004l\r\n");
+        let _ = out.flush();
+        if self.raw {
+            let _ = crossterm::terminal::disable_raw_mode();
+        }
+    }
+}
+
+struct Agent {
+    log: Option<(PathBuf, File)>,
+    received: Vec<Submission>,
+    count: usize,
+}
+
+impl Agent {
+    fn record(&mut self, submission: Submission, boot: bool) -> anyhow::Result<()> {
+        if let Some((path, file)) = &mut self.log {
+            let line = LogLine {
+                ts: crate::time::now_ts(),
+                submission: &submission,
+                boot,
+            };
+            let mut bytes = serde_json::to_vec(&line)?;
+            bytes.push(b'\n');
+            // One write on an append-mode file: lines never interleave.
+            file.write_all(&bytes)
+                .map_err(|e| anyhow::anyhow!("cannot append to {}: {e}", path.display()))?;
+        }
+        self.count += 1;
+        self.received.push(submission);
+        if self.received.len() > RECENT {
+            self.received.remove(0);
+        }
+        Ok(())
+    }
+
+    fn render(&self, current: &str) -> std::io::Result<()> {
+        let mut screen = String::from("\x1b[H\x1b[2J");
+        let log = self
+            .log
+            .as_ref()
+            .map_or("no log".to_string(), |(p, _)| p.display().to_string());
+        screen.push_str(&format!(
+            "fake-agent ready · {} received · {log}\r\n",
+            self.count
+        ));
+        for s in &self.received {
+            let kind = if s.bracketed { "paste" } else { "typed" };
+            let lines = s.text.lines().count();
+            screen.push_str(&format!(
+                "[{kind}] {} ({} chars, {lines} lines)\r\n",
+                preview(&s.text),
+                s.text.chars().count()
+            ));
+        }
+        screen.push_str(&format!("> {}", preview(current)));
+        let mut out = std::io::stdout();
+        out.write_all(screen.as_bytes())?;
+        out.flush()
+    }
+}
+
+const RECENT: usize = 5;
+
+/// The first line, shortened, with control characters shown as `·`.
+fn preview(text: &str) -> String {
+    let first = text.lines().next().unwrap_or("");
+    let mut shown: String = first
+        .chars()
+        .take(60)
+        .map(|c| if c.is_control() { '·' } else { c })
+        .collect();
+    if first.chars().count() > 60 {
+        shown.push('…');
+    }
+    shown
+}
+
+pub fn run(args: FakeAgentArgs) -> CliResult {
+    let log = match &args.log {
+        Some(path) => {
+            let file = File::options()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| {
+                    super::usage(anyhow::anyhow!(
+                        "cannot open the log {}: {e}; pass a writable --log path",
+                        path.display()
+                    ))
+                })?;
+            Some((path.clone(), file))
+        }
+        None => None,
+    };
+    let mut agent = Agent {
+        log,
+        received: Vec::new(),
+        count: 0,
+    };
+    if let Some(prompt) = args.prompt {
+        let boot = Submission {
+            text: prompt,
+            bracketed: false,
+            pastes: 0,
+        };
+        agent.record(boot, true)?;
+    }
+
+    let _terminal = TerminalGuard::enter().map_err(super::failed)?;
+    let mut tracker = InputTracker::default();
+    let mut stdin = std::io::stdin().lock();
+    let mut buf = vec![0u8; 64 * 1024];
+    agent.render("").map_err(super::failed)?;
+    loop {
+        let n = match stdin.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(super::failed(e)),
+        };
+        for action in tracker.feed(&buf[..n]) {
+            match action {
+                Action::Exit => return Ok(()),
+                Action::Submit(submission) => agent.record(submission, false)?,
+            }
+        }
+        agent.render(&tracker.current()).map_err(super::failed)?;
+    }
+}
+
+#[cfg(test)]
+#[path = "fake_agent_tests.rs"]
+mod tests;

@@ -1,1 +1,157 @@
-//! (in progress)
+//! The one paste path (SPEC §7.4): sanitize, load a fresh buffer from stdin, paste it
+//! bracketed, wait, then submit with a separate unbracketed `\r` paste.
+//!
+//! Never `send-keys`: it resolves a client and fails when a read-only client is
+//! attached. Per-session FIFO order is the caller's job (one delivery at a time per
+//! pane); deliveries to different panes may run concurrently, which is why every
+//! delivery uses its own buffer names.
+
+use crate::tmux::{self, BufferName, PaneId, Paste, Tmux};
+use std::borrow::Cow;
+use std::time::Duration;
+
+/// What a successful delivery pasted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delivery {
+    /// Bytes pasted (after sanitizing), not counting the submitting `\r`.
+    pub bytes: usize,
+    /// Characters the sanitizer removed.
+    pub removed: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DeliverError {
+    #[error("nothing to deliver: the text is empty once control characters are removed")]
+    Empty,
+    #[error("could not load the text into a tmux buffer: {0}")]
+    Load(#[source] tmux::Error),
+    #[error("could not paste into pane {pane}: {error}")]
+    Paste {
+        pane: String,
+        #[source]
+        error: tmux::Error,
+    },
+    /// The text is in the agent's input box but was not submitted: re-delivering would
+    /// paste it twice.
+    #[error(
+        "the text was pasted into pane {pane} but not submitted ({error}); press Enter in the pane instead of re-delivering"
+    )]
+    Submit {
+        pane: String,
+        #[source]
+        error: tmux::Error,
+    },
+}
+
+impl DeliverError {
+    /// The tmux failure behind this error, to decide between respawn and retry.
+    pub fn tmux_error(&self) -> Option<&tmux::Error> {
+        match self {
+            Self::Empty => None,
+            Self::Load(error) | Self::Paste { error, .. } | Self::Submit { error, .. } => {
+                Some(error)
+            }
+        }
+    }
+
+    /// Whether the text reached the pane (only the submit failed).
+    pub fn pasted(&self) -> bool {
+        matches!(self, Self::Submit { .. })
+    }
+}
+
+/// Removes ESC and every other C0 control except `\n` and `\t` (so `\r` too), DEL, and
+/// the C1 range U+0080–U+009F. No bracketed-paste terminator (`ESC[201~`) or other
+/// terminal escape can then survive inside the text. DEL goes too: outside a paste a
+/// terminal reads it as backspace.
+pub fn sanitize(text: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if text.chars().any(unsafe_char) {
+        Cow::Owned(text.chars().filter(|&c| !unsafe_char(c)).collect())
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+/// Pastes `text` into `pane` as one bracketed paste, then submits it.
+pub async fn deliver<T: Tmux + ?Sized>(
+    tmux: &T,
+    pane: &PaneId,
+    text: &str,
+    submit_delay: Duration,
+) -> Result<Delivery, DeliverError> {
+    let clean = sanitize(text);
+    if clean.is_empty() {
+        return Err(DeliverError::Empty);
+    }
+    let delivery = Delivery {
+        bytes: clean.len(),
+        removed: text.chars().count() - clean.chars().count(),
+    };
+
+    let body = BufferName::unique();
+    paste_once(tmux, &body, clean.as_bytes(), pane, Paste::Bracketed)
+        .await
+        .map_err(|failure| match failure {
+            Failure::Load(error) => DeliverError::Load(error),
+            Failure::Paste(error) => DeliverError::Paste {
+                pane: pane.to_string(),
+                error,
+            },
+        })?;
+
+    if !submit_delay.is_zero() {
+        tokio::time::sleep(submit_delay).await;
+    }
+
+    let submit = BufferName::unique();
+    paste_once(tmux, &submit, b"\r", pane, Paste::Plain)
+        .await
+        .map_err(|failure| DeliverError::Submit {
+            pane: pane.to_string(),
+            error: failure.into_inner(),
+        })?;
+    Ok(delivery)
+}
+
+enum Failure {
+    Load(tmux::Error),
+    Paste(tmux::Error),
+}
+
+impl Failure {
+    fn into_inner(self) -> tmux::Error {
+        match self {
+            Self::Load(error) | Self::Paste(error) => error,
+        }
+    }
+}
+
+/// Loads `data` into `buffer` and pastes it (deleting it). On any failure the buffer is
+/// deleted, best effort, so a failed delivery leaves nothing on the server.
+async fn paste_once<T: Tmux + ?Sized>(
+    tmux: &T,
+    buffer: &BufferName,
+    data: &[u8],
+    pane: &PaneId,
+    paste: Paste,
+) -> Result<(), Failure> {
+    let result = match tmux.load_buffer(buffer, data).await {
+        Err(error) => Err(Failure::Load(error)),
+        Ok(()) => tmux
+            .paste_buffer(buffer, pane, paste)
+            .await
+            .map_err(Failure::Paste),
+    };
+    if result.is_err() {
+        // A load that failed may still have created the buffer (e.g. a timeout).
+        if let Err(error) = tmux.delete_buffer(buffer).await {
+            tracing::debug!(%buffer, "buffer cleanup after a failed delivery: {error}");
+        }
+    }
+    result
+}
+
+#[cfg(test)]
+#[path = "deliver_tests.rs"]
+mod tests;

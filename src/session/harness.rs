@@ -1,1 +1,352 @@
-//! (in progress)
+//! Harness adapters (SPEC §7.2): for each agent CLI, the binary and the argv of a fresh
+//! session, a resumed one, and a one-shot run (the critics' path). Each adapter's argv
+//! is written here once; nothing else builds a harness command line. Argv only, never
+//! a shell.
+
+use crate::config::{HarnessConfig, SessionsConfig};
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+/// The built-in harness names.
+pub const BUILT_IN: &[&str] = &["claude", "codex", "cursor"];
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Harness {
+    name: String,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Kind {
+    Claude { program: String },
+    Codex { program: String },
+    Cursor { program: String },
+    Custom(HarnessConfig),
+}
+
+impl Kind {
+    fn built_in(name: &str, program: String) -> Self {
+        match name {
+            "claude" => Self::Claude { program },
+            "codex" => Self::Codex { program },
+            _ => Self::Cursor { program },
+        }
+    }
+}
+
+/// Where a one-shot run leaves its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OneShotOutput {
+    /// On stdout (claude, cursor: one JSON document).
+    Stdout,
+    /// In the file passed as `last_message_file` (codex: `exec --json` prints JSON
+    /// Lines, and the final message goes to `--output-last-message`).
+    LastMessageFile,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HarnessError {
+    #[error(
+        "unknown harness `{name}`: use claude, codex or cursor, or define sessions.harnesses.{name} in the config"
+    )]
+    Unknown { name: String },
+    #[error("sessions.harnesses.{name}.command is empty: set the program to run")]
+    NoCommand { name: String },
+    #[error(
+        "harness `{harness}` needs `{program}`, which is not on PATH: install it, or set sessions.harnesses.{harness}.command to its full path"
+    )]
+    NotFound { harness: String, program: String },
+}
+
+impl Harness {
+    /// The harness called `name`: a `sessions.harnesses` entry wins over a built-in of
+    /// the same name. An entry with only `command` keeps the built-in's argv and changes
+    /// its binary; an entry with any argument list replaces the built-in.
+    pub fn resolve(name: &str, config: &SessionsConfig) -> Result<Self, HarnessError> {
+        let entry = config.harnesses.get(name);
+        if let Some(entry) = entry
+            && entry.command.trim().is_empty()
+        {
+            return Err(HarnessError::NoCommand { name: name.into() });
+        }
+        let default_program = match name {
+            "claude" => Some("claude"),
+            "codex" => Some("codex"),
+            "cursor" => Some("cursor-agent"),
+            _ => None,
+        };
+        let kind = match (default_program, entry) {
+            (Some(default), None) => Kind::built_in(name, default.to_string()),
+            (Some(_), Some(e))
+                if e.args.is_empty() && e.resume_args.is_empty() && e.oneshot_args.is_empty() =>
+            {
+                Kind::built_in(name, e.command.clone())
+            }
+            (_, Some(e)) => Kind::Custom(e.clone()),
+            (None, None) => return Err(HarnessError::Unknown { name: name.into() }),
+        };
+        Ok(Self {
+            name: name.to_string(),
+            kind,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The binary this harness runs.
+    pub fn program(&self) -> &str {
+        match &self.kind {
+            Kind::Claude { program } | Kind::Codex { program } | Kind::Cursor { program } => {
+                program
+            }
+            Kind::Custom(c) => &c.command,
+        }
+    }
+
+    /// Whether the tool mints the conversation id and passes it to a fresh session
+    /// (claude's `--session-id`; a custom `args` with `{sessionId}`).
+    pub fn mints_session_id(&self) -> bool {
+        match &self.kind {
+            Kind::Claude { .. } => true,
+            Kind::Codex { .. } | Kind::Cursor { .. } => false,
+            Kind::Custom(c) => c.args.iter().any(|a| a.contains("{sessionId}")),
+        }
+    }
+
+    /// A fresh conversation id when this harness takes one.
+    pub fn mint_session_id(&self) -> Option<String> {
+        self.mints_session_id()
+            .then(|| uuid::Uuid::new_v4().to_string())
+    }
+
+    /// The interactive argv of a fresh session.
+    pub fn fresh_argv(&self, prompt: &str, session_id: Option<&str>) -> Vec<String> {
+        let prompt = guard_dash(prompt);
+        match &self.kind {
+            Kind::Claude { program } => {
+                let mut argv = vec![program.clone()];
+                if let Some(id) = session_id {
+                    argv.extend(["--session-id".into(), id.into()]);
+                }
+                argv.push(prompt);
+                argv
+            }
+            Kind::Codex { program } | Kind::Cursor { program } => vec![program.clone(), prompt],
+            Kind::Custom(c) => custom(
+                &c.command,
+                &c.args,
+                &values(&prompt, session_id, None, None),
+            ),
+        }
+    }
+
+    /// The argv resuming conversation `session_id`, or `None` when this harness cannot
+    /// resume or the id is unknown (never codex's `--last`: sessions share directories).
+    pub fn resume_argv(&self, prompt: &str, session_id: &str) -> Option<Vec<String>> {
+        if session_id.is_empty() {
+            return None;
+        }
+        let prompt = guard_dash(prompt);
+        match &self.kind {
+            Kind::Claude { program } => Some(vec![
+                program.clone(),
+                "--resume".into(),
+                session_id.into(),
+                prompt,
+            ]),
+            Kind::Codex { program } => Some(vec![
+                program.clone(),
+                "resume".into(),
+                session_id.into(),
+                prompt,
+            ]),
+            Kind::Cursor { .. } => None,
+            Kind::Custom(c) if c.resume_args.is_empty() => None,
+            Kind::Custom(c) => Some(custom(
+                &c.command,
+                &c.resume_args,
+                &values(&prompt, Some(session_id), None, None),
+            )),
+        }
+    }
+
+    /// The one-shot argv critics run; `None` when the harness has none. Harnesses whose
+    /// answer goes to a file ([`Harness::oneshot_output`]) write it to
+    /// `last_message_file`; the others ignore it.
+    pub fn oneshot_argv(
+        &self,
+        prompt: &str,
+        model: Option<&str>,
+        last_message_file: &Path,
+    ) -> Option<Vec<String>> {
+        let prompt = guard_dash(prompt);
+        let model = model.filter(|m| !m.is_empty());
+        let with_model = |mut argv: Vec<String>, flag: &str| {
+            if let Some(m) = model {
+                argv.extend([flag.to_string(), m.to_string()]);
+            }
+            argv
+        };
+        match &self.kind {
+            Kind::Claude { program } => Some(with_model(
+                vec![
+                    program.clone(),
+                    "-p".into(),
+                    prompt,
+                    "--output-format".into(),
+                    "json".into(),
+                ],
+                "--model",
+            )),
+            Kind::Codex { program } => Some(with_model(
+                vec![
+                    program.clone(),
+                    "exec".into(),
+                    "--json".into(),
+                    "--output-last-message".into(),
+                    last_message_file.to_string_lossy().into_owned(),
+                    prompt,
+                ],
+                "--model",
+            )),
+            Kind::Cursor { program } => Some(with_model(
+                vec![
+                    program.clone(),
+                    "-p".into(),
+                    prompt,
+                    "--output-format".into(),
+                    "json".into(),
+                ],
+                "-m",
+            )),
+            Kind::Custom(c) if c.oneshot_args.is_empty() => None,
+            Kind::Custom(c) => {
+                let file = last_message_file.to_string_lossy();
+                Some(custom(
+                    &c.command,
+                    &c.oneshot_args,
+                    &values(&prompt, None, model, Some(&file)),
+                ))
+            }
+        }
+    }
+
+    /// Where [`Harness::oneshot_argv`]'s run leaves its answer.
+    pub fn oneshot_output(&self) -> OneShotOutput {
+        match &self.kind {
+            Kind::Codex { .. } => OneShotOutput::LastMessageFile,
+            Kind::Custom(c) if c.oneshot_args.iter().any(|a| a.contains("{outputFile}")) => {
+                OneShotOutput::LastMessageFile
+            }
+            _ => OneShotOutput::Stdout,
+        }
+    }
+
+    /// Finds the binary on `path` (the process's `PATH` when `None`), so a missing
+    /// harness is a clear error before tmux is asked to run it.
+    pub fn locate(&self, path: Option<&OsStr>) -> Result<PathBuf, HarnessError> {
+        find_program(self.program(), path).ok_or_else(|| HarnessError::NotFound {
+            harness: self.name.clone(),
+            program: self.program().to_string(),
+        })
+    }
+}
+
+/// A prompt starting with `-` would be read as an option by the harness CLI; a leading
+/// space keeps it a positional argument and means nothing to the model.
+fn guard_dash(prompt: &str) -> String {
+    if prompt.starts_with('-') {
+        format!(" {prompt}")
+    } else {
+        prompt.to_string()
+    }
+}
+
+type Values<'a> = [(&'static str, Option<&'a str>); 4];
+
+fn values<'a>(
+    prompt: &'a str,
+    session_id: Option<&'a str>,
+    model: Option<&'a str>,
+    output_file: Option<&'a str>,
+) -> Values<'a> {
+    [
+        ("{prompt}", Some(prompt)),
+        ("{sessionId}", session_id),
+        ("{model}", model),
+        ("{outputFile}", output_file),
+    ]
+}
+
+/// Substitutes placeholders inside single argv elements. An element naming a
+/// placeholder without a value (no model given) is left out: write `--model={model}` as
+/// one element to make a flag optional.
+fn custom(command: &str, args: &[String], values: &Values<'_>) -> Vec<String> {
+    let mut argv = vec![command.to_string()];
+    for arg in args {
+        let missing = values
+            .iter()
+            .any(|(placeholder, value)| value.is_none() && arg.contains(placeholder));
+        if !missing {
+            argv.push(substitute(arg, values));
+        }
+    }
+    argv
+}
+
+/// One pass over the template, so a value that itself contains `{model}` (a prompt
+/// quoting the placeholder) is never substituted again.
+fn substitute(template: &str, values: &Values<'_>) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while !rest.is_empty() {
+        let hit = values.iter().find_map(|(placeholder, value)| match value {
+            Some(v) if rest.starts_with(placeholder) => Some((*placeholder, *v)),
+            _ => None,
+        });
+        match hit {
+            Some((placeholder, value)) => {
+                out.push_str(value);
+                rest = &rest[placeholder.len()..];
+            }
+            None => {
+                let mut chars = rest.chars();
+                if let Some(c) = chars.next() {
+                    out.push(c);
+                }
+                rest = chars.as_str();
+            }
+        }
+    }
+    out
+}
+
+/// A PATH lookup: `program` itself when it contains a `/`, else the first executable
+/// file named `program` in a `PATH` directory.
+pub fn find_program(program: &str, path: Option<&OsStr>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.is_empty() {
+        return None;
+    }
+    if program.contains('/') {
+        let p = crate::paths::expand_tilde(program);
+        return executable(&p).then_some(p);
+    }
+    let path = match path {
+        Some(p) => p.to_os_string(),
+        None => std::env::var_os("PATH")?,
+    };
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| executable(p))
+}
+
+#[cfg(test)]
+#[path = "harness_tests.rs"]
+mod tests;

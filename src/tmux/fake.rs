@@ -1,1 +1,391 @@
-//! (in progress)
+//! An in-memory tmux for unit tests: sessions with one pane each, named buffers, the
+//! bytes each pane received (brackets included, as a terminal would see them), every
+//! call recorded, and failures injected per operation.
+
+use super::{BufferName, Error, Liveness, PaneId, Paste, SessionInfo, SpawnSpec, Tmux};
+use futures::future::BoxFuture;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+/// One recorded call, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Call {
+    CreateSession(String),
+    Probe(String),
+    KillSession(String),
+    LoadBuffer {
+        buffer: String,
+        data: Vec<u8>,
+    },
+    PasteBuffer {
+        buffer: String,
+        pane: String,
+        paste: Paste,
+    },
+    DeleteBuffer(String),
+    CapturePane {
+        pane: String,
+        with_escapes: bool,
+    },
+    Display(String),
+    ListSessions,
+}
+
+/// Operations a failure can be injected into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Op {
+    Create,
+    Probe,
+    Kill,
+    Load,
+    /// Every paste.
+    Paste,
+    /// Only unbracketed pastes (the submitting `\r`).
+    PlainPaste,
+    Delete,
+    Capture,
+    Display,
+    List,
+}
+
+/// What an injected failure looks like.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// As if tmux did not answer in time.
+    Timeout,
+    /// As if tmux exited non-zero with this message.
+    Failed(String),
+    /// As if tmux were not installed.
+    NotInstalled,
+}
+
+/// A fake session's state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FakeSession {
+    pub pane: PaneId,
+    pub dead: bool,
+    pub spec: Option<SpawnSpec>,
+    /// Everything pasted into the pane, as the program in it would read it.
+    pub input: Vec<u8>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    sessions: BTreeMap<String, FakeSession>,
+    buffers: BTreeMap<String, Vec<u8>>,
+    next_pane: u32,
+    calls: Vec<Call>,
+    failures: BTreeMap<Op, Failure>,
+    kill_is_ignored: bool,
+    activity: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct FakeTmux {
+    state: Mutex<State>,
+}
+
+impl FakeTmux {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A test that panicked while holding the lock has already failed.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Adds a session as if something else had started it.
+    pub fn add_session(&self, name: &str, dead: bool) -> PaneId {
+        let mut state = self.lock();
+        let pane = state.new_pane();
+        state.sessions.insert(
+            name.to_string(),
+            FakeSession {
+                pane: pane.clone(),
+                dead,
+                spec: None,
+                input: Vec::new(),
+            },
+        );
+        pane
+    }
+
+    /// Marks a session's pane as exited (or running again).
+    pub fn set_dead(&self, name: &str, dead: bool) {
+        if let Some(session) = self.lock().sessions.get_mut(name) {
+            session.dead = dead;
+        }
+    }
+
+    pub fn session(&self, name: &str) -> Option<FakeSession> {
+        self.lock().sessions.get(name).cloned()
+    }
+
+    /// The bytes a pane received so far.
+    pub fn pane_input(&self, pane: &PaneId) -> Vec<u8> {
+        self.lock()
+            .sessions
+            .values()
+            .find(|s| &s.pane == pane)
+            .map(|s| s.input.clone())
+            .unwrap_or_default()
+    }
+
+    /// Names of the buffers that still exist.
+    pub fn buffers(&self) -> Vec<String> {
+        self.lock().buffers.keys().cloned().collect()
+    }
+
+    pub fn calls(&self) -> Vec<Call> {
+        self.lock().calls.clone()
+    }
+
+    /// Makes every later call of `op` fail until [`FakeTmux::heal`].
+    pub fn fail(&self, op: Op, failure: Failure) {
+        self.lock().failures.insert(op, failure);
+    }
+
+    pub fn heal(&self, op: Op) {
+        self.lock().failures.remove(&op);
+    }
+
+    /// `kill-session` succeeds but leaves the session in place (a misbehaving server).
+    pub fn ignore_kills(&self) {
+        self.lock().kill_is_ignored = true;
+    }
+
+    pub fn set_activity(&self, unix_seconds: u64) {
+        self.lock().activity = unix_seconds;
+    }
+}
+
+impl State {
+    fn new_pane(&mut self) -> PaneId {
+        let pane = PaneId(format!("%{}", self.next_pane));
+        self.next_pane += 1;
+        pane
+    }
+
+    /// Records the call, then returns the injected failure for `op`, if any.
+    fn enter(&mut self, call: Call, op: Op) -> Result<(), Error> {
+        self.calls.push(call);
+        match self.failures.get(&op) {
+            None => Ok(()),
+            Some(Failure::Timeout) => Err(Error::Timeout {
+                command: format!("{op:?}"),
+                after: Duration::from_secs(1),
+            }),
+            Some(Failure::Failed(stderr)) => Err(Error::Failed {
+                command: format!("{op:?}"),
+                stderr: stderr.clone(),
+            }),
+            Some(Failure::NotInstalled) => Err(Error::NotInstalled),
+        }
+    }
+
+    fn pane_mut(&mut self, pane: &PaneId) -> Result<&mut FakeSession, Error> {
+        self.sessions
+            .values_mut()
+            .find(|s| &s.pane == pane)
+            .ok_or_else(|| Error::SessionMissing {
+                target: pane.to_string(),
+            })
+    }
+}
+
+fn ready<'a, T: Send + 'a>(value: T) -> BoxFuture<'a, T> {
+    Box::pin(std::future::ready(value))
+}
+
+impl Tmux for FakeTmux {
+    fn create_session<'a>(&'a self, spec: &'a SpawnSpec) -> BoxFuture<'a, Result<PaneId, Error>> {
+        let mut state = self.lock();
+        let result = state
+            .enter(Call::CreateSession(spec.name.clone()), Op::Create)
+            .and_then(|()| {
+                if state.sessions.contains_key(&spec.name) {
+                    return Err(Error::SessionBusy {
+                        name: spec.name.clone(),
+                    });
+                }
+                let pane = state.new_pane();
+                state.sessions.insert(
+                    spec.name.clone(),
+                    FakeSession {
+                        pane: pane.clone(),
+                        dead: false,
+                        spec: Some(spec.clone()),
+                        input: Vec::new(),
+                    },
+                );
+                Ok(pane)
+            });
+        ready(result)
+    }
+
+    fn probe<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Liveness, Error>> {
+        let mut state = self.lock();
+        let result = state
+            .enter(Call::Probe(name.to_string()), Op::Probe)
+            .map(|()| match state.sessions.get(name) {
+                None => Liveness::Absent,
+                Some(s) if s.dead => Liveness::Dead,
+                Some(_) => Liveness::Live,
+            });
+        ready(result)
+    }
+
+    fn kill_session<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), Error>> {
+        let mut state = self.lock();
+        let result = state
+            .enter(Call::KillSession(name.to_string()), Op::Kill)
+            .and_then(|()| {
+                if !state.sessions.contains_key(name) {
+                    return Err(Error::SessionMissing {
+                        target: name.to_string(),
+                    });
+                }
+                if !state.kill_is_ignored {
+                    state.sessions.remove(name);
+                }
+                Ok(())
+            });
+        ready(result)
+    }
+
+    fn load_buffer<'a>(
+        &'a self,
+        buffer: &'a BufferName,
+        data: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), Error>> {
+        let mut state = self.lock();
+        let call = Call::LoadBuffer {
+            buffer: buffer.to_string(),
+            data: data.to_vec(),
+        };
+        let result = state.enter(call, Op::Load).map(|()| {
+            state.buffers.insert(buffer.to_string(), data.to_vec());
+        });
+        ready(result)
+    }
+
+    fn paste_buffer<'a>(
+        &'a self,
+        buffer: &'a BufferName,
+        pane: &'a PaneId,
+        paste: Paste,
+    ) -> BoxFuture<'a, Result<(), Error>> {
+        let mut state = self.lock();
+        let call = Call::PasteBuffer {
+            buffer: buffer.to_string(),
+            pane: pane.to_string(),
+            paste,
+        };
+        let op = if paste == Paste::Plain && state.failures.contains_key(&Op::PlainPaste) {
+            Op::PlainPaste
+        } else {
+            Op::Paste
+        };
+        let result = state.enter(call, op).and_then(|()| {
+            let data =
+                state
+                    .buffers
+                    .get(buffer.as_str())
+                    .cloned()
+                    .ok_or_else(|| Error::Failed {
+                        command: "paste-buffer".into(),
+                        stderr: format!("no buffer {buffer}"),
+                    })?;
+            let session = state.pane_mut(pane)?;
+            if session.dead {
+                return Err(Error::PaneDead {
+                    pane: pane.to_string(),
+                });
+            }
+            if paste == Paste::Bracketed {
+                session.input.extend_from_slice(b"\x1b[200~");
+                session.input.extend_from_slice(&data);
+                session.input.extend_from_slice(b"\x1b[201~");
+            } else {
+                session.input.extend_from_slice(&data);
+            }
+            state.buffers.remove(buffer.as_str());
+            Ok(())
+        });
+        ready(result)
+    }
+
+    fn delete_buffer<'a>(&'a self, buffer: &'a BufferName) -> BoxFuture<'a, Result<(), Error>> {
+        let mut state = self.lock();
+        let result = state
+            .enter(Call::DeleteBuffer(buffer.to_string()), Op::Delete)
+            .and_then(|()| match state.buffers.remove(buffer.as_str()) {
+                Some(_) => Ok(()),
+                None => Err(Error::Failed {
+                    command: "delete-buffer".into(),
+                    stderr: format!("unknown buffer: {buffer}"),
+                }),
+            });
+        ready(result)
+    }
+
+    fn capture_pane<'a>(
+        &'a self,
+        pane: &'a PaneId,
+        with_escapes: bool,
+    ) -> BoxFuture<'a, Result<String, Error>> {
+        let mut state = self.lock();
+        let call = Call::CapturePane {
+            pane: pane.to_string(),
+            with_escapes,
+        };
+        let result = state
+            .enter(call, Op::Capture)
+            .and_then(|()| state.pane_mut(pane))
+            .map(|s| String::from_utf8_lossy(&s.input).into_owned());
+        ready(result)
+    }
+
+    fn window_activity<'a>(&'a self, pane: &'a PaneId) -> BoxFuture<'a, Result<u64, Error>> {
+        let mut state = self.lock();
+        let activity = state.activity;
+        let result = state
+            .enter(Call::Display(pane.to_string()), Op::Display)
+            .and_then(|()| state.pane_mut(pane))
+            .map(|_| activity);
+        ready(result)
+    }
+
+    fn pane_pid<'a>(&'a self, pane: &'a PaneId) -> BoxFuture<'a, Result<u32, Error>> {
+        let mut state = self.lock();
+        let result = state
+            .enter(Call::Display(pane.to_string()), Op::Display)
+            .and_then(|()| state.pane_mut(pane))
+            .map(|_| 4242);
+        ready(result)
+    }
+
+    fn list_sessions<'a>(&'a self) -> BoxFuture<'a, Result<Vec<SessionInfo>, Error>> {
+        let mut state = self.lock();
+        let result = state.enter(Call::ListSessions, Op::List).map(|()| {
+            state
+                .sessions
+                .iter()
+                .map(|(name, s)| SessionInfo {
+                    name: name.clone(),
+                    pane: s.pane.clone(),
+                    liveness: if s.dead {
+                        Liveness::Dead
+                    } else {
+                        Liveness::Live
+                    },
+                })
+                .collect()
+        });
+        ready(result)
+    }
+}

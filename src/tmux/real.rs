@@ -1,1 +1,306 @@
-//! (in progress)
+//! The real tmux: each operation is one `tmux` client invocation (argv from
+//! [`super::argv`]) run with `tokio::process` — never a shell, never blocking the
+//! runtime — and bounded by the probe timeout; a child still running at the timeout is
+//! killed.
+
+use super::argv;
+use super::{BufferName, Error, Liveness, PaneId, Paste, SessionInfo, Socket, SpawnSpec, Tmux};
+use crate::config::TmuxConfig;
+use futures::future::BoxFuture;
+use std::ffi::OsString;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+
+/// Talks to one tmux server.
+#[derive(Debug, Clone)]
+pub struct RealTmux {
+    socket: Socket,
+    timeout: Duration,
+    program: OsString,
+    search_path: Option<OsString>,
+}
+
+/// What one invocation printed.
+struct Output {
+    success: bool,
+    stdout: String,
+    stderr: String,
+}
+
+impl RealTmux {
+    pub fn new(socket: Socket, timeout: Duration) -> Self {
+        Self {
+            socket,
+            timeout,
+            program: "tmux".into(),
+            search_path: None,
+        }
+    }
+
+    /// From `sessions.tmux` (its `socket` already carries `THE_LOOP_TMUX_SOCKET`).
+    pub fn from_config(config: &TmuxConfig) -> Self {
+        Self::new(
+            Socket::from_config(&config.socket),
+            Duration::from_secs(config.probe_timeout_seconds.max(1)),
+        )
+    }
+
+    /// Looks `tmux` up on this `PATH` instead of the process's (tests use it to show
+    /// what happens without tmux).
+    pub fn with_search_path(mut self, path: impl Into<OsString>) -> Self {
+        self.search_path = Some(path.into());
+        self
+    }
+
+    pub fn socket(&self) -> &Socket {
+        &self.socket
+    }
+
+    /// Runs `tmux ARGS`, feeding `stdin` when given, within the timeout.
+    ///
+    /// A server that exits while we connect (it does so when its last session is
+    /// killed) answers "server exited unexpectedly"; the command is retried so the
+    /// answer comes from whatever server is there next (often none: "absent").
+    async fn run(&self, args: Vec<String>, stdin: Option<&[u8]>) -> Result<Output, Error> {
+        let attempts = async {
+            let mut tries = 0;
+            loop {
+                let out = self.run_once(&args, stdin).await?;
+                tries += 1;
+                if out.success || !out.stderr.contains("server exited unexpectedly") || tries == 3 {
+                    return Ok::<_, std::io::Error>(out);
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        match tokio::time::timeout(self.timeout, attempts).await {
+            Err(_) => Err(Error::Timeout {
+                command: argv::display_command("tmux", &args),
+                after: self.timeout,
+            }),
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::NotInstalled),
+            Ok(Err(source)) => Err(Error::Io {
+                command: argv::display_command("tmux", &args),
+                source,
+            }),
+            Ok(Ok(out)) => Ok(out),
+        }
+    }
+
+    async fn run_once(&self, args: &[String], stdin: Option<&[u8]>) -> std::io::Result<Output> {
+        let mut command = tokio::process::Command::new(&self.program);
+        command
+            .args(args)
+            // A supervisor started inside tmux must still reach the configured server.
+            .env_remove("TMUX")
+            .env_remove("TMUX_PANE")
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // A timed-out invocation is killed when its future is dropped.
+            .kill_on_drop(true);
+        if let Some(path) = &self.search_path {
+            command.env("PATH", path);
+        }
+        let mut child = command.spawn()?;
+        if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            pipe.write_all(data).await?;
+            pipe.shutdown().await?;
+        }
+        let out = child.wait_with_output().await?;
+        Ok(Output {
+            success: out.status.success(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+
+    /// Runs a command that must succeed; "no such session/pane" becomes
+    /// [`Error::SessionMissing`] for `target`.
+    async fn run_ok(
+        &self,
+        args: Vec<String>,
+        stdin: Option<&[u8]>,
+        target: &str,
+    ) -> Result<String, Error> {
+        let shown = argv::display_command("tmux", &args);
+        let out = self.run(args, stdin).await?;
+        if out.success {
+            Ok(out.stdout)
+        } else if argv::is_missing(&out.stderr) {
+            Err(Error::SessionMissing {
+                target: target.to_string(),
+            })
+        } else {
+            Err(Error::Failed {
+                command: shown,
+                stderr: out.stderr,
+            })
+        }
+    }
+
+    async fn display_number<N: std::str::FromStr>(
+        &self,
+        pane: &PaneId,
+        format: &str,
+    ) -> Result<N, Error> {
+        let args = argv::display(&self.socket, pane, format);
+        let shown = argv::display_command("tmux", &args);
+        let out = self.run_ok(args, None, pane.as_str()).await?;
+        out.trim().parse().map_err(|_| Error::UnexpectedOutput {
+            command: shown,
+            output: out,
+        })
+    }
+}
+
+impl Tmux for RealTmux {
+    fn create_session<'a>(&'a self, spec: &'a SpawnSpec) -> BoxFuture<'a, Result<PaneId, Error>> {
+        Box::pin(async move {
+            let args = argv::new_session(&self.socket, spec)?;
+            let shown = argv::display_command("tmux", &args);
+            let out = self.run(args, None).await?;
+            // `set-option` runs after `new-session` in the same invocation; when only it
+            // fails (best effort), the pane id is printed and the session is kept.
+            match argv::parse_pane_id(&out.stdout) {
+                Ok(pane) => {
+                    if !out.success {
+                        tracing::warn!(session = %spec.name, "remain-on-exit not set: {}", out.stderr);
+                    }
+                    Ok(pane)
+                }
+                Err(_) if out.stderr.contains("duplicate session") => Err(Error::SessionBusy {
+                    name: spec.name.clone(),
+                }),
+                Err(_) if !out.success => Err(Error::Failed {
+                    command: shown,
+                    stderr: out.stderr,
+                }),
+                Err(output) => Err(Error::UnexpectedOutput {
+                    command: shown,
+                    output,
+                }),
+            }
+        })
+    }
+
+    fn probe<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Liveness, Error>> {
+        Box::pin(async move {
+            let args = argv::liveness(&self.socket, name);
+            let shown = argv::display_command("tmux", &args);
+            let out = self.run(args, None).await?;
+            if out.success {
+                argv::parse_liveness(&out.stdout).map_err(|output| Error::UnexpectedOutput {
+                    command: shown,
+                    output,
+                })
+            } else if argv::is_missing(&out.stderr) {
+                Ok(Liveness::Absent)
+            } else {
+                Err(Error::Failed {
+                    command: shown,
+                    stderr: out.stderr,
+                })
+            }
+        })
+    }
+
+    fn kill_session<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(async move {
+            self.run_ok(argv::kill_session(&self.socket, name), None, name)
+                .await
+                .map(drop)
+        })
+    }
+
+    fn load_buffer<'a>(
+        &'a self,
+        buffer: &'a BufferName,
+        data: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(async move {
+            // `tmux_interface` can build this argv but cannot feed a child's stdin, so
+            // the runner does (decision 0002).
+            let args = argv::load_buffer(&self.socket, buffer);
+            self.run_ok(args, Some(data), buffer.as_str())
+                .await
+                .map(drop)
+        })
+    }
+
+    fn paste_buffer<'a>(
+        &'a self,
+        buffer: &'a BufferName,
+        pane: &'a PaneId,
+        paste: Paste,
+    ) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(async move {
+            let args = argv::paste_buffer(&self.socket, buffer, pane, paste);
+            let out = self.run_ok(args, None, pane.as_str()).await?;
+            if out.trim() == argv::PANE_DEAD_MARKER {
+                Err(Error::PaneDead {
+                    pane: pane.to_string(),
+                })
+            } else {
+                Ok(())
+            }
+        })
+    }
+
+    fn delete_buffer<'a>(&'a self, buffer: &'a BufferName) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(async move {
+            self.run_ok(
+                argv::delete_buffer(&self.socket, buffer),
+                None,
+                buffer.as_str(),
+            )
+            .await
+            .map(drop)
+        })
+    }
+
+    fn capture_pane<'a>(
+        &'a self,
+        pane: &'a PaneId,
+        with_escapes: bool,
+    ) -> BoxFuture<'a, Result<String, Error>> {
+        Box::pin(async move {
+            let args = argv::capture_pane(&self.socket, pane, with_escapes);
+            self.run_ok(args, None, pane.as_str()).await
+        })
+    }
+
+    fn window_activity<'a>(&'a self, pane: &'a PaneId) -> BoxFuture<'a, Result<u64, Error>> {
+        Box::pin(self.display_number(pane, "#{window_activity}"))
+    }
+
+    fn pane_pid<'a>(&'a self, pane: &'a PaneId) -> BoxFuture<'a, Result<u32, Error>> {
+        Box::pin(self.display_number(pane, "#{pane_pid}"))
+    }
+
+    fn list_sessions<'a>(&'a self) -> BoxFuture<'a, Result<Vec<SessionInfo>, Error>> {
+        Box::pin(async move {
+            let args = argv::list_sessions(&self.socket);
+            let shown = argv::display_command("tmux", &args);
+            let out = self.run(args, None).await?;
+            if out.success {
+                argv::parse_sessions(&out.stdout).map_err(|output| Error::UnexpectedOutput {
+                    command: shown,
+                    output,
+                })
+            } else if argv::is_missing(&out.stderr) {
+                Ok(Vec::new())
+            } else {
+                Err(Error::Failed {
+                    command: shown,
+                    stderr: out.stderr,
+                })
+            }
+        })
+    }
+}

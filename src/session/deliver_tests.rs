@@ -1,0 +1,200 @@
+use super::*;
+use crate::tmux::fake::{Call, Failure, FakeTmux, Op};
+use proptest::prelude::*;
+
+const NONE: Duration = Duration::ZERO;
+
+#[test]
+fn sanitize_table() {
+    let cases: &[(&str, &str)] = &[
+        ("plain text", "plain text"),
+        ("a\nb\tc", "a\nb\tc"),
+        ("a\r\nb", "a\nb"),
+        ("x\x1b[201~y", "x[201~y"),
+        ("\x1b]0;title\x07z", "]0;titlez"),
+        ("nul\0bell\x07bs\x08del\x7f", "nulbellbsdel"),
+        ("c1\u{80}\u{9b}31m\u{9f}end", "c131mend"),
+        ("unicode é ✓ 日本 🦀 \u{a0}", "unicode é ✓ 日本 🦀 \u{a0}"),
+        ("```\ncode\n```", "```\ncode\n```"),
+    ];
+    for (input, expected) in cases {
+        assert_eq!(sanitize(input), *expected, "input {input:?}");
+    }
+    assert!(matches!(sanitize("clean\ttext\n"), Cow::Borrowed(_)));
+}
+
+proptest! {
+    #[test]
+    fn sanitized_text_has_no_controls_but_newline_and_tab(s in any::<String>()) {
+        let out = sanitize(&s);
+        prop_assert!(out.chars().all(|c| !c.is_control() || c == '\n' || c == '\t'));
+        let again = sanitize(&out).into_owned();
+        prop_assert_eq!(again.as_str(), out.as_ref());
+        let kept: String = s.chars().filter(|c| !c.is_control() || *c == '\n' || *c == '\t').collect();
+        prop_assert_eq!(out.as_ref(), kept.as_str());
+    }
+}
+
+fn live_pane(tmux: &FakeTmux) -> PaneId {
+    tmux.add_session("loop-a", false)
+}
+
+#[tokio::test]
+async fn one_bracketed_paste_then_one_plain_submit() {
+    let tmux = FakeTmux::new();
+    let pane = live_pane(&tmux);
+    let text = "line one\n\tline two \x1b[201~ injected\r\n```";
+    let delivery = deliver(&tmux, &pane, text, NONE).await.unwrap();
+    let clean = "line one\n\tline two [201~ injected\n```";
+    assert_eq!(delivery.bytes, clean.len());
+    assert_eq!(delivery.removed, 2);
+
+    let expected = format!("\x1b[200~{clean}\x1b[201~\r");
+    assert_eq!(String::from_utf8(tmux.pane_input(&pane)).unwrap(), expected);
+    let calls = tmux.calls();
+    let [
+        Call::LoadBuffer {
+            buffer: b1,
+            data: d1,
+        },
+        Call::PasteBuffer {
+            buffer: p1,
+            pane: t1,
+            paste: Paste::Bracketed,
+        },
+        Call::LoadBuffer {
+            buffer: b2,
+            data: d2,
+        },
+        Call::PasteBuffer {
+            buffer: p2,
+            pane: t2,
+            paste: Paste::Plain,
+        },
+    ] = calls.as_slice()
+    else {
+        panic!("unexpected calls {calls:?}");
+    };
+    assert_eq!((b1, p1, d1.as_slice()), (p1, b1, clean.as_bytes()));
+    assert_eq!((b2, d2.as_slice()), (p2, &b"\r"[..]));
+    assert_ne!(b1, b2);
+    assert_eq!((t1.as_str(), t2.as_str()), (pane.as_str(), pane.as_str()));
+    assert!(
+        tmux.buffers().is_empty(),
+        "buffers left: {:?}",
+        tmux.buffers()
+    );
+}
+
+#[tokio::test]
+async fn every_delivery_uses_fresh_buffer_names() {
+    let tmux = FakeTmux::new();
+    let pane = live_pane(&tmux);
+    for _ in 0..3 {
+        deliver(&tmux, &pane, "hi", NONE).await.unwrap();
+    }
+    let mut names: Vec<String> = tmux
+        .calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            Call::LoadBuffer { buffer, .. } => Some(buffer),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(names.len(), 6);
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), 6);
+}
+
+#[tokio::test]
+async fn empty_after_sanitizing_is_refused_without_touching_tmux() {
+    let tmux = FakeTmux::new();
+    let pane = live_pane(&tmux);
+    for text in ["", "\x1b\r\x07"] {
+        assert!(matches!(
+            deliver(&tmux, &pane, text, NONE).await,
+            Err(DeliverError::Empty)
+        ));
+    }
+    assert!(tmux.calls().is_empty());
+}
+
+#[tokio::test]
+async fn dead_pane_is_refused_and_the_buffer_cleaned_up() {
+    let tmux = FakeTmux::new();
+    let pane = tmux.add_session("loop-a", true);
+    let err = deliver(&tmux, &pane, "hello", NONE).await.unwrap_err();
+    assert!(
+        matches!(err.tmux_error(), Some(tmux::Error::PaneDead { .. })),
+        "{err}"
+    );
+    assert!(!err.pasted());
+    assert!(tmux.buffers().is_empty());
+    assert!(matches!(tmux.calls().last(), Some(Call::DeleteBuffer(_))));
+    assert!(tmux.pane_input(&pane).is_empty());
+}
+
+#[tokio::test]
+async fn missing_pane_is_a_paste_error() {
+    let tmux = FakeTmux::new();
+    let pane = PaneId::parse("%99").unwrap();
+    let err = deliver(&tmux, &pane, "hello", NONE).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            DeliverError::Paste {
+                error: tmux::Error::SessionMissing { .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(tmux.buffers().is_empty());
+}
+
+#[tokio::test]
+async fn load_failure_is_reported_and_cleanup_attempted() {
+    let tmux = FakeTmux::new();
+    let pane = live_pane(&tmux);
+    tmux.fail(Op::Load, Failure::Timeout);
+    let err = deliver(&tmux, &pane, "hello", NONE).await.unwrap_err();
+    assert!(
+        matches!(err, DeliverError::Load(tmux::Error::Timeout { .. })),
+        "{err}"
+    );
+    assert!(matches!(tmux.calls().last(), Some(Call::DeleteBuffer(_))));
+    assert!(
+        !tmux
+            .calls()
+            .iter()
+            .any(|c| matches!(c, Call::PasteBuffer { .. }))
+    );
+}
+
+#[tokio::test]
+async fn failed_submit_says_the_text_is_already_pasted() {
+    let tmux = FakeTmux::new();
+    let pane = live_pane(&tmux);
+    tmux.fail(Op::PlainPaste, Failure::Failed("boom".into()));
+    let err = deliver(&tmux, &pane, "text", NONE).await.unwrap_err();
+    assert!(err.pasted(), "{err}");
+    assert!(err.to_string().contains("not submitted"), "{err}");
+    assert_eq!(tmux.pane_input(&pane), b"\x1b[200~text\x1b[201~");
+    assert!(tmux.buffers().is_empty(), "{:?}", tmux.buffers());
+
+    // A failing body paste is not "pasted".
+    tmux.fail(Op::Paste, Failure::Failed("boom".into()));
+    let err = deliver(&tmux, &pane, "second", NONE).await.unwrap_err();
+    assert!(!err.pasted(), "{err}");
+}
+
+#[tokio::test]
+async fn the_submit_waits_for_the_delay() {
+    let tmux = FakeTmux::new();
+    let pane = live_pane(&tmux);
+    let delay = Duration::from_millis(30);
+    let start = std::time::Instant::now();
+    deliver(&tmux, &pane, "x", delay).await.unwrap();
+    assert!(start.elapsed() >= delay);
+}

@@ -1,0 +1,291 @@
+//! The exact argv of every tmux call, built with `tmux_interface`, and the parsers of
+//! what tmux prints. Pure functions: tested without running tmux.
+//!
+//! Two tmux quirks are handled here, once (see `docs/decisions/0002-tmux-commands.md`):
+//! - tmux splits its own argv into commands at any argument that *ends* with `;`, so such
+//!   an argument (a prompt ending in `;`) is escaped as `\;`, which tmux turns back.
+//! - a one-element command is run by tmux through `sh -c`; it is run via `env --` instead.
+
+use super::{BufferName, Error, Liveness, PaneId, SessionInfo, Socket, SpawnSpec};
+use std::borrow::Cow;
+use tmux_interface::{
+    CapturePane, DeleteBuffer, DisplayMessage, IfShell, KillSession, ListPanes, LoadBuffer,
+    NewSession, PasteBuffer, SetOption, TmuxCommand,
+};
+
+/// Printed by the dead-pane branch of [`paste_buffer`].
+pub const PANE_DEAD_MARKER: &str = "the-loop:pane-dead";
+
+/// The global options selecting the server: nothing, `-L name` or `-S path`.
+pub fn socket_args(socket: &Socket) -> Vec<String> {
+    let tmux = match socket {
+        Socket::Default => tmux_interface::Tmux::new(),
+        Socket::Name(name) => tmux_interface::Tmux::new().socket_name(name.as_str()),
+        Socket::Path(path) => tmux_interface::Tmux::new().socket_path(path.to_string_lossy()),
+    };
+    // `build()` starts with the program name; the runner supplies the program itself.
+    words(&tmux.build()).into_iter().skip(1).collect()
+}
+
+/// `new-session -d -P -F '#{pane_id}' -c CWD -e K=V… -s NAME -- ARGV…`, followed in the
+/// same invocation by `set-option -t =NAME: remain-on-exit on` when asked, so the option
+/// is set before tmux can notice a harness that exits at once.
+pub fn new_session(socket: &Socket, spec: &SpawnSpec) -> Result<Vec<String>, Error> {
+    let mut session = NewSession::new()
+        .detached()
+        .print()
+        .format("#{pane_id}")
+        .start_directory(spec.cwd.to_string_lossy())
+        .session_name(spec.name.as_str());
+    for (key, value) in &spec.env {
+        if key.is_empty() || key.contains('=') {
+            return Err(Error::InvalidSpawn(format!(
+                "environment variable name {key:?} is empty or contains '='"
+            )));
+        }
+        session = session.environment(key.as_str(), value.as_str());
+    }
+    let mut command = session.build();
+    command.push_param("--");
+    for word in program_argv(&spec.argv)? {
+        command.push_param(word);
+    }
+    let mut commands = vec![command];
+    if spec.remain_on_exit {
+        commands.push(
+            SetOption::new()
+                .target_pane(session_target(&spec.name))
+                .option("remain-on-exit")
+                .value("on")
+                .build(),
+        );
+    }
+    Ok(invocation(socket, &commands))
+}
+
+/// The argv tmux will exec directly: with one element tmux would use `sh -c`, so that
+/// case goes through `env --`.
+fn program_argv(argv: &[String]) -> Result<Vec<&str>, Error> {
+    match argv {
+        [] => Err(Error::InvalidSpawn("the command (argv) is empty".into())),
+        [program] if program.is_empty() || program.contains('=') => Err(Error::InvalidSpawn(
+            format!("the program name {program:?} is empty or contains '='"),
+        )),
+        [program] => Ok(vec!["env", "--", program.as_str()]),
+        _ => Ok(argv.iter().map(String::as_str).collect()),
+    }
+}
+
+/// `list-panes -s -t =NAME: -F '#{pane_dead}'`: one line per pane of exactly that
+/// session (`=` disables prefix matching; the `:` makes it a session, not a window).
+pub fn liveness(socket: &Socket, name: &str) -> Vec<String> {
+    let command = ListPanes::new()
+        .session()
+        .target(session_target(name))
+        .format("#{pane_dead}")
+        .build();
+    invocation(socket, &[command])
+}
+
+/// `kill-session -t =NAME`.
+pub fn kill_session(socket: &Socket, name: &str) -> Vec<String> {
+    let command = KillSession::new()
+        .target_session(format!("={name}"))
+        .build();
+    invocation(socket, &[command])
+}
+
+/// `load-buffer -b NAME -`: the data comes on stdin (prompts can be 100 KB).
+pub fn load_buffer(socket: &Socket, buffer: &BufferName) -> Vec<String> {
+    let command = LoadBuffer::new()
+        .buffer_name(buffer.as_str())
+        .path("-")
+        .build();
+    invocation(socket, &[command])
+}
+
+/// `if-shell -F -t PANE '#{pane_dead}' 'display-message -p MARKER' 'paste-buffer …'`.
+///
+/// tmux 3.3a's server crashes when a buffer is pasted into a dead pane, taking every
+/// session with it; checking `#{pane_dead}` in the same server command (no window for
+/// the pane to die between check and paste) prevents that. The inner commands are tmux
+/// command strings, so they hold only validated buffer names and pane ids.
+pub fn paste_buffer(
+    socket: &Socket,
+    buffer: &BufferName,
+    pane: &PaneId,
+    paste: super::Paste,
+) -> Vec<String> {
+    let mut inner = PasteBuffer::new()
+        .delete()
+        .no_replacement()
+        .buffer_name(buffer.as_str())
+        .target_pane(pane.as_str());
+    if paste == super::Paste::Bracketed {
+        inner = inner.bracket_codes();
+    }
+    let mut command = IfShell::new()
+        .not_execute()
+        .target_pane(pane.as_str())
+        .shell_command("#{pane_dead}")
+        .command(format!("display-message -p {PANE_DEAD_MARKER}"))
+        .build();
+    command.push_param(words(&inner.build()).join(" "));
+    invocation(socket, &[command])
+}
+
+/// `delete-buffer -b NAME`.
+pub fn delete_buffer(socket: &Socket, buffer: &BufferName) -> Vec<String> {
+    let command = DeleteBuffer::new().buffer_name(buffer.as_str()).build();
+    invocation(socket, &[command])
+}
+
+/// `capture-pane -p [-e] -t PANE`.
+pub fn capture_pane(socket: &Socket, pane: &PaneId, with_escapes: bool) -> Vec<String> {
+    let mut capture = CapturePane::new().stdout();
+    if with_escapes {
+        capture = capture.escape_sequences();
+    }
+    let command = capture.target_pane(pane.as_str()).build();
+    invocation(socket, &[command])
+}
+
+/// `display-message -p -t PANE FORMAT`.
+pub fn display(socket: &Socket, pane: &PaneId, format: &str) -> Vec<String> {
+    let command = DisplayMessage::new()
+        .print()
+        .target_pane(pane.as_str())
+        .message(format)
+        .build();
+    invocation(socket, &[command])
+}
+
+/// `list-panes -a -F '#{pane_id} #{pane_dead} #{session_name}'` (the name last: it
+/// may contain spaces).
+pub fn list_sessions(socket: &Socket) -> Vec<String> {
+    let command = ListPanes::new()
+        .all()
+        .format("#{pane_id} #{pane_dead} #{session_name}")
+        .build();
+    invocation(socket, &[command])
+}
+
+fn session_target(name: &str) -> String {
+    format!("={name}:")
+}
+
+/// The command's words. `tmux_interface`'s default `cmd_alias` feature names commands
+/// by their tmux aliases (`new`, `lsp`, `loadb`, `pasteb`), which every tmux accepts.
+fn words(command: &TmuxCommand<'_>) -> Vec<String> {
+    command.to_vec().into_iter().map(Cow::into_owned).collect()
+}
+
+/// Socket options, then the commands separated by `;`, every word escaped.
+fn invocation(socket: &Socket, commands: &[TmuxCommand<'_>]) -> Vec<String> {
+    let mut argv = socket_args(socket);
+    for (i, command) in commands.iter().enumerate() {
+        if i > 0 {
+            argv.push(";".into());
+        }
+        argv.extend(words(command).iter().map(|w| escape_separator(w)));
+    }
+    argv
+}
+
+/// tmux ends a command at an argument ending in `;` and turns a final `\;` into `;`, so
+/// inserting one backslash before a final `;` makes tmux see the original text.
+pub fn escape_separator(word: &str) -> String {
+    match word.strip_suffix(';') {
+        Some(head) => format!("{head}\\;"),
+        None => word.to_string(),
+    }
+}
+
+/// The first line of `new-session -P` output: the pane id.
+pub fn parse_pane_id(stdout: &str) -> Result<PaneId, String> {
+    let line = stdout.lines().next().unwrap_or("").trim();
+    PaneId::parse(line).map_err(|_| format!("expected a pane id, got {stdout:?}"))
+}
+
+/// One `#{pane_dead}` per line: any `0` is live, all `1` is dead.
+pub fn parse_liveness(stdout: &str) -> Result<Liveness, String> {
+    let mut any = false;
+    let mut live = false;
+    for line in stdout.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        any = true;
+        match line {
+            "0" => live = true,
+            "1" => {}
+            other => return Err(format!("expected 0 or 1 per pane, got {other:?}")),
+        }
+    }
+    match (any, live) {
+        (false, _) => Err("no panes listed".into()),
+        (true, true) => Ok(Liveness::Live),
+        (true, false) => Ok(Liveness::Dead),
+    }
+}
+
+/// Lines of `%ID DEAD NAME`, grouped by session in first-seen order.
+pub fn parse_sessions(stdout: &str) -> Result<Vec<SessionInfo>, String> {
+    let mut sessions: Vec<SessionInfo> = Vec::new();
+    for line in stdout.lines().filter(|l| !l.trim().is_empty()) {
+        let mut parts = line.splitn(3, ' ');
+        let (Some(pane), Some(dead), Some(name)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(format!("expected `%ID DEAD NAME`, got {line:?}"));
+        };
+        let pane = PaneId::parse(pane).map_err(|e| e.to_string())?;
+        let live = match dead {
+            "0" => true,
+            "1" => false,
+            other => return Err(format!("expected 0 or 1, got {other:?}")),
+        };
+        match sessions.iter_mut().find(|s| s.name == name) {
+            Some(session) if live => session.liveness = Liveness::Live,
+            Some(_) => {}
+            None => sessions.push(SessionInfo {
+                name: name.to_string(),
+                pane,
+                liveness: if live { Liveness::Live } else { Liveness::Dead },
+            }),
+        }
+    }
+    Ok(sessions)
+}
+
+/// Whether tmux's complaint means "no such session/pane" (including "no server").
+pub fn is_missing(stderr: &str) -> bool {
+    const MISSING: &[&str] = &[
+        "can't find session",
+        "can't find pane",
+        "can't find window",
+        "session not found",
+        "no server running",
+    ];
+    MISSING.iter().any(|m| stderr.contains(m))
+        || (stderr.contains("error connecting to") && stderr.contains("No such file or directory"))
+}
+
+/// A command line for messages: long words (prompts) are shortened.
+pub fn display_command(program: &str, args: &[String]) -> String {
+    let mut shown = vec![program.to_string()];
+    for arg in args {
+        let short: String = arg.chars().take(40).collect();
+        let short = if short.len() < arg.len() {
+            format!("{short}…")
+        } else {
+            short
+        };
+        if short.is_empty() || short.contains([' ', '\n', '\t', '#', '\'']) {
+            shown.push(format!("{short:?}"));
+        } else {
+            shown.push(short);
+        }
+    }
+    shown.join(" ")
+}
+
+#[cfg(test)]
+#[path = "argv_tests.rs"]
+mod tests;

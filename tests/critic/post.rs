@@ -13,6 +13,7 @@ use the_loop::routing::{
 
 const TOKEN: &str = "ghp_critictesttoken_0123456789abcdef";
 const REPO: &str = "octo/repo";
+const ITEM: &str = "github:octo/repo#15";
 
 async fn sim() -> SimHandle {
     let sim = SimGithub::start().await.unwrap();
@@ -33,8 +34,12 @@ fn home() -> Home {
 
 /// Runs the binary off the runtime's threads so the simulator keeps serving.
 async fn run(home: &Home, sim: &SimHandle, args: &[&str]) -> Output {
+    run_against(home, &sim.base_url(), args).await
+}
+
+async fn run_against(home: &Home, api_url: &str, args: &[&str]) -> Output {
     let mut cmd = home.cmd();
-    cmd.env("THE_LOOP_GITHUB_API_URL", sim.base_url())
+    cmd.env("THE_LOOP_GITHUB_API_URL", api_url)
         .env("GH_TOKEN", TOKEN)
         .args(args);
     tokio::task::spawn_blocking(move || cmd.output().unwrap())
@@ -79,9 +84,9 @@ async fn post_to_puts_marked_findings_on_the_item() {
             "--prompt",
             "x",
             "--post-to",
-            "github:octo/repo#15",
+            ITEM,
             "--work-item",
-            "github:octo/repo#15",
+            ITEM,
         ],
     )
     .await;
@@ -119,7 +124,7 @@ async fn post_to_puts_marked_findings_on_the_item() {
         .collect();
     assert_eq!(posted.len(), 1);
     assert_eq!(posted[0]["critic"], "snake");
-    assert_eq!(posted[0]["work_item"], "github:octo/repo#15");
+    assert_eq!(posted[0]["work_item"], ITEM);
     assert!(
         posted[0]["comment_url"]
             .as_str()
@@ -148,7 +153,7 @@ async fn a_failed_round_posts_nothing_unless_asked() {
             "--prompt",
             "x",
             "--post-to",
-            "github:octo/repo#15",
+            ITEM,
         ],
     )
     .await;
@@ -167,7 +172,7 @@ async fn a_failed_round_posts_nothing_unless_asked() {
             "--prompt",
             "x",
             "--post-to",
-            "github:octo/repo#15",
+            ITEM,
             "--post-failures",
         ],
     )
@@ -215,13 +220,7 @@ async fn critic_post_posts_a_saved_envelope() {
     let out = run(
         &home,
         &sim,
-        &[
-            "critic",
-            "post",
-            saved.to_str().unwrap(),
-            "--to",
-            "github:octo/repo#15",
-        ],
+        &["critic", "post", saved.to_str().unwrap(), "--to", ITEM],
     )
     .await;
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -234,69 +233,24 @@ async fn critic_post_posts_a_saved_envelope() {
 
     // A failed envelope needs --post-failures; a file that is no envelope is refused.
     let failed = home.dir.path().join("failed.json");
-    run(
-        &home,
-        &sim,
-        &[
-            "critic",
-            "run",
-            "failing",
-            "--prompt",
-            "x",
-            "--output-file",
-            failed.to_str().unwrap(),
-        ],
-    )
-    .await;
-    let out = run(
-        &home,
-        &sim,
-        &[
-            "critic",
-            "post",
-            failed.to_str().unwrap(),
-            "--to",
-            "github:octo/repo#15",
-        ],
-    )
-    .await;
-    assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("--post-failures"), "{}", stderr(&out));
+    let failed_run = ["critic", "run", "failing", "--prompt", "x", "--output-file"];
+    home.cmd().args(failed_run).arg(&failed).output().unwrap();
     let junk = home.dir.path().join("junk.json");
     std::fs::write(&junk, "{\"not\": \"an envelope\"}").unwrap();
-    let out = run(
-        &home,
-        &sim,
-        &[
-            "critic",
-            "post",
-            junk.to_str().unwrap(),
-            "--to",
-            "github:octo/repo#15",
-        ],
-    )
-    .await;
-    assert_eq!(code(&out), 2);
-    assert!(
-        stderr(&out).contains("is not a critic envelope"),
-        "{}",
-        stderr(&out)
-    );
+    let refusals = [
+        (&failed, "--post-failures"),
+        (&junk, "is not a critic envelope"),
+    ];
+    for (file, needle) in refusals {
+        let args = ["critic", "post", file.to_str().unwrap(), "--to", ITEM];
+        let out = run(&home, &sim, &args).await;
+        assert_eq!(code(&out), 2);
+        assert!(stderr(&out).contains(needle), "{}", stderr(&out));
+    }
     assert_eq!(sim.comments_on(REPO, 15).len(), 1);
 
     // GitHub unreachable: exit 1.
-    let mut cmd = home.cmd();
-    cmd.env("THE_LOOP_GITHUB_API_URL", "http://127.0.0.1:9")
-        .env("GH_TOKEN", TOKEN)
-        .args([
-            "critic",
-            "post",
-            saved.to_str().unwrap(),
-            "--to",
-            "github:octo/repo#15",
-        ]);
-    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap();
+    let args = ["critic", "post", saved.to_str().unwrap(), "--to", ITEM];
+    let out = run_against(&home, "http://127.0.0.1:9", &args).await;
     assert_eq!(code(&out), 1, "{}", stderr(&out));
 }

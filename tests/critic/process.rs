@@ -30,17 +30,7 @@ fn a_timeout_kills_the_critic_and_everything_it_started() {
         script("sleeper.sh")
     ));
     let pids = home.scratch("pids");
-    let out = home.run(&[
-        "critic",
-        "run",
-        "slow",
-        "--prompt",
-        "x",
-        "--spec-dir",
-        pids.to_str().unwrap(),
-        "--timeout",
-        "0.5",
-    ]);
+    let out = home.round("slow", &["--prompt", "x", "--timeout", "0.5"], &pids);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     let env = envelope(&out);
     assert_eq!(env["ok"], false);

@@ -2,20 +2,36 @@
 //! shell, a private prompt file, and the per-argument size limit.
 
 use super::{Home, args_critic, code, envelope, recorded_args, script, stderr};
+use serde_json::Value;
 use std::path::Path;
+
+#[test]
+fn text_output_and_every_placeholder() {
+    let home = Home::new(&args_critic("    model: opus\n"));
+    let seen = home.scratch("seen");
+    let out = home
+        .cmd()
+        .args(["critic", "run", "args", "--prompt", "look at this"])
+        .args(["--work-item", "github:octo/repo#15", "--spec-dir"])
+        .arg(&seen)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let env = envelope(&out);
+    assert_eq!(env["harness"], Value::Null);
+    assert!(env["output"].as_str().unwrap().starts_with("args=3 cwd="));
+    assert_eq!(env["usage"]["present"], false);
+    assert_eq!(
+        recorded_args(&seen),
+        ["look at this", "--model=opus", "github:octo/repo#15"]
+    );
+}
+
 #[test]
 fn unset_placeholders_are_empty() {
     let home = Home::new(&args_critic(""));
     let seen = home.scratch("seen");
-    let out = home.run(&[
-        "critic",
-        "run",
-        "args",
-        "--prompt",
-        "p",
-        "--spec-dir",
-        seen.to_str().unwrap(),
-    ]);
+    let out = home.round("args", &["--prompt", "p"], &seen);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(recorded_args(&seen), ["p", "--model=", ""]);
 }
@@ -38,15 +54,7 @@ fn no_shell_sees_the_prompt() {
         format!("| touch {c} > {c}"),
     ];
     for prompt in &prompts {
-        let out = home.run(&[
-            "critic",
-            "run",
-            "args",
-            "--prompt",
-            prompt,
-            "--spec-dir",
-            seen.to_str().unwrap(),
-        ]);
+        let out = home.round("args", &["--prompt", prompt], &seen);
         assert_eq!(code(&out), 0, "{}", stderr(&out));
         assert_eq!(recorded_args(&seen)[0], *prompt, "one argument, unchanged");
         assert!(!canary.exists(), "a shell ran {prompt:?}");
@@ -61,15 +69,7 @@ fn an_inline_prompt_reaches_the_critic_as_a_private_file_that_is_removed() {
     ));
     let seen = home.scratch("seen");
     let prompt = "line one\nline two; $(not run)\n";
-    let out = home.run(&[
-        "critic",
-        "run",
-        "filer",
-        "--prompt",
-        prompt,
-        "--spec-dir",
-        seen.to_str().unwrap(),
-    ]);
+    let out = home.round("filer", &["--prompt", prompt], &seen);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(seen.join("copy")).unwrap(), prompt);
     assert_eq!(
@@ -128,28 +128,20 @@ fn a_200_kb_prompt() {
     let big_file = home.dir.path().join("big.txt");
     std::fs::write(&big_file, &big).unwrap();
 
-    let out = home.run(&[
-        "critic",
-        "run",
+    let out = home.round(
         "filer",
-        "--prompt-file",
-        big_file.to_str().unwrap(),
-        "--spec-dir",
-        seen.to_str().unwrap(),
-    ]);
+        &["--prompt-file", big_file.to_str().unwrap()],
+        &seen,
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(envelope(&out)["output"], "read 200000 bytes\n");
     assert_eq!(std::fs::read_to_string(seen.join("copy")).unwrap(), big);
 
-    let out = home.run(&[
-        "critic",
-        "run",
+    let out = home.round(
         "args",
-        "--prompt-file",
-        big_file.to_str().unwrap(),
-        "--spec-dir",
-        seen.to_str().unwrap(),
-    ]);
+        &["--prompt-file", big_file.to_str().unwrap()],
+        &seen,
+    );
     assert_eq!(code(&out), 1);
     let env = envelope(&out);
     assert_eq!(env["ok"], false);
@@ -168,15 +160,11 @@ fn a_200_kb_prompt() {
     let largest = &big[..128 * 1024 - 1];
     let largest_file = home.dir.path().join("largest.txt");
     std::fs::write(&largest_file, largest).unwrap();
-    let out = home.run(&[
-        "critic",
-        "run",
+    let out = home.round(
         "args",
-        "--prompt-file",
-        largest_file.to_str().unwrap(),
-        "--spec-dir",
-        seen.to_str().unwrap(),
-    ]);
+        &["--prompt-file", largest_file.to_str().unwrap()],
+        &seen,
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(recorded_args(&seen)[0], largest);
 }

@@ -15,7 +15,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The longest single argument Linux accepts (`MAX_ARG_STRLEN`, 128 KiB with its NUL).
+#[cfg(target_os = "linux")]
 pub const MAX_ARG_BYTES: usize = 128 * 1024 - 1;
+/// Elsewhere only the total (`ARG_MAX`) is capped; `E2BIG` from the spawn says so.
+#[cfg(not(target_os = "linux"))]
+pub const MAX_ARG_BYTES: usize = usize::MAX;
 
 /// Where the prompt comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]

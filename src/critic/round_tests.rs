@@ -186,6 +186,7 @@ fn misconfigured_requests_are_errors() {
     );
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn a_too_long_argument_is_refused_before_the_spawn() {
     let big = "x".repeat(MAX_ARG_BYTES + 1);

@@ -114,6 +114,7 @@ fn an_inline_prompt_reaches_the_critic_as_a_private_file_that_is_removed() {
 /// Linux caps one argument at 128 KiB (MAX_ARG_STRLEN). A 200 KB prompt travels whole as
 /// a file; inline it is refused with a clear error before anything starts; the largest
 /// inline prompt that fits arrives as one argument.
+#[cfg(target_os = "linux")]
 #[test]
 fn a_200_kb_prompt() {
     let home = Home::new(&format!(

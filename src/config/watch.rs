@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use notify_debouncer_full::notify::event::{AccessKind, AccessMode};
 use notify_debouncer_full::notify::{EventKind, RecommendedWatcher, RecursiveMode};
 use notify_debouncer_full::{
     DebounceEventResult, DebouncedEvent, Debouncer, RecommendedCache, new_debouncer,
@@ -163,9 +164,14 @@ impl Reloader {
     }
 
     /// A change to our file (its name in the watched directory). Reads — ours included —
-    /// are not changes.
+    /// are not changes; a writer closing the file is (it has finished writing).
     fn concerns(&self, event: &DebouncedEvent) -> bool {
-        !matches!(event.kind, EventKind::Access(_))
+        let changes = match event.kind {
+            EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+            EventKind::Access(_) => false,
+            _ => true,
+        };
+        changes
             && event
                 .paths
                 .iter()
@@ -213,13 +219,13 @@ impl Reloader {
 
     fn fail(&self, error: String) {
         tracing::warn!(path = %self.path.display(), %error, "config reload failed; keeping the old config");
-        let _ = self.events.emit(
-            Event::new(self.source, EventType::ConfigReloadFailed)
-                .level(Level::Error)
-                .with("path", self.path.display().to_string())
-                .with("error", error.as_str()),
-        );
+        let event = Event::new(self.source, EventType::ConfigReloadFailed)
+            .level(Level::Error)
+            .with("path", self.path.display().to_string())
+            .with("error", error.as_str());
+        // State first, then the event: whoever reacts to the event sees the new state.
         self.error.send_replace(Some(error));
+        let _ = self.events.emit(event);
     }
 }
 

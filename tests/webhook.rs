@@ -5,7 +5,10 @@
 #[path = "webhook/harness.rs"]
 mod harness;
 
-use harness::{Harness, SECRET, chunked, fixture, fixture_bytes, raw_status, sign, test_config};
+use harness::{
+    Harness, SECRET, chunked, fixture, fixture_bytes, raw_head, raw_status, sign, status,
+    test_config,
+};
 use serde_json::json;
 use the_loop::events::{EventLog, EventType, Level, Source};
 use the_loop::ingress::webhook::{WebhookAuth, WebhookReceiver};
@@ -14,10 +17,8 @@ use the_loop::server::{self, ServerError};
 #[tokio::test]
 async fn healthz_answers_and_unknown_paths_are_404() {
     let h = Harness::signed().await;
-    let ok = h.client.get(h.url("/healthz")).send().await.unwrap();
-    assert_eq!(ok.status(), 200);
-    let missing = h.client.get(h.url("/nope")).send().await.unwrap();
-    assert_eq!(missing.status(), 404);
+    assert_eq!(h.get_status("/healthz").await, 200);
+    assert_eq!(h.get_status("/nope").await, 404);
     let started = h.events_of(EventType::ServerStarted);
     assert_eq!(started.len(), 1);
     assert_eq!(
@@ -58,12 +59,11 @@ async fn a_wrong_secret_is_401_and_nothing_is_routed() {
     let h = Harness::signed().await;
     let body = fixture_bytes("issue_comment.created");
     let sig = sign("some-other-secret-value", &body);
-    let resp = h
-        .post("issue_comment", "d-1", &body, Some(sig))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 401);
+    assert_eq!(
+        h.post_status("issue_comment", "d-1", &body, Some(sig))
+            .await,
+        401
+    );
     assert!(h.recorder.taken().is_empty());
     assert_eq!(h.rejections(), ["bad-signature"]);
     let rejected = &h.events_of(EventType::WebhookRejected)[0];
@@ -87,34 +87,31 @@ async fn a_right_length_signature_with_wrong_content_is_401() {
         if last == '0' { '1' } else { '0' }
     );
     assert_eq!(flipped.len(), good.len());
-    let resp = h
-        .post("issue_comment", "d-1", &body, Some(flipped))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 401);
+    assert_eq!(
+        h.post_status("issue_comment", "d-1", &body, Some(flipped))
+            .await,
+        401
+    );
 
     let mut tampered = body.clone();
     let at = tampered.iter().position(|b| *b == b'a').unwrap();
     tampered[at] = b'b';
-    let resp = h
-        .post("issue_comment", "d-2", &tampered, Some(good.clone()))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 401);
+    assert_eq!(
+        h.post_status("issue_comment", "d-2", &tampered, Some(good.clone()))
+            .await,
+        401
+    );
 
-    let resp = h
-        .post(
+    assert_eq!(
+        h.post_status(
             "issue_comment",
             "d-3",
             &body,
             Some(good.replace("sha256=", "sha1=")),
         )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 401);
+        .await,
+        401
+    );
     assert!(h.recorder.taken().is_empty());
     assert_eq!(h.rejections(), ["bad-signature"; 3]);
 }
@@ -123,12 +120,10 @@ async fn a_right_length_signature_with_wrong_content_is_401() {
 async fn a_missing_signature_is_401() {
     let h = Harness::signed().await;
     let body = fixture_bytes("issue_comment.created");
-    let resp = h
-        .post("issue_comment", "d-1", &body, None)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 401);
+    assert_eq!(
+        h.post_status("issue_comment", "d-1", &body, None).await,
+        401
+    );
     assert!(h.recorder.taken().is_empty());
     assert_eq!(h.rejections(), ["missing-signature"]);
 }
@@ -139,13 +134,11 @@ async fn a_missing_signature_is_401() {
 async fn the_signature_is_checked_before_parsing() {
     let h = Harness::signed().await;
     let garbage = b"{not json";
-    let unsigned = h.post(
-        "issue_comment",
-        "d-1",
-        garbage,
-        Some(sign("wrong-secret-value", garbage)),
+    let wrong = Some(sign("wrong-secret-value", garbage));
+    assert_eq!(
+        h.post_status("issue_comment", "d-1", garbage, wrong).await,
+        401
     );
-    assert_eq!(unsigned.send().await.unwrap().status(), 401);
     assert_eq!(h.deliver("issue_comment", "d-2", garbage).await, 400);
     assert_eq!(h.rejections(), ["bad-signature", "invalid-json"]);
 }
@@ -154,12 +147,11 @@ async fn the_signature_is_checked_before_parsing() {
 async fn without_a_secret_the_route_is_off() {
     let h = Harness::start(test_config(), None).await;
     let body = fixture_bytes("issue_comment.created");
-    let resp = h
-        .post("issue_comment", "d-1", &body, Some(sign(SECRET, &body)))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 404);
+    assert_eq!(
+        h.post_status("issue_comment", "d-1", &body, Some(sign(SECRET, &body)))
+            .await,
+        404
+    );
     assert!(h.recorder.taken().is_empty());
     assert_eq!(h.rejections(), ["unsigned-disabled"]);
     let started = &h.events_of(EventType::ServerStarted)[0];
@@ -173,15 +165,7 @@ async fn without_a_secret_the_route_is_off() {
             .contains("THE_LOOP_WEBHOOK_SECRET")
     );
     // The server itself is up.
-    assert_eq!(
-        h.client
-            .get(h.url("/healthz"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+    assert_eq!(h.get_status("/healthz").await, 200);
 }
 
 #[tokio::test]
@@ -192,12 +176,10 @@ async fn allow_unsigned_accepts_unsigned_deliveries() {
     };
     let h = Harness::start(cfg, None).await;
     let body = fixture_bytes("issue_comment.created");
-    let resp = h
-        .post("issue_comment", "d-1", &body, None)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 202);
+    assert_eq!(
+        h.post_status("issue_comment", "d-1", &body, None).await,
+        202
+    );
     assert_eq!(h.recorder.taken().len(), 1);
     let started = &h.events_of(EventType::ServerStarted)[0];
     assert_eq!(started.str_field("webhook"), Some("unsigned"));
@@ -234,18 +216,14 @@ async fn the_cap_is_inclusive_and_one_byte_over_is_413() {
 #[tokio::test]
 async fn a_chunked_body_without_content_length_is_capped_while_reading() {
     let h = Harness::start(small_limit(), Some(SECRET)).await;
+    let chunked_framing = "transfer-encoding: chunked\r\n";
     let body = object_of_len(4096);
-    let head = format!(
-        "POST /gh-webhook HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\nx-github-event: issues\r\nx-github-delivery: d-1\r\nx-hub-signature-256: {}\r\nconnection: close\r\n\r\n",
-        sign(SECRET, &body)
-    );
+    let head = raw_head(chunked_framing, "d-1", &sign(SECRET, &body));
     assert_eq!(raw_status(h.addr(), &head, &chunked(&body, 256)).await, 413);
 
     // The same framing under the cap goes through, so the 413 above was the size.
     let small = object_of_len(600);
-    let head = head
-        .replace(&sign(SECRET, &body), &sign(SECRET, &small))
-        .replace("d-1", "d-2");
+    let head = raw_head(chunked_framing, "d-2", &sign(SECRET, &small));
     assert_eq!(
         raw_status(h.addr(), &head, &chunked(&small, 256)).await,
         202
@@ -260,10 +238,8 @@ async fn a_chunked_body_without_content_length_is_capped_while_reading() {
 async fn a_lying_small_content_length_does_not_lift_the_cap() {
     let h = Harness::start(small_limit(), Some(SECRET)).await;
     let body = object_of_len(4096);
-    let head = format!(
-        "POST /gh-webhook HTTP/1.1\r\nhost: x\r\ncontent-length: 10\r\ntransfer-encoding: chunked\r\nx-github-event: issues\r\nx-github-delivery: d-1\r\nx-hub-signature-256: {}\r\nconnection: close\r\n\r\n",
-        sign(SECRET, &body)
-    );
+    let framing = "content-length: 10\r\ntransfer-encoding: chunked\r\n";
+    let head = raw_head(framing, "d-1", &sign(SECRET, &body));
     assert_eq!(raw_status(h.addr(), &head, &chunked(&body, 512)).await, 413);
     assert!(h.recorder.taken().is_empty());
 }
@@ -273,8 +249,8 @@ async fn a_lying_small_content_length_does_not_lift_the_cap() {
 #[tokio::test]
 async fn a_declared_length_over_the_cap_is_refused_without_reading_it() {
     let h = Harness::start(small_limit(), Some(SECRET)).await;
-    let head = "POST /gh-webhook HTTP/1.1\r\nhost: x\r\ncontent-length: 100000000\r\nx-github-event: issues\r\nx-github-delivery: d-1\r\nx-hub-signature-256: sha256=00\r\n\r\n";
-    assert_eq!(raw_status(h.addr(), head, b"{\"a\":").await, 413);
+    let head = raw_head("content-length: 100000000\r\n", "d-1", "sha256=00");
+    assert_eq!(raw_status(h.addr(), &head, b"{\"a\":").await, 413);
     assert_eq!(h.rejections(), ["too-large"]);
 }
 
@@ -289,14 +265,14 @@ async fn missing_github_headers_are_400() {
         .header("x-github-event", "issue_comment")
         .header("x-hub-signature-256", &sig)
         .body(body.clone());
-    assert_eq!(no_delivery.send().await.unwrap().status(), 400);
+    assert_eq!(status(no_delivery).await, 400);
     let no_event = h
         .client
         .post(h.url("/gh-webhook"))
         .header("x-github-delivery", "d-2")
         .header("x-hub-signature-256", &sig)
         .body(body.clone());
-    assert_eq!(no_event.send().await.unwrap().status(), 400);
+    assert_eq!(status(no_event).await, 400);
     assert!(h.recorder.taken().is_empty());
     assert_eq!(h.rejections(), ["missing-delivery-id", "missing-event"]);
 }
@@ -387,28 +363,18 @@ async fn a_foreign_origin_is_403_before_anything_else() {
     let body = fixture_bytes("issue_comment.created");
     // Validly signed, yet from a browser page on another origin.
     let signed = h.post("issue_comment", "d-1", &body, Some(sign(SECRET, &body)));
-    let resp = signed
-        .header("origin", "https://evil.example")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 403);
+    assert_eq!(
+        status(signed.header("origin", "https://evil.example")).await,
+        403
+    );
     // Unsigned and foreign: 403, not 401 — the origin is checked first.
     let unsigned = h.post("issue_comment", "d-2", &body, None);
-    let resp = unsigned
-        .header("origin", "https://evil.example")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 403);
-    let health = h
-        .client
-        .get(h.url("/healthz"))
-        .header("origin", "null")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(health.status(), 403);
+    assert_eq!(
+        status(unsigned.header("origin", "https://evil.example")).await,
+        403
+    );
+    let health = h.client.get(h.url("/healthz")).header("origin", "null");
+    assert_eq!(status(health).await, 403);
     assert!(h.recorder.taken().is_empty());
     assert_eq!(h.rejections(), ["forbidden-origin"; 3]);
     let e = &h.events_of(EventType::WebhookRejected)[2];
@@ -417,12 +383,10 @@ async fn a_foreign_origin_is_403_before_anything_else() {
 
     // An allowed origin passes through to the normal checks.
     let allowed = h.post("issue_comment", "d-3", &body, Some(sign(SECRET, &body)));
-    let resp = allowed
-        .header("origin", "http://localhost:3000")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 202);
+    assert_eq!(
+        status(allowed.header("origin", "http://localhost:3000")).await,
+        202
+    );
 }
 
 fn start_receiver(

@@ -7,6 +7,10 @@
 //! while reading → HMAC (constant time) → `X-GitHub-Delivery` → `X-GitHub-Event` → JSON
 //! object. The `Origin` check runs before all of these, on every route (`server`).
 
+mod auth;
+
+pub use auth::{WebhookAuth, WebhookSecret, WebhookStatus, signature_matches};
+
 use std::sync::Arc;
 
 use axum::Router;
@@ -16,9 +20,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use futures::StreamExt;
-use hmac::{Hmac, Mac};
 use serde_json::Value;
-use sha2::Sha256;
 
 use super::{HandledIds, InboundEvent, Ingest, ItemKind};
 use crate::config::ServerConfig;
@@ -34,96 +36,6 @@ pub const EVENT_HEADER: &str = "x-github-event";
 /// Header values echoed into the event log are attacker-chosen until authenticated: cap
 /// them so a request cannot bloat the log.
 const MAX_LOGGED_HEADER_CHARS: usize = 200;
-
-/// How the webhook route authenticates, decided once from the config and the environment.
-#[derive(Clone)]
-pub enum WebhookAuth {
-    /// Every request must carry a valid `X-Hub-Signature-256`.
-    Secret(WebhookSecret),
-    /// No secret, `server.allowUnsigned: true`: anyone who can reach the port can inject.
-    Unsigned,
-    /// No secret and unsigned not allowed: the route answers 404 (SPEC §4.2).
-    Off,
-}
-
-/// The webhook secret's bytes; `Debug` never shows them.
-#[derive(Clone)]
-pub struct WebhookSecret(Arc<[u8]>);
-
-impl std::fmt::Debug for WebhookSecret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("WebhookSecret([redacted])")
-    }
-}
-
-impl std::fmt::Debug for WebhookAuth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.status().as_str())
-    }
-}
-
-impl WebhookAuth {
-    /// Reads the secret from the variable named by `server.webhookSecretEnv`.
-    pub fn from_env(cfg: &ServerConfig) -> Self {
-        let secret = std::env::var(&cfg.webhook_secret_env).ok();
-        Self::resolve(cfg, secret.as_deref())
-    }
-
-    /// `secret` is the variable's value (`None` or blank: not configured). A configured
-    /// secret is registered for redaction and used exactly as given (GitHub signs with
-    /// the bytes it was given).
-    pub fn resolve(cfg: &ServerConfig, secret: Option<&str>) -> Self {
-        match secret.filter(|s| !s.trim().is_empty()) {
-            Some(secret) => {
-                crate::secrets::register(secret);
-                Self::Secret(WebhookSecret(Arc::from(secret.as_bytes())))
-            }
-            None if cfg.allow_unsigned => Self::Unsigned,
-            None => Self::Off,
-        }
-    }
-
-    pub fn status(&self) -> WebhookStatus {
-        match self {
-            Self::Secret(_) => WebhookStatus::Signed,
-            Self::Unsigned => WebhookStatus::Unsigned,
-            Self::Off => WebhookStatus::Off,
-        }
-    }
-}
-
-/// What the status bar and `server.started` say about the webhook route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WebhookStatus {
-    Signed,
-    Unsigned,
-    Off,
-}
-
-impl WebhookStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Signed => "signed",
-            Self::Unsigned => "unsigned",
-            Self::Off => "off",
-        }
-    }
-
-    /// The warning the supervisor shows, if any.
-    pub fn warning(self, cfg: &ServerConfig) -> Option<String> {
-        match self {
-            Self::Signed => None,
-            Self::Unsigned => Some(format!(
-                "the webhook route accepts unsigned requests (server.allowUnsigned); set ${} to a secret",
-                cfg.webhook_secret_env
-            )),
-            Self::Off => Some(format!(
-                "the webhook route is off: ${} is not set; set it to the secret configured on GitHub",
-                cfg.webhook_secret_env
-            )),
-        }
-    }
-}
 
 /// Why a request to the webhook route (or, for `ForbiddenOrigin`, any route) was refused:
 /// the `reason` of `webhook.rejected`.
@@ -259,7 +171,7 @@ impl WebhookReceiver {
         }
         let bytes = read_capped(body, self.max_body_bytes).await?;
         if let WebhookAuth::Secret(secret) = &self.auth
-            && !signature_matches(&secret.0, &bytes, signature.unwrap_or(""))
+            && !secret.verifies(&bytes, signature.unwrap_or(""))
         {
             return Err(Rejection::BadSignature);
         }
@@ -340,22 +252,6 @@ async fn read_capped(body: Body, cap: usize) -> Result<Vec<u8>, Rejection> {
     Ok(bytes)
 }
 
-/// `sha256=<hex>` over the raw body, compared in constant time by `verify_slice`
-/// (`subtle` underneath): how many leading bytes match is never observable.
-pub fn signature_matches(secret: &[u8], body: &[u8], header: &str) -> bool {
-    let Some(hex_digest) = header.trim().strip_prefix("sha256=") else {
-        return false;
-    };
-    let Ok(claimed) = hex::decode(hex_digest) else {
-        return false;
-    };
-    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret) else {
-        return false;
-    };
-    mac.update(body);
-    mac.verify_slice(&claimed).is_ok()
-}
-
 fn declared_length(headers: &HeaderMap) -> Option<u64> {
     header_str(headers, header::CONTENT_LENGTH.as_str())?
         .parse()
@@ -418,121 +314,33 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn sign(secret: &[u8], body: &[u8]) -> String {
-        let mut mac = Hmac::<Sha256>::new_from_slice(secret).unwrap();
-        mac.update(body);
-        format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
-    }
-
-    #[test]
-    fn signature_checks() {
-        let good = sign(b"s3cret", b"{}");
-        assert!(signature_matches(b"s3cret", b"{}", &good));
-        assert!(signature_matches(
-            b"s3cret",
-            b"{}",
-            &good.to_uppercase().replace("SHA256=", "sha256=")
-        ));
-        let cases = [
-            ("wrong secret", sign(b"other", b"{}")),
-            ("no prefix", good.trim_start_matches("sha256=").to_string()),
-            ("sha1 prefix", good.replace("sha256=", "sha1=")),
-            ("not hex", "sha256=zz".to_string()),
-            ("truncated", good[..good.len() - 2].to_string()),
-            ("empty", String::new()),
-        ];
-        for (what, header) in cases {
-            assert!(!signature_matches(b"s3cret", b"{}", &header), "{what}");
-        }
-        assert!(!signature_matches(b"s3cret", b"{ }", &good), "other body");
-    }
-
     #[test]
     fn handled_keys_only_for_new_text() {
-        let event = |gh: &str, payload: Value| InboundEvent::from_webhook(gh, "d", payload);
+        use ItemKind::*;
         let repo = json!({"full_name": "octo/repo"});
+        // (event, action, extra payload fields, expected key)
+        #[rustfmt::skip]
         let cases = [
-            (
-                event(
-                    "issue_comment",
-                    json!({"action": "created", "comment": {"id": 7}, "repository": repo}),
-                ),
-                Some((ItemKind::Comment, 7)),
-            ),
-            (
-                event(
-                    "pull_request_review_comment",
-                    json!({"action": "created", "comment": {"id": 8}, "repository": repo}),
-                ),
-                Some((ItemKind::ReviewComment, 8)),
-            ),
-            (
-                event(
-                    "pull_request_review",
-                    json!({"action": "submitted", "review": {"id": 9}, "repository": repo}),
-                ),
-                Some((ItemKind::Review, 9)),
-            ),
-            (
-                event(
-                    "issue_comment",
-                    json!({"action": "edited", "comment": {"id": 7}, "repository": repo}),
-                ),
-                None,
-            ),
-            (
-                event(
-                    "issue_comment",
-                    json!({"action": "created", "comment": {"id": "7"}, "repository": repo}),
-                ),
-                None,
-            ),
-            (
-                event(
-                    "issue_comment",
-                    json!({"action": "created", "comment": {"id": 7}}),
-                ),
-                None,
-            ),
-            (
-                event(
-                    "issues",
-                    json!({"action": "opened", "issue": {"id": 7}, "repository": repo}),
-                ),
-                None,
-            ),
+            ("issue_comment", "created", json!({"comment": {"id": 7}}), Some((Comment, 7))),
+            ("pull_request_review_comment", "created", json!({"comment": {"id": 8}}), Some((ReviewComment, 8))),
+            ("pull_request_review", "submitted", json!({"review": {"id": 9}}), Some((Review, 9))),
+            ("issue_comment", "edited", json!({"comment": {"id": 7}}), None),
+            ("pull_request_review", "dismissed", json!({"review": {"id": 9}}), None),
+            ("issue_comment", "created", json!({"comment": {"id": "7"}}), None),
+            ("issue_comment", "created", json!({"comment": {"id": 7}, "repository": null}), None),
+            ("issues", "opened", json!({"issue": {"id": 7}}), None),
         ];
-        for (event, want) in cases {
+        for (gh_event, action, extra, want) in cases {
+            let mut payload = json!({"action": action, "repository": repo});
+            for (k, v) in extra.as_object().unwrap() {
+                payload[k] = v.clone();
+            }
+            let event = InboundEvent::from_webhook(gh_event, "d", payload);
             let got = handled_key(&event).map(|k| {
                 assert_eq!(k.repo, "octo/repo");
                 (k.kind, k.id)
             });
-            assert_eq!(got, want, "{} {}", event.gh_event, event.payload);
+            assert_eq!(got, want, "{gh_event} {}", event.payload);
         }
-    }
-
-    #[test]
-    fn auth_resolution() {
-        let mut cfg = ServerConfig::default();
-        assert_eq!(
-            WebhookAuth::resolve(&cfg, None).status(),
-            WebhookStatus::Off
-        );
-        assert_eq!(
-            WebhookAuth::resolve(&cfg, Some("  ")).status(),
-            WebhookStatus::Off
-        );
-        cfg.allow_unsigned = true;
-        assert_eq!(
-            WebhookAuth::resolve(&cfg, None).status(),
-            WebhookStatus::Unsigned
-        );
-        let auth = WebhookAuth::resolve(&cfg, Some("hook-secret-value-1"));
-        assert_eq!(auth.status(), WebhookStatus::Signed);
-        assert!(!format!("{auth:?}").contains("hook-secret"));
-        assert_eq!(
-            crate::secrets::redact("x hook-secret-value-1"),
-            "x [redacted]"
-        );
     }
 }

@@ -137,14 +137,26 @@ impl Harness {
         req
     }
 
+    /// A webhook POST's status; `signature` `None` omits the header.
+    pub async fn post_status(
+        &self,
+        event: &str,
+        delivery: &str,
+        body: &[u8],
+        signature: Option<String>,
+    ) -> u16 {
+        status(self.post(event, delivery, body, signature)).await
+    }
+
+    /// A GET's status.
+    pub async fn get_status(&self, path: &str) -> u16 {
+        status(self.client.get(self.url(path))).await
+    }
+
     /// A correctly signed delivery; returns the status.
     pub async fn deliver(&self, event: &str, delivery: &str, body: &[u8]) -> u16 {
-        self.post(event, delivery, body, Some(sign(SECRET, body)))
-            .send()
+        self.post_status(event, delivery, body, Some(sign(SECRET, body)))
             .await
-            .unwrap()
-            .status()
-            .as_u16()
     }
 
     /// Every event written so far.
@@ -169,6 +181,11 @@ impl Harness {
             .map(|e| e.str_field("reason").unwrap().to_string())
             .collect()
     }
+}
+
+/// Sends a request and returns its status.
+pub async fn status(request: reqwest::RequestBuilder) -> u16 {
+    request.send().await.unwrap().status().as_u16()
 }
 
 /// GitHub's `X-Hub-Signature-256`, computed here independently of the server.
@@ -209,6 +226,14 @@ pub async fn raw_status(addr: SocketAddr, head: &str, body: &[u8]) -> u16 {
     read.await.expect("no response within 30 s");
     let line = String::from_utf8_lossy(&response);
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// The head of a raw webhook POST; `framing` holds the length headers, one
+/// `name: value\r\n` each.
+pub fn raw_head(framing: &str, delivery: &str, signature: &str) -> String {
+    format!(
+        "POST /gh-webhook HTTP/1.1\r\nhost: x\r\n{framing}x-github-event: issues\r\nx-github-delivery: {delivery}\r\nx-hub-signature-256: {signature}\r\nconnection: close\r\n\r\n"
+    )
 }
 
 /// A chunked transfer encoding of `body` in `size`-byte chunks.

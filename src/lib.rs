@@ -16,6 +16,8 @@ pub mod logging;
 pub mod paths;
 pub mod routing;
 pub mod secrets;
+pub mod server;
 pub mod session;
+pub mod supervisor;
 pub mod time;
 pub mod tmux;

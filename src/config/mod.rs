@@ -6,6 +6,7 @@ mod locate;
 pub mod parse;
 pub mod starter;
 pub mod validate;
+pub mod watch;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

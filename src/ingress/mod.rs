@@ -5,6 +5,12 @@
 //! it through `routing::route` and acts on the outcome). The returned [`Disposition`]
 //! tells the poller whether the event is settled (recorded in its ledger, never looked at
 //! again) or must be retried on a later cycle.
+//!
+//! The same comment can arrive by both paths under different delivery ids; [`HandledIds`]
+//! is the shared record (the poller's ledger) that lets whichever path comes second drop
+//! it (SPEC §4.2).
+
+pub mod webhook;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -78,4 +84,36 @@ impl Disposition {
 /// has failed. Callers may submit a batch and await the futures together.
 pub trait Ingest: Send + Sync {
     fn ingest(&self, event: InboundEvent) -> BoxFuture<'static, Disposition>;
+}
+
+/// Which GitHub id space a [`HandledIds`] entry belongs to: a conversation comment, a
+/// review and an inline review comment can share a numeric id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ItemKind {
+    /// An issue or PR conversation comment (`issue_comment`).
+    Comment,
+    /// A PR review (`pull_request_review`).
+    Review,
+    /// An inline review comment (`pull_request_review_comment`).
+    ReviewComment,
+}
+
+impl ItemKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemKind::Comment => "comment",
+            ItemKind::Review => "review",
+            ItemKind::ReviewComment => "review-comment",
+        }
+    }
+}
+
+/// The record of comments, reviews and review comments already handled by either
+/// ingress path, keyed by their own GitHub id (delivery ids differ between the paths).
+/// The poller's ledger implements it; the webhook asks before ingesting.
+pub trait HandledIds: Send + Sync {
+    /// Records `(repo, kind, id)` as handled and returns `true` if it was not already;
+    /// `false` means the other path (or an earlier delivery) has it, so drop this one.
+    /// `repo` is `owner/name` as the payload spells it; compare it case-insensitively.
+    fn first_handling(&self, repo: &str, kind: ItemKind, id: u64) -> bool;
 }

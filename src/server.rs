@@ -1,0 +1,255 @@
+//! The supervisor's HTTP server (SPEC §4.2, §13): loopback by default, `GET /healthz`,
+//! and whatever routes the supervisor mounts (the webhook receiver; the operator's reply
+//! API next). Every request is checked against `server.allowedOrigins` before anything
+//! else, so a web page in the operator's browser cannot drive it.
+//!
+//! ```no_run
+//! # async fn demo(cfg: the_loop::config::ServerConfig, receiver: the_loop::ingress::webhook::WebhookReceiver, events: the_loop::events::EventLog) -> Result<(), the_loop::server::ServerError> {
+//! let status = receiver.status();
+//! let handle = the_loop::server::start(&cfg, receiver.router(), status, &events).await?;
+//! println!("listening on {}", handle.local_addr);
+//! handle.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::get;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::config::ServerConfig;
+use crate::events::{Event, EventLog, EventType, Level, Source};
+use crate::ingress::webhook::{Rejection, WebhookStatus};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("server.listen `{listen}` is not an IP address and port; use e.g. `127.0.0.1:8787`")]
+    BadListen { listen: String },
+    /// SPEC §13: loopback unless the operator opted in.
+    #[error(
+        "server.listen `{addr}` is not a loopback address; set `server.exposed: true` to listen beyond this machine (and keep a webhook secret set), or use `127.0.0.1:{}`",
+        .addr.port()
+    )]
+    NotLoopback { addr: SocketAddr },
+    #[error(
+        "cannot listen on {addr}: {source}; another program (or another the-loop) may hold the port — change server.listen"
+    )]
+    Bind { addr: SocketAddr, source: io::Error },
+}
+
+/// A running server. Dropping it asks the server to stop; [`ServerHandle::shutdown`]
+/// also waits for in-flight requests to finish.
+#[derive(Debug)]
+pub struct ServerHandle {
+    /// The bound address (the real port when `listen` asked for port 0).
+    pub local_addr: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    /// Stops accepting, lets in-flight requests finish, and returns once the server is down.
+    pub async fn shutdown(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// The listen address `cfg` asks for, refused unless loopback or `exposed`.
+pub fn listen_addr(cfg: &ServerConfig) -> Result<SocketAddr, ServerError> {
+    let addr: SocketAddr = cfg
+        .listen
+        .trim()
+        .parse()
+        .map_err(|_| ServerError::BadListen {
+            listen: cfg.listen.clone(),
+        })?;
+    if !addr.ip().is_loopback() && !cfg.exposed {
+        return Err(ServerError::NotLoopback { addr });
+    }
+    Ok(addr)
+}
+
+/// Binds `server.listen` and serves `routes` plus `/healthz`, all behind the origin
+/// check. Emits `server.started` (a warning when the webhook route is unsigned or off)
+/// or `server.failed`. Must run inside a tokio runtime.
+pub async fn start(
+    cfg: &ServerConfig,
+    routes: Router,
+    webhook: WebhookStatus,
+    events: &EventLog,
+) -> Result<ServerHandle, ServerError> {
+    let bound = match listen_addr(cfg) {
+        Ok(addr) => tokio::net::TcpListener::bind(addr)
+            .await
+            .and_then(|l| Ok((l.local_addr()?, l)))
+            .map_err(|source| ServerError::Bind { addr, source }),
+        Err(e) => Err(e),
+    };
+    let (local_addr, listener) = match bound {
+        Ok(bound) => bound,
+        Err(e) => {
+            let _ = events.emit(failed_event(&cfg.listen, &e.to_string()));
+            return Err(e);
+        }
+    };
+
+    let app = app(cfg, routes, events.clone());
+    let (tx, rx) = oneshot::channel::<()>();
+    let listen = cfg.listen.clone();
+    let task_events = events.clone();
+    let task = tokio::spawn(async move {
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = rx.await;
+            })
+            .await;
+        if let Err(e) = served {
+            let _ = task_events.emit(failed_event(&listen, &e.to_string()));
+        }
+    });
+
+    let warning = webhook.warning(cfg);
+    let _ = events.emit(
+        Event::new(Source::Webhook, EventType::ServerStarted)
+            .level(if warning.is_some() {
+                Level::Warning
+            } else {
+                Level::Info
+            })
+            .with("listen", local_addr.to_string())
+            .with("webhook_path", cfg.webhook_path.as_str())
+            .with("webhook", webhook.as_str())
+            .with("signed", webhook == WebhookStatus::Signed)
+            .with("exposed", cfg.exposed)
+            .with_opt("warning", warning),
+    );
+    Ok(ServerHandle {
+        local_addr,
+        shutdown: Some(tx),
+        task: Some(task),
+    })
+}
+
+fn failed_event(listen: &str, error: &str) -> Event {
+    Event::new(Source::Webhook, EventType::ServerFailed)
+        .level(Level::Error)
+        .with("listen", listen)
+        .with("error", error)
+}
+
+/// `routes` + `/healthz` + a 404 fallback, with the origin check wrapped around all of
+/// them (a layer covers only what is already added, hence last).
+fn app(cfg: &ServerConfig, routes: Router, events: EventLog) -> Router {
+    let origins = Arc::new(OriginCheck {
+        allowed: cfg.allowed_origins.clone(),
+        events,
+    });
+    routes
+        .route("/healthz", get(|| async { "ok\n" }))
+        .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
+        .layer(middleware::from_fn_with_state(origins, check_origin))
+}
+
+struct OriginCheck {
+    allowed: Vec<String>,
+    events: EventLog,
+}
+
+impl OriginCheck {
+    /// Origins are scheme://host[:port], compared ignoring ASCII case and a trailing `/`.
+    fn allows(&self, origin: &HeaderValue) -> bool {
+        let Ok(origin) = origin.to_str() else {
+            return false;
+        };
+        let norm = |s: &str| s.trim().trim_end_matches('/').to_ascii_lowercase();
+        let origin = norm(origin);
+        self.allowed.iter().any(|a| norm(a) == origin)
+    }
+}
+
+/// Requests without `Origin` (GitHub, curl, the CLI) pass; a browser's must be allowed.
+async fn check_origin(
+    State(check): State<Arc<OriginCheck>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match request.headers().get(header::ORIGIN) {
+        Some(origin) if !check.allows(origin) => {
+            let rejection = Rejection::ForbiddenOrigin;
+            let origin: String = String::from_utf8_lossy(origin.as_bytes())
+                .chars()
+                .take(200)
+                .collect();
+            let _ = check.events.emit(
+                rejection
+                    .to_event(request.headers())
+                    .with("path", request.uri().path())
+                    .with("origin", origin),
+            );
+            rejection.into_response()
+        }
+        _ => next.run(request).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_must_be_loopback_unless_exposed() {
+        let mut cfg = ServerConfig {
+            listen: "0.0.0.0:8787".into(),
+            ..ServerConfig::default()
+        };
+        let err = listen_addr(&cfg).unwrap_err();
+        assert!(matches!(err, ServerError::NotLoopback { .. }));
+        assert!(err.to_string().contains("server.exposed: true"), "{err}");
+        cfg.exposed = true;
+        assert!(listen_addr(&cfg).is_ok());
+        for loopback in ["127.0.0.1:0", "[::1]:8787", "127.3.4.5:1"] {
+            cfg.exposed = false;
+            cfg.listen = loopback.into();
+            assert!(listen_addr(&cfg).is_ok(), "{loopback}");
+        }
+        cfg.listen = "localhost:8787".into();
+        assert!(matches!(
+            listen_addr(&cfg),
+            Err(ServerError::BadListen { .. })
+        ));
+    }
+
+    #[test]
+    fn origins_compare_without_case_or_trailing_slash() {
+        let check = OriginCheck {
+            allowed: vec!["http://localhost:3000/".into()],
+            events: EventLog::open_path("/nonexistent/events.jsonl"),
+        };
+        let allows = |o: &'static str| check.allows(&HeaderValue::from_static(o));
+        assert!(allows("http://LOCALHOST:3000"));
+        assert!(!allows("http://localhost:3001"));
+        assert!(!allows("null"));
+        assert!(!allows("http://localhost:3000.evil.example"));
+    }
+}

@@ -65,10 +65,10 @@ impl DeliveryDedupe {
     /// when it is already remembered. The least recently seen id is evicted when full.
     pub fn first_sighting(&mut self, id: &str) -> bool {
         if self.seen.contains(id) {
-            if let Some(at) = self.order.iter().position(|seen| &**seen == id) {
-                if let Some(existing) = self.order.remove(at) {
-                    self.order.push_back(existing);
-                }
+            if let Some(at) = self.order.iter().position(|seen| &**seen == id)
+                && let Some(existing) = self.order.remove(at)
+            {
+                self.order.push_back(existing);
             }
             return false;
         }

@@ -59,7 +59,6 @@ impl SupervisorLock {
         // `File::try_lock` is stable since 1.89 and the toolchain is newer; Cargo.toml's
         // `rust-version` (1.85) predates it (and the let-chains already in use), and
         // bumping it re-lints every module, so the lint is silenced here only.
-        #[allow(clippy::incompatible_msrv)]
         let locked = file.try_lock();
         match locked {
             Ok(()) => {}

@@ -40,11 +40,69 @@ pub(super) fn prefix(text: &str, cap: usize) -> Option<&str> {
     if text.len() <= cap {
         return None; // no more bytes than the cap, so no more characters either
     }
-    if text.as_bytes()[..cap].is_ascii() {
+    let bytes = text.as_bytes();
+    if bytes[..cap].is_ascii() {
         // Byte `cap` starts a character because the byte before it is one whole.
         return Some(&text[..cap]);
     }
-    text.char_indices().nth(cap).map(|(end, _)| &text[..end])
+    // Count character starts a word at a time while a whole word cannot overshoot the
+    // cap, then byte by byte to the cut.
+    let mut left = cap;
+    let mut at = 0;
+    for chunk in bytes.chunks_exact(8) {
+        if left < 8 {
+            break;
+        }
+        left -= char_starts(word(chunk));
+        at += 8;
+    }
+    for (i, &b) in bytes.iter().enumerate().skip(at) {
+        if (b as i8) >= -0x40 {
+            if left == 0 {
+                return Some(&text[..i]);
+            }
+            left -= 1;
+        }
+    }
+    None
+}
+
+// Word-at-a-time scanning (eight bytes in a `u64`): most text needs no escape at all,
+// so whole words are skipped with a few arithmetic operations instead of eight lookups.
+const LOW: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+fn word(chunk: &[u8]) -> u64 {
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(chunk);
+    u64::from_le_bytes(bytes)
+}
+
+/// How many of the word's bytes start a character (are not `10xxxxxx`).
+fn char_starts(w: u64) -> usize {
+    8 - (w & !(w << 1) & HIGH).count_ones() as usize
+}
+
+/// Whether any byte of the word is escaped: a control character, `"`, `\` or a backtick.
+/// (`x - LOW & !x & HIGH` is non-zero iff some byte of `x` is zero.)
+fn needs_escape(w: u64) -> bool {
+    let zero_if = |v: u8| w ^ (LOW * u64::from(v));
+    let (quote, backslash, backtick) = (zero_if(b'"'), zero_if(b'\\'), zero_if(b'`'));
+    let control = w.wrapping_sub(LOW * 0x20) & !w;
+    let hits = control
+        | (quote.wrapping_sub(LOW) & !quote)
+        | (backslash.wrapping_sub(LOW) & !backslash)
+        | (backtick.wrapping_sub(LOW) & !backtick);
+    hits & HIGH != 0
+}
+
+/// The 8-byte chunks of `bytes` that may hold an escaped byte, with their offsets.
+fn suspect_chunks(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
+    bytes
+        .chunks(8)
+        .enumerate()
+        .filter(|(_, chunk)| chunk.len() < 8 || needs_escape(word(chunk)))
+        .map(|(k, chunk)| (8 * k, chunk))
 }
 
 /// Where the layout goes.
@@ -76,9 +134,11 @@ impl Counter {
     }
 
     fn escaped(&mut self, s: &str) {
-        let mut extra = 0usize;
-        for &b in s.as_bytes() {
-            extra += usize::from(EXTRA[usize::from(b)]);
+        let mut extra = 0;
+        for (_, chunk) in suspect_chunks(s.as_bytes()) {
+            for &b in chunk {
+                extra += usize::from(EXTRA[usize::from(b)]);
+            }
         }
         // Escapes replace one ASCII byte with several, so both counts grow alike.
         self.chars += s.chars().count() + extra;
@@ -133,64 +193,57 @@ impl Sink for String {
 
 /// Appends `s` as JSON string content: runs that need no escape are copied whole.
 fn push_escaped(out: &mut String, s: &str) {
-    let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let escape = ESCAPE[usize::from(b)];
-        if escape == 0 {
-            continue;
-        }
-        // Every escaped byte is ASCII, so `start..i` lies on char boundaries.
-        out.push_str(&s[start..i]);
-        start = i + 1;
-        if escape == b'u' {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.push_str("\\u00");
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 0xf)]));
-        } else {
-            out.push('\\');
-            out.push(char::from(escape));
+    for (offset, chunk) in suspect_chunks(s.as_bytes()) {
+        for (j, &b) in chunk.iter().enumerate() {
+            if let Some(escape) = escape_for(b) {
+                // Every escaped byte is ASCII, so `start..i` lies on char boundaries.
+                let i = offset + j;
+                if start < i {
+                    out.push_str(&s[start..i]);
+                }
+                // Char by char: cheaper than a `memcpy` call for two to six bytes.
+                escape.bytes().for_each(|c| out.push(char::from(c)));
+                start = i + 1;
+            }
         }
     }
     out.push_str(&s[start..]);
 }
 
-/// How each byte is escaped: 0 = as is; `u` = `\u00XX`; anything else = `\` + it.
-/// Control characters as serde_json writes them, plus the backtick (SPEC §6.4), so no
-/// payload text can close the ```` ```json ```` fence the excerpt is pasted in.
-static ESCAPE: [u8; 256] = {
-    let mut table = [0u8; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        table[b] = b'u';
-        b += 1;
+/// How a byte is written inside a JSON string, when not as itself: control characters
+/// as serde_json writes them, plus the backtick (SPEC §6.4), so no payload text can close
+/// the ```` ```json ```` fence the excerpt is pasted in.
+const fn escape_for(b: u8) -> Option<&'static str> {
+    match b {
+        0..0x20 => Some(CONTROL[b as usize]),
+        b'"' => Some("\\\""),
+        b'\\' => Some("\\\\"),
+        b'`' => Some("\\u0060"),
+        _ => None,
     }
-    table[0x08] = b'b';
-    table[0x09] = b't';
-    table[0x0a] = b'n';
-    table[0x0c] = b'f';
-    table[0x0d] = b'r';
-    table[b'"' as usize] = b'"';
-    table[b'\\' as usize] = b'\\';
-    table[b'`' as usize] = b'u';
-    table
-};
+}
 
-/// The characters an escape adds over the byte it replaces.
+/// The characters each escape adds over the byte it replaces, for counting.
 static EXTRA: [u8; 256] = {
     let mut table = [0u8; 256];
     let mut b = 0;
     while b < 256 {
-        table[b] = match ESCAPE[b] {
-            0 => 0,
-            b'u' => 5,
-            _ => 1,
-        };
+        if let Some(escape) = escape_for(b as u8) {
+            table[b] = escape.len() as u8 - 1;
+        }
         b += 1;
     }
     table
 };
+
+#[rustfmt::skip]
+const CONTROL: [&str; 32] = [
+    "\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005", "\\u0006", "\\u0007",
+    "\\b", "\\t", "\\n", "\\u000b", "\\f", "\\r", "\\u000e", "\\u000f",
+    "\\u0010", "\\u0011", "\\u0012", "\\u0013", "\\u0014", "\\u0015", "\\u0016", "\\u0017",
+    "\\u0018", "\\u0019", "\\u001a", "\\u001b", "\\u001c", "\\u001d", "\\u001e", "\\u001f",
+];
 
 #[cfg(test)]
 mod tests {
@@ -221,6 +274,44 @@ mod tests {
         let theirs = serde_json::to_string(&all).unwrap().replace('`', "\\u0060");
         assert_eq!(ours, theirs);
         assert!(!ours.contains('`'));
+    }
+
+    #[test]
+    fn word_scan_flags_exactly_the_escaped_bytes() {
+        for b in 0..=255u8 {
+            for at in 0..8 {
+                let mut bytes = *b"abcdefgh";
+                bytes[at] = b;
+                let escaped = escape_for(b).is_some();
+                assert_eq!(needs_escape(word(&bytes)), escaped, "byte {b:#x} at {at}");
+            }
+        }
+        let suspects: Vec<usize> = suspect_chunks(b"abcdefgh`bcdefghabcdefghabc")
+            .map(|(offset, _)| offset)
+            .collect();
+        assert_eq!(
+            suspects,
+            [8, 24],
+            "the chunk with the backtick and the short tail"
+        );
+    }
+
+    #[test]
+    fn char_starts_skips_continuation_bytes() {
+        assert_eq!(char_starts(word("abcdefgh".as_bytes())), 8);
+        assert_eq!(char_starts(word("é日本".as_bytes())), 3);
+        assert_eq!(char_starts(word("😀😀".as_bytes())), 2);
+    }
+
+    #[test]
+    fn prefix_is_exact_across_block_boundaries() {
+        let text: String = "aé😀日".repeat(100);
+        for cap in [0, 1, 63, 64, 65, 127, 128, 129, 250, 399] {
+            let expected: String = text.chars().take(cap).collect();
+            assert_eq!(prefix(&text, cap), Some(expected.as_str()), "cap {cap}");
+        }
+        assert_eq!(prefix(&text, 400), None, "exactly 400 characters");
+        assert_eq!(prefix(&text, 10_000), None);
     }
 
     #[test]

@@ -136,7 +136,7 @@ fn word_at(s: &str) -> &str {
 
 /// Fills `$name` placeholders in one pass: a value is never scanned again, so a value
 /// containing `$event` stays as it is. Unknown `$words` (and a lone `$`) are kept.
-pub fn render(template: &str, vars: &PromptVars<'_>) -> String {
+fn render(template: &str, vars: &PromptVars<'_>) -> String {
     let mut out = String::with_capacity(template.len() + vars.payload_excerpt.len() + 1024);
     let mut rest = template;
     while let Some(at) = rest.find('$') {

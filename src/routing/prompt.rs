@@ -210,13 +210,16 @@ mod tests {
         assert_eq!(prompt.matches("```").count(), 2, "only the fence itself");
     }
 
+    fn excerpt_of(event: &str, payload: &str) -> String {
+        excerpt(event, &serde_json::from_str(payload).unwrap())
+    }
+
     #[test]
     fn builtin_event_prompt_frames_the_excerpt_as_untrusted() {
-        let payload: serde_json::Value = serde_json::from_str(include_str!(
-            "../../tests/fixtures/webhook/issue_comment.created.unauthorized.json"
-        ))
-        .unwrap();
-        let text = excerpt("issue_comment", &payload);
+        let text = excerpt_of(
+            "issue_comment",
+            include_str!("../../tests/fixtures/webhook/issue_comment.created.unauthorized.json"),
+        );
         let item = item();
         let prompt = Templates::builtin().render_event(&vars(&item, &text));
         assert_framed(&prompt, &text);
@@ -234,11 +237,10 @@ mod tests {
 
     #[test]
     fn builtin_spawn_prompt_names_the_item_and_never_its_body() {
-        let payload: serde_json::Value = serde_json::from_str(include_str!(
-            "../../tests/fixtures/webhook/issues.labeled.json"
-        ))
-        .unwrap();
-        let text = excerpt("issues", &payload);
+        let text = excerpt_of(
+            "issues",
+            include_str!("../../tests/fixtures/webhook/issues.labeled.json"),
+        );
         let item = item();
         let prompt = Templates::builtin().render_spawn(&PromptVars {
             event: "issues",

@@ -1,8 +1,17 @@
 //! Hand-made payloads: containers per event, types, caps, fences and unicode.
 
 use super::{chars, check_invariants};
-use serde_json::json;
+use serde_json::{Value, json};
 use the_loop::routing::excerpt::{MAX_CHARS, PROSE_CAP, TEXT_CAP, TRUNCATED, excerpt};
+
+/// The body an `issue_comment` excerpt shows for a comment with this body.
+fn shown_body(body: &str) -> Value {
+    let parsed = check_invariants(&excerpt(
+        "issue_comment",
+        &json!({"comment": {"body": body}}),
+    ));
+    parsed["comment"]["body"].clone()
+}
 
 // ---------------------------------------------------------------- containers and types
 
@@ -127,21 +136,13 @@ fn wrong_typed_fields_are_omitted_and_falsy_values_kept() {
 #[test]
 fn prose_is_capped_at_3500_characters_and_marked() {
     let body = chars('b', PROSE_CAP + 1);
-    let parsed = check_invariants(&excerpt(
-        "issue_comment",
-        &json!({"comment": {"body": body}}),
-    ));
     assert_eq!(
-        parsed["comment"]["body"],
+        shown_body(&body),
         format!("{}{TRUNCATED}", &body[..PROSE_CAP])
     );
     // Exactly at the cap: untouched.
     let body = chars('b', PROSE_CAP);
-    let parsed = check_invariants(&excerpt(
-        "issue_comment",
-        &json!({"comment": {"body": body}}),
-    ));
-    assert_eq!(parsed["comment"]["body"], body.as_str());
+    assert_eq!(shown_body(&body), body.as_str());
 }
 
 #[test]
@@ -245,12 +246,8 @@ fn a_url_too_long_to_ever_fit_is_omitted_not_cut() {
 #[test]
 fn huge_bodies_are_cut_at_a_char_boundary() {
     let body = format!("{}{}", "日本語".repeat(70_000), "tail");
-    let parsed = check_invariants(&excerpt(
-        "issue_comment",
-        &json!({"comment": {"body": body}}),
-    ));
-    let shown = parsed["comment"]["body"].as_str().unwrap();
-    let head = shown.strip_suffix(TRUNCATED).unwrap();
+    let shown = shown_body(&body);
+    let head = shown.as_str().unwrap().strip_suffix(TRUNCATED).unwrap();
     assert_eq!(head.chars().count(), PROSE_CAP);
     assert!(body.starts_with(head));
 }
@@ -288,11 +285,7 @@ fn unicode_is_counted_in_scalar_values_and_kept_intact() {
 
     // 3,500 four-byte characters fit: the limit is on characters, not bytes.
     let wide = chars('😀', PROSE_CAP);
-    let parsed = check_invariants(&excerpt(
-        "issue_comment",
-        &json!({"comment": {"body": wide}}),
-    ));
-    assert_eq!(parsed["comment"]["body"], wide.as_str());
+    assert_eq!(shown_body(&wide), wide.as_str());
 }
 
 #[test]

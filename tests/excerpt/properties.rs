@@ -49,43 +49,25 @@ fn any_json() -> impl Strategy<Value = Value> {
     })
 }
 
+/// The containers the excerpt knows, in table order.
+#[rustfmt::skip]
+const CONTAINERS: &[&str] = &[
+    "comment", "review", "issue", "pull_request", "label", "workflow_run", "check_run",
+    "check_suite",
+];
+
+/// Every field name the tables read, in any container.
+#[rustfmt::skip]
+const FIELDS: &[&str] = &[
+    "path", "line", "body", "html_url", "state", "number", "title", "draft", "merged", "name",
+    "event", "status", "conclusion", "head_branch", "details_url", "head_sha", "summary",
+    "context", "description", "target_url",
+];
+
 fn field_name() -> impl Strategy<Value = String> {
+    let known = [CONTAINERS, FIELDS, &["sender", "user", "login", "output"]].concat();
     prop_oneof![
-        prop::sample::select(vec![
-            "comment",
-            "review",
-            "issue",
-            "pull_request",
-            "label",
-            "workflow_run",
-            "check_run",
-            "check_suite",
-            "sender",
-            "user",
-            "login",
-            "output",
-            "path",
-            "line",
-            "body",
-            "html_url",
-            "state",
-            "number",
-            "title",
-            "draft",
-            "merged",
-            "name",
-            "event",
-            "status",
-            "conclusion",
-            "head_branch",
-            "details_url",
-            "head_sha",
-            "summary",
-            "context",
-            "description",
-            "target_url",
-        ])
-        .prop_map(str::to_string),
+        prop::sample::select(known).prop_map(str::to_string),
         "[a-z_]{1,8}",
     ]
 }
@@ -93,36 +75,14 @@ fn field_name() -> impl Strategy<Value = String> {
 /// A payload with every container the excerpt knows, each field present or not, mostly
 /// strings of every length: the shape that stresses halving and dropping.
 fn rich_payload() -> impl Strategy<Value = Value> {
-    const FIELDS: &[&str] = &[
-        "path",
-        "line",
-        "body",
-        "html_url",
-        "state",
-        "number",
-        "title",
-        "draft",
-        "merged",
-        "name",
-        "event",
-        "status",
-        "conclusion",
-        "head_branch",
-        "details_url",
-        "head_sha",
-        "summary",
-        "context",
-        "description",
-        "target_url",
-    ];
     let value = prop_oneof![
         6 => nasty_string().prop_map(Value::from),
         1 => any::<u32>().prop_map(Value::from),
         1 => any::<bool>().prop_map(Value::from),
         1 => Just(Value::Null),
     ];
-    let object = prop::collection::btree_map(prop::sample::select(FIELDS), value, 0..12).prop_map(
-        |fields| {
+    let object = prop::collection::btree_map(prop::sample::select(FIELDS.to_vec()), value, 0..12)
+        .prop_map(|fields| {
             let mut object: serde_json::Map<String, Value> = fields
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v))
@@ -133,22 +93,12 @@ fn rich_payload() -> impl Strategy<Value = Value> {
                 json!({"title": "t", "summary": object.get("summary")}),
             );
             Value::Object(object)
-        },
-    );
-    prop::collection::vec(object, 9).prop_map(|objects| {
-        let names = [
-            "comment",
-            "review",
-            "issue",
-            "pull_request",
-            "label",
-            "workflow_run",
-            "check_run",
-            "check_suite",
-            "sender",
-        ];
-        let mut root = objects[8].clone();
-        for (name, object) in names.iter().zip(objects) {
+        });
+    // One object each for the containers and the sender; the last also serves as the
+    // root, so `status` finds its root fields.
+    prop::collection::vec(object, CONTAINERS.len() + 1).prop_map(|objects| {
+        let mut root = objects[CONTAINERS.len()].clone();
+        for (name, object) in CONTAINERS.iter().chain(&["sender"]).zip(objects) {
             root[*name] = object;
         }
         root

@@ -6,6 +6,7 @@ pub mod config_cmd;
 pub mod events_cmd;
 pub mod excerpt_cmd;
 pub mod fake_agent;
+pub mod sessions_cmd;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -36,6 +37,9 @@ pub enum Command {
     Excerpt(excerpt_cmd::ExcerptArgs),
     /// Read (or follow) the event log.
     Events(events_cmd::EventsArgs),
+    /// List, start, pause, resume, stop, attach to or reset agent sessions.
+    #[command(subcommand)]
+    Sessions(sessions_cmd::SessionsCommand),
     /// Print shell completions.
     Completions(completions::CompletionsArgs),
     /// A stand-in agent for tests and the demo.
@@ -91,6 +95,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Config(cmd) => config_cmd::run(cmd, &ctx),
         Command::Excerpt(args) => excerpt_cmd::run(args, &ctx),
         Command::Events(args) => events_cmd::run(args, &ctx),
+        Command::Sessions(cmd) => sessions_cmd::run(cmd, &ctx),
         Command::Completions(args) => completions::run(args),
         Command::FakeAgent(args) => fake_agent::run(args),
     };

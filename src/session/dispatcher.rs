@@ -402,3 +402,7 @@ fn subject_excerpt(payload: &Value) -> String {
 pub(crate) fn non_empty(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
 }
+
+#[cfg(test)]
+#[path = "dispatcher_tests.rs"]
+mod tests;

@@ -550,3 +550,7 @@ pub(crate) fn spawn_spec(
         remain_on_exit: settings.sessions.tmux.remain_on_exit,
     }
 }
+
+#[cfg(test)]
+#[path = "lifecycle_tests.rs"]
+mod tests;

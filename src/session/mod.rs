@@ -16,6 +16,8 @@ pub mod lifecycle;
 mod queue;
 pub mod registry;
 mod respawn;
+#[cfg(test)]
+mod test_support;
 
 pub use activity::{ActivityState, ActivityTracker, SessionActivity, observe};
 pub use deliver::{DeliverError, Delivery, deliver, sanitize};

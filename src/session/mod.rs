@@ -16,6 +16,8 @@ pub mod lifecycle;
 mod queue;
 pub mod registry;
 mod respawn;
+pub mod settings;
+pub mod signal;
 #[cfg(test)]
 mod test_support;
 
@@ -25,8 +27,9 @@ pub use dispatcher::{Dispatcher, DispatcherError};
 pub use ending::{Ended, LedgerHook};
 pub use harness::{Harness, HarnessError};
 pub use lifecycle::{
-    Origin, PaneState, ProcessSignaller, PromptInputs, SessionError, Sessions, Settings, Signaller,
-    StartOutcome, Timings, Toggle,
+    Origin, PaneState, PromptInputs, SessionError, Sessions, StartOutcome, Toggle,
 };
 pub use registry::{Registry, RegistryError, SessionRecord, Status};
 pub use respawn::{Delivered, DeliveryFailure};
+pub use settings::{Settings, Timings};
+pub use signal::{ProcessSignaller, Signaller};

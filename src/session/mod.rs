@@ -1,10 +1,35 @@
-//! Sessions (SPEC §7): harness adapters and the one paste path.
+//! Sessions (SPEC §7): harness adapters, the one paste path, the registry, the session
+//! lifecycle, activity, and the dispatcher that turns routed events into deliveries.
 //!
 //! Every paste the product makes — events, operator replies, respawn boot prompts —
-//! goes through [`deliver::deliver`].
+//! goes through [`deliver::deliver`]. Every session change — from a comment, the CLI or
+//! the TUI — goes through [`Sessions`].
 
+pub mod activity;
+mod dedupe_store;
 pub mod deliver;
+pub mod dispatcher;
+mod ending;
 pub mod harness;
+mod jobs;
+pub mod lifecycle;
+mod queue;
+pub mod registry;
+mod respawn;
+pub mod settings;
+pub mod signal;
+#[cfg(test)]
+mod test_support;
 
+pub use activity::{ActivityState, ActivityTracker, SessionActivity, observe};
 pub use deliver::{DeliverError, Delivery, deliver, sanitize};
+pub use dispatcher::{Dispatcher, DispatcherError};
+pub use ending::{Ended, LedgerHook};
 pub use harness::{Harness, HarnessError};
+pub use lifecycle::{
+    Origin, PaneState, PromptInputs, SessionError, Sessions, StartOutcome, Toggle,
+};
+pub use registry::{Registry, RegistryError, SessionRecord, Status};
+pub use respawn::{Delivered, DeliveryFailure};
+pub use settings::{Settings, Timings};
+pub use signal::{ProcessSignaller, Signaller};

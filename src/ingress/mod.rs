@@ -6,6 +6,10 @@
 //! tells the poller whether the event is settled (recorded in its ledger, never looked at
 //! again) or must be retried on a later cycle.
 
+pub mod ledger;
+pub mod poller;
+pub mod shape;
+
 use futures::future::BoxFuture;
 use serde_json::Value;
 

@@ -48,7 +48,7 @@ fn a_pending_command_is_the_latest_authorized_or_tool_comment() {
     let marked = guard::mark_self_authored("Session started.");
     let find = |thread: &[Value]| pending_command(thread, &allow, &kw).and_then(models::id);
     let start = comment(1, "alice", "the-loop start");
-    assert_eq!(find(&[start.clone()]), Some(1));
+    assert_eq!(find(std::slice::from_ref(&start)), Some(1));
     // Strangers do not answer it, and cannot issue one.
     assert_eq!(
         find(&[start.clone(), comment(2, "mallory", "lol")]),

@@ -277,3 +277,42 @@ fn a_full_listing_unwatches_what_it_no_longer_lists() {
     );
     assert_eq!(ledger.last_full_listing, Some(Stamp(t(200))));
 }
+
+#[test]
+fn comments_sharing_the_cursors_timestamp_are_never_skipped() {
+    let f = Fixture::new();
+    let mut ledger = baselined_ledger(&f);
+    // Cycle A sees comment 110 at second 150; comment 111 lands in the same second but
+    // becomes visible only after that answer.
+    let at = |id: u64| {
+        let mut c = comment(id, "alice", "same second");
+        c["created_at"] = json!(ts(150));
+        c["updated_at"] = json!(ts(150));
+        c
+    };
+    let mut snap = snapshot(160, Listing::Since(None));
+    snap.issue_comments = Some(Stream {
+        since: t(100),
+        items: Some(vec![at(110)]),
+    });
+    f.apply(&mut ledger, snap);
+    let cursor = ledger.cursors.issue_comments.unwrap();
+    assert_eq!(cursor, Stamp(t(150)));
+    // The next request starts at or before the cursor (inclusive on GitHub's side) …
+    let plan = crate::ingress::poller::fetch::Plan::new(&ledger, t(170));
+    let since = plan.since(Some(cursor));
+    assert!(since <= cursor.0 - crate::ingress::poller::CURSOR_OVERLAP + time::Duration::ZERO);
+    // … so the answer holds both; only the new one is queued.
+    let mut snap = snapshot(170, Listing::Since(None));
+    snap.issue_comments = Some(Stream {
+        since,
+        items: Some(vec![at(110), at(111)]),
+    });
+    f.apply(&mut ledger, snap);
+    let ids: Vec<&str> = ledger
+        .pending
+        .iter()
+        .map(|p| p.delivery_id.as_str())
+        .collect();
+    assert_eq!(ids, ["poll-comment-110", "poll-comment-111"]);
+}

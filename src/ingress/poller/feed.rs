@@ -106,7 +106,6 @@ pub(super) async fn give_up(
             Event::new(Source::Poll, EventType::PollCommentFailed)
                 .level(Level::Error)
                 .with("work_item", work_item)
-                .with("kind", p.kind_label())
                 .with("comment_id", p.id)
                 .with("comment_url", p.url.clone())
                 .with("attempts", p.attempts)

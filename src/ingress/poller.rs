@@ -239,8 +239,10 @@ impl Poller {
                     sessions: r.sessions,
                     etags,
                 };
-                let (applied, saved) = self.ledgers.update(name, |l| apply::apply(l, snap, ctx));
-                if let Err(e) = saved {
+                let applied = self.ledgers.modify(name, |l| apply::apply(l, snap, ctx));
+                if applied.changed
+                    && let Err(e) = self.ledgers.save(name)
+                {
                     tracing::warn!(repo = name, error = %e, "poll ledger not written");
                     report.errors += 1;
                 }

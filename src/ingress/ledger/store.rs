@@ -59,6 +59,17 @@ impl LedgerStore {
         (result, saved)
     }
 
+    /// Runs `f` on the repo's ledger without writing it (see [`save`](Self::save)).
+    pub fn modify<R>(&self, repo: &str, f: impl FnOnce(&mut Ledger) -> R) -> R {
+        let mut inner = self.lock();
+        f(inner.ledger(repo))
+    }
+
+    /// Writes the repo's ledger to disk.
+    pub fn save(&self, repo: &str) -> io::Result<()> {
+        self.lock().save(repo)
+    }
+
     /// A copy of the repo's ledger (tests, the TUI).
     pub fn snapshot(&self, repo: &str) -> Ledger {
         self.read(repo, Ledger::clone)

@@ -35,6 +35,8 @@ pub(super) struct Applied {
     /// Handled first by the webhook path: settled as `duplicate-delivery`.
     pub duplicates: Vec<Pending>,
     pub baselined: Vec<u64>,
+    /// Whether the ledger changed (an idle cycle is not written to disk).
+    pub changed: bool,
 }
 
 /// How a stream entry relates to what the ledger knows.
@@ -156,6 +158,9 @@ pub(super) fn apply(ledger: &mut Ledger, snap: Snapshot, ctx: Ctx<'_>) -> Applie
     let date = Stamp(snap.date);
     let mut applied = Applied::default();
     let mut candidates: Vec<Candidate> = Vec::new();
+    let answered = snap.has_answers();
+    let sizes = |l: &Ledger| (l.items.len(), l.pending.len());
+    let before = sizes(ledger);
 
     if snap.first {
         ledger.started_at = Some(date);
@@ -284,6 +289,8 @@ pub(super) fn apply(ledger: &mut Ledger, snap: Snapshot, ctx: Ctx<'_>) -> Applie
     ledger
         .items
         .retain(|n, e| e.watched || ctx.sessions.contains(n) || pending.contains(n));
+    applied.changed =
+        answered || applied.queued > 0 || !applied.duplicates.is_empty() || sizes(ledger) != before;
     applied
 }
 

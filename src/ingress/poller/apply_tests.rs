@@ -316,3 +316,22 @@ fn comments_sharing_the_cursors_timestamp_are_never_skipped() {
         .collect();
     assert_eq!(ids, ["poll-comment-110", "poll-comment-111"]);
 }
+
+#[test]
+fn an_idle_snapshot_changes_nothing_worth_writing() {
+    let f = Fixture::new();
+    let mut ledger = baselined_ledger(&f);
+    let mut snap = snapshot(200, Listing::Since(None));
+    snap.issue_comments = Some(Stream {
+        since: t(70),
+        items: None,
+    });
+    snap.reviews = vec![(16, None)];
+    assert!(!f.apply(&mut ledger, snap).changed);
+    let mut snap = snapshot(210, Listing::Since(None));
+    snap.issue_comments = Some(Stream {
+        since: t(70),
+        items: Some(Vec::new()),
+    });
+    assert!(f.apply(&mut ledger, snap).changed, "a 200 is written");
+}

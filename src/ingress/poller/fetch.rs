@@ -116,6 +116,27 @@ pub(super) struct Snapshot {
     pub reviews: Vec<(u64, Option<Vec<Value>>)>,
 }
 
+impl Snapshot {
+    /// Whether GitHub answered anything but "unchanged" (an idle cycle changes nothing).
+    pub fn has_answers(&self) -> bool {
+        let listed = match &self.listing {
+            Listing::Full(_) => true,
+            Listing::Since(items) => items.is_some(),
+        };
+        let streamed = [&self.issue_comments, &self.review_comments]
+            .into_iter()
+            .flatten()
+            .any(|s| s.items.is_some());
+        self.first
+            || listed
+            || streamed
+            || !self.lookups.is_empty()
+            || self.pulls.is_some()
+            || !self.baselines.is_empty()
+            || self.reviews.iter().any(|(_, r)| r.is_some())
+    }
+}
+
 /// Whether an item is watched under the repo's config: open, of a watched kind, and
 /// carrying the label (case-insensitively; `""` watches every open item).
 pub fn is_watched(rc: &RepoConfig, item: &Value) -> bool {

@@ -298,7 +298,11 @@ async fn liveness_live_dead_absent_and_session_queries() {
     );
 
     tmux.kill_session("loop-x").await.unwrap();
-    assert_eq!(tmux.liveness("loop-x").await, Liveness::Absent);
+    // Probe (not liveness) so a failure shows what tmux said while its server exits.
+    assert_eq!(
+        tmux.probe("loop-x").await.map_err(|e| e.to_string()),
+        Ok(Liveness::Absent)
+    );
     assert!(matches!(
         tmux.kill_session("loop-x").await,
         Err(Error::SessionMissing { .. })

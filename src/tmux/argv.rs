@@ -271,7 +271,11 @@ pub fn is_missing(stderr: &str) -> bool {
         "no server running",
     ];
     MISSING.iter().any(|m| stderr.contains(m))
-        || (stderr.contains("error connecting to") && stderr.contains("No such file or directory"))
+        // A socket file with nobody listening: the server is gone (tmux's own client
+        // treats this as "no server" too).
+        || (stderr.contains("error connecting to")
+            && (stderr.contains("No such file or directory")
+                || stderr.contains("Connection refused")))
 }
 
 /// A command line for messages: long words (prompts) are shortened.

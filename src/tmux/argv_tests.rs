@@ -245,6 +245,9 @@ fn missing_is_told_apart_from_other_failures() {
         "error connecting to /tmp/tmux-0/x (Permission denied)"
     ));
     assert!(!is_missing("server exited unexpectedly"));
+    assert!(is_missing(
+        "error connecting to /tmp/tmux-0/x (Connection refused)"
+    ));
 }
 
 #[test]

@@ -60,7 +60,7 @@ impl RealTmux {
     /// Runs `tmux ARGS`, feeding `stdin` when given, within the timeout.
     ///
     /// A server that exits while we connect (it does so when its last session is
-    /// killed) answers "server exited unexpectedly"; the command is retried so the
+    /// killed) answers "server exited unexpectedly" or "lost server"; the command is retried so the
     /// answer comes from whatever server is there next (often none: "absent").
     async fn run(&self, args: Vec<String>, stdin: Option<&[u8]>) -> Result<Output, Error> {
         let attempts = async {
@@ -68,7 +68,10 @@ impl RealTmux {
             loop {
                 let out = self.run_once(&args, stdin).await?;
                 tries += 1;
-                if out.success || !out.stderr.contains("server exited unexpectedly") || tries == 3 {
+                let racing = ["server exited unexpectedly", "lost server"]
+                    .iter()
+                    .any(|m| out.stderr.contains(m));
+                if out.success || !racing || tries == 3 {
                     return Ok::<_, std::io::Error>(out);
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;

@@ -7,6 +7,7 @@ pub mod critic_cmd;
 pub mod events_cmd;
 pub mod excerpt_cmd;
 pub mod fake_agent;
+pub mod sessions_cmd;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -40,6 +41,9 @@ pub enum Command {
     /// List, run and post critics: one-shot reviewers from the operator config.
     #[command(subcommand)]
     Critic(critic_cmd::CriticCommand),
+    /// List, start, pause, resume, stop, attach to or reset agent sessions.
+    #[command(subcommand)]
+    Sessions(sessions_cmd::SessionsCommand),
     /// Print shell completions.
     Completions(completions::CompletionsArgs),
     /// A stand-in agent for tests and the demo.
@@ -96,6 +100,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Excerpt(args) => excerpt_cmd::run(args, &ctx),
         Command::Events(args) => events_cmd::run(args, &ctx),
         Command::Critic(cmd) => critic_cmd::run(cmd, &ctx),
+        Command::Sessions(cmd) => sessions_cmd::run(cmd, &ctx),
         Command::Completions(args) => completions::run(args),
         Command::FakeAgent(args) => fake_agent::run(args),
     };

@@ -1,10 +1,32 @@
-//! Sessions (SPEC §7): harness adapters and the one paste path.
+//! Sessions (SPEC §7): harness adapters, the one paste path, the registry, the session
+//! lifecycle, activity, and the dispatcher that turns routed events into deliveries.
 //!
 //! Every paste the product makes — events, operator replies, respawn boot prompts —
-//! goes through [`deliver::deliver`].
+//! goes through [`deliver::deliver`]. Every session change — from a comment, the CLI or
+//! the TUI — goes through [`Sessions`].
 
+pub mod activity;
+mod dedupe_store;
 pub mod deliver;
+pub mod dispatcher;
+mod ending;
 pub mod harness;
+mod jobs;
+pub mod lifecycle;
+mod queue;
+pub mod registry;
+mod respawn;
+#[cfg(test)]
+mod test_support;
 
+pub use activity::{ActivityState, ActivityTracker, SessionActivity, observe};
 pub use deliver::{DeliverError, Delivery, deliver, sanitize};
+pub use dispatcher::{Dispatcher, DispatcherError};
+pub use ending::{Ended, LedgerHook};
 pub use harness::{Harness, HarnessError};
+pub use lifecycle::{
+    Origin, PaneState, ProcessSignaller, PromptInputs, SessionError, Sessions, Settings, Signaller,
+    StartOutcome, Timings, Toggle,
+};
+pub use registry::{Registry, RegistryError, SessionRecord, Status};
+pub use respawn::{Delivered, DeliveryFailure};

@@ -158,12 +158,12 @@ pub fn display(socket: &Socket, pane: &PaneId, format: &str) -> Vec<String> {
     invocation(socket, &[command])
 }
 
-/// `list-panes -a -F '#{pane_id} #{pane_dead} #{session_name}'` (the name last: it
-/// may contain spaces).
+/// `list-panes -a -F '#{pane_id} #{pane_dead} #{window_activity} #{session_name}'`
+/// (the name last: it may contain spaces).
 pub fn list_sessions(socket: &Socket) -> Vec<String> {
     let command = ListPanes::new()
         .all()
-        .format("#{pane_id} #{pane_dead} #{session_name}")
+        .format("#{pane_id} #{pane_dead} #{window_activity} #{session_name}")
         .build();
     invocation(socket, &[command])
 }
@@ -224,14 +224,15 @@ pub fn parse_liveness(stdout: &str) -> Result<Liveness, String> {
     }
 }
 
-/// Lines of `%ID DEAD NAME`, grouped by session in first-seen order.
+/// Lines of `%ID DEAD ACTIVITY NAME`, grouped by session in first-seen order.
 pub fn parse_sessions(stdout: &str) -> Result<Vec<SessionInfo>, String> {
     let mut sessions: Vec<SessionInfo> = Vec::new();
     for line in stdout.lines().filter(|l| !l.trim().is_empty()) {
-        let mut parts = line.splitn(3, ' ');
-        let (Some(pane), Some(dead), Some(name)) = (parts.next(), parts.next(), parts.next())
+        let mut parts = line.splitn(4, ' ');
+        let (Some(pane), Some(dead), Some(activity), Some(name)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
         else {
-            return Err(format!("expected `%ID DEAD NAME`, got {line:?}"));
+            return Err(format!("expected `%ID DEAD ACTIVITY NAME`, got {line:?}"));
         };
         let pane = PaneId::parse(pane).map_err(|e| e.to_string())?;
         let live = match dead {
@@ -239,13 +240,21 @@ pub fn parse_sessions(stdout: &str) -> Result<Vec<SessionInfo>, String> {
             "1" => false,
             other => return Err(format!("expected 0 or 1, got {other:?}")),
         };
+        let activity: u64 = activity
+            .parse()
+            .map_err(|_| format!("expected a Unix time, got {activity:?}"))?;
         match sessions.iter_mut().find(|s| s.name == name) {
-            Some(session) if live => session.liveness = Liveness::Live,
-            Some(_) => {}
+            Some(session) => {
+                if live {
+                    session.liveness = Liveness::Live;
+                }
+                session.activity = session.activity.max(activity);
+            }
             None => sessions.push(SessionInfo {
                 name: name.to_string(),
                 pane,
                 liveness: if live { Liveness::Live } else { Liveness::Dead },
+                activity,
             }),
         }
     }

@@ -137,7 +137,12 @@ fn liveness_kill_and_list_argv() {
     );
     assert_eq!(
         list_sessions(&Socket::Default),
-        ["lsp", "-a", "-F", "#{pane_id} #{pane_dead} #{session_name}"]
+        [
+            "lsp",
+            "-a",
+            "-F",
+            "#{pane_id} #{pane_dead} #{window_activity} #{session_name}"
+        ]
     );
 }
 
@@ -213,15 +218,18 @@ fn liveness_truth_table() {
 
 #[test]
 fn sessions_are_grouped_and_names_keep_spaces() {
-    let out = "%1 1 loop-a\n%2 0 loop-a\n%3 1 my session\n";
+    let out = "%1 1 100 loop-a\n%2 0 120 loop-a\n%3 1 90 my session\n";
     let sessions = parse_sessions(out).unwrap();
     assert_eq!(sessions.len(), 2);
     assert_eq!(sessions[0].name, "loop-a");
     assert_eq!(sessions[0].pane.as_str(), "%1");
     assert_eq!(sessions[0].liveness, Liveness::Live);
+    assert_eq!(sessions[0].activity, 120, "the latest over the panes");
     assert_eq!(sessions[1].name, "my session");
     assert_eq!(sessions[1].liveness, Liveness::Dead);
+    assert_eq!(sessions[1].activity, 90);
     assert!(parse_sessions("garbage").is_err());
+    assert!(parse_sessions("%1 0 soon loop-a").is_err());
     assert_eq!(parse_sessions("").unwrap(), vec![]);
 }
 

@@ -346,6 +346,7 @@ impl Tmux for FakeTmux {
 
     fn list_sessions<'a>(&'a self) -> BoxFuture<'a, Result<Vec<SessionInfo>, Error>> {
         let mut state = self.lock();
+        let activity = state.activity;
         let result = state.enter(Call::ListSessions, Op::List).map(|()| {
             state
                 .sessions
@@ -358,6 +359,7 @@ impl Tmux for FakeTmux {
                     } else {
                         Liveness::Live
                     },
+                    activity,
                 })
                 .collect()
         });

@@ -146,6 +146,9 @@ pub struct SessionInfo {
     pub pane: PaneId,
     /// `Live` or `Dead`.
     pub liveness: Liveness,
+    /// When the session's windows last had output (`#{window_activity}`, Unix seconds;
+    /// the latest over its panes), so activity needs no call per session.
+    pub activity: u64,
 }
 
 /// How a buffer is pasted.

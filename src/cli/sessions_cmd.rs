@@ -1,0 +1,426 @@
+//! `the-loop sessions list [--json] | start REF | pause REF | resume REF | stop REF |
+//! attach REF [--read-only] | reset REF` (SPEC §1, §7).
+//!
+//! Each command works in-process on the registry and tmux, with or without a running
+//! supervisor, through the same [`Sessions`] the dispatcher uses. Exit codes: 0 ok,
+//! 1 the operation failed (no such session, tmux or the harness missing), 2 usage or
+//! configuration (a bad ref, an unknown harness).
+
+use super::{CliError, CliResult, Ctx, failed, usage};
+use crate::config;
+use crate::events::{EventLog, Source};
+use crate::paths::StatePaths;
+use crate::routing::WorkItemRef;
+use crate::session::activity::{self, ActivityState, ActivityTracker, SessionActivity};
+use crate::session::{
+    Origin, PaneState, PromptInputs, Registry, SessionError, SessionRecord, Sessions, Settings,
+    StartOutcome, Toggle,
+};
+use crate::tmux::{self, RealTmux, Socket};
+use anyhow::anyhow;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum SessionsCommand {
+    /// List sessions: ref, harness, status, state, idle time, tmux session.
+    List {
+        /// One JSON array on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a session for a work item, without any GitHub event.
+    Start {
+        /// The work item, e.g. `github:octo/repo#15`.
+        #[arg(value_name = "REF")]
+        work_item: String,
+    },
+    /// Hold deliveries to a session back (events are dropped, not replayed).
+    Pause {
+        #[arg(value_name = "REF")]
+        work_item: String,
+    },
+    /// Deliver to a paused session again.
+    Resume {
+        #[arg(value_name = "REF")]
+        work_item: String,
+    },
+    /// End a session's harness (SIGTERM, grace, SIGKILL); its tmux session stays.
+    Stop {
+        #[arg(value_name = "REF")]
+        work_item: String,
+    },
+    /// Attach to a session's tmux session (switch to it when already inside tmux).
+    Attach {
+        #[arg(value_name = "REF")]
+        work_item: String,
+        /// Watch without being able to type.
+        #[arg(long)]
+        read_only: bool,
+    },
+    /// Stop a session and forget it: its record, tmux session and ledger entry.
+    Reset {
+        #[arg(value_name = "REF")]
+        work_item: String,
+    },
+}
+
+pub fn run(cmd: SessionsCommand, ctx: &Ctx) -> CliResult {
+    let loaded = config::load(ctx.config_flag.as_deref()).map_err(usage)?;
+    let paths = StatePaths::from_env();
+    let settings = Settings::new(&loaded.config, loaded.path.clone(), &paths).map_err(usage)?;
+    let events = EventLog::open(&paths);
+    let registry = Registry::new(&paths, events.clone(), Source::Cli);
+    let tmux = RealTmux::from_config(&loaded.config.sessions.tmux);
+    let socket = tmux.socket().clone();
+    let sessions = Sessions::new(Arc::new(tmux), registry, events, settings);
+    // The poll ledger's forget hook is wired here once the poller provides it.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(failed)?;
+    let origin = Origin::cli();
+    match cmd {
+        SessionsCommand::List { json } => runtime.block_on(list(&sessions, json)),
+        SessionsCommand::Start { work_item } => {
+            let item = parse_ref(&work_item)?;
+            let inputs = PromptInputs::manual(&item, "the-loop sessions start");
+            match runtime
+                .block_on(sessions.start(&item, &inputs, &origin))
+                .map_err(session_error)?
+            {
+                StartOutcome::Spawned(record) => {
+                    println!(
+                        "started {} in tmux session {} (pane {}); attach with `the-loop sessions attach {}`",
+                        record.work_item,
+                        record.tmux_session,
+                        record.pane_id.as_deref().unwrap_or("?"),
+                        record.work_item
+                    );
+                }
+                StartOutcome::AlreadyRunning(record) => {
+                    println!(
+                        "{} already has a running session ({}, {}); not starting another",
+                        record.work_item,
+                        record.tmux_session,
+                        record.status.as_str()
+                    );
+                }
+            }
+            Ok(())
+        }
+        SessionsCommand::Pause { work_item } => {
+            let item = parse_ref(&work_item)?;
+            let toggle = sessions.pause(&item, &origin).map_err(session_error)?;
+            say_toggled(&item, toggle, "paused");
+            Ok(())
+        }
+        SessionsCommand::Resume { work_item } => {
+            let item = parse_ref(&work_item)?;
+            let toggle = sessions.resume(&item, &origin).map_err(session_error)?;
+            say_toggled(&item, toggle, "resumed");
+            Ok(())
+        }
+        SessionsCommand::Stop { work_item } => {
+            let item = parse_ref(&work_item)?;
+            let ended = runtime
+                .block_on(sessions.stop(&item, &origin))
+                .map_err(session_error)?;
+            if ended.already_closed {
+                println!("{} was already stopped", ended.record.work_item);
+            } else {
+                println!(
+                    "stopped {}{}; tmux session {} kept (attach to read it, `sessions reset` to remove it)",
+                    ended.record.work_item,
+                    if ended.was_running {
+                        ""
+                    } else {
+                        " (its harness had already exited)"
+                    },
+                    ended.record.tmux_session
+                );
+            }
+            Ok(())
+        }
+        SessionsCommand::Reset { work_item } => {
+            let item = parse_ref(&work_item)?;
+            let ended = runtime
+                .block_on(sessions.reset(&item, &origin))
+                .map_err(session_error)?;
+            println!("reset {}: session forgotten", ended.record.work_item);
+            Ok(())
+        }
+        SessionsCommand::Attach {
+            work_item,
+            read_only,
+        } => {
+            let item = parse_ref(&work_item)?;
+            runtime.block_on(attach(&sessions, &socket, &item, read_only))
+        }
+    }
+}
+
+fn parse_ref(text: &str) -> Result<WorkItemRef, CliError> {
+    text.parse::<WorkItemRef>().map_err(usage)
+}
+
+fn session_error(error: SessionError) -> CliError {
+    CliError {
+        code: error.exit_code(),
+        error: error.into(),
+    }
+}
+
+fn say_toggled(item: &WorkItemRef, toggle: Toggle, done: &str) {
+    match toggle {
+        Toggle::Changed => println!("{done} {item}"),
+        Toggle::Unchanged => println!("{item} was already {done}"),
+    }
+}
+
+async fn list(sessions: &Sessions, as_json: bool) -> CliResult {
+    let registry = sessions.registry();
+    let records = registry.list().map_err(failed)?;
+    let now = activity::unix_now();
+    let mut tracker = ActivityTracker::new();
+    // `awaiting-input` comes with the ask work: it supplies the open questions.
+    let seen = activity::observe(
+        sessions.tmux().as_ref(),
+        &records,
+        &mut tracker,
+        |_| false,
+        now,
+    )
+    .await;
+    activity::save_snapshots(registry, &records, &seen);
+    if seen.iter().any(|a| a.state == ActivityState::Unknown)
+        && let Err(error) = sessions.tmux().list_sessions().await
+    {
+        eprintln!("the-loop: session states are unknown: {error}");
+    }
+    if as_json {
+        let rows: Vec<Value> = records
+            .iter()
+            .zip(&seen)
+            .map(|(r, a)| json_row(r, a))
+            .collect();
+        println!("{}", Value::Array(rows));
+    } else {
+        print_table(&records, &seen);
+    }
+    Ok(())
+}
+
+fn json_row(record: &SessionRecord, seen: &SessionActivity) -> Value {
+    json!({
+        "ref": record.work_item.to_string(),
+        "url": record.url,
+        "harness": record.harness,
+        "status": record.status.as_str(),
+        "state": seen.state.as_str(),
+        "idleSeconds": seen.idle_seconds,
+        "tmuxSession": record.tmux_session,
+        "pane": seen.pane.as_ref().map(ToString::to_string).or_else(|| record.pane_id.clone()),
+        "cwd": record.cwd.display().to_string(),
+        "harnessSessionId": record.harness_session_id,
+        "createdAt": record.created_at,
+        "lastEventAt": record.last_event_at,
+    })
+}
+
+fn print_table(records: &[SessionRecord], seen: &[SessionActivity]) {
+    if records.is_empty() {
+        println!("no sessions (start one with `the-loop sessions start REF`)");
+        return;
+    }
+    let rows: Vec<[String; 6]> = records
+        .iter()
+        .zip(seen)
+        .map(|(r, a)| {
+            [
+                r.work_item.to_string(),
+                r.harness.clone(),
+                r.status.as_str().to_string(),
+                a.state.as_str().to_string(),
+                a.idle_seconds.map_or_else(|| "-".to_string(), human_age),
+                r.tmux_session.clone(),
+            ]
+        })
+        .collect();
+    let header = ["REF", "HARNESS", "STATUS", "STATE", "IDLE", "TMUX"].map(String::from);
+    let mut widths = header.clone().map(|h| h.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for row in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        println!("{}", cells.join("  ").trim_end());
+    }
+}
+
+/// `45s`, `12m`, `3h`, `2d`.
+pub fn human_age(seconds: u64) -> String {
+    match seconds {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m", s / 60),
+        s if s < 86_400 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
+    }
+}
+
+async fn attach(
+    sessions: &Sessions,
+    socket: &Socket,
+    item: &WorkItemRef,
+    read_only: bool,
+) -> CliResult {
+    let record = sessions
+        .registry()
+        .get(item)
+        .map_err(failed)?
+        .ok_or_else(|| session_error(SessionError::NoSession(item.to_string())))?;
+    match sessions.locate(&record.tmux_session).await {
+        PaneState::Absent => {
+            return Err(failed(anyhow!(
+                "the tmux session {} of {} no longer exists; start it again with `the-loop sessions start {}`",
+                record.tmux_session,
+                record.work_item,
+                record.work_item
+            )));
+        }
+        PaneState::Unknown(tmux::Error::NotInstalled) => {
+            return Err(failed(tmux::Error::NotInstalled));
+        }
+        // tmux itself will say what is wrong, if anything.
+        PaneState::Live(_) | PaneState::Dead(_) | PaneState::Unknown(_) => {}
+    }
+    let tmux_env = std::env::var("TMUX").ok();
+    let plan = attach_plan(socket, &record.tmux_session, read_only, tmux_env.as_deref());
+    exec_tmux(&plan)
+}
+
+/// The tmux command `attach` runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttachPlan {
+    /// Arguments after `tmux`.
+    pub args: Vec<String>,
+    /// Run with `TMUX` unset (attaching from inside another tmux server, nested).
+    pub unset_tmux: bool,
+}
+
+/// `attach-session -t =NAME [-r]`, or `switch-client -t =NAME` when already inside a
+/// client of the same server. Read-only from inside tmux attaches nested instead:
+/// `switch-client -r` would toggle the operator's own client into read-only mode and
+/// leave it there.
+pub fn attach_plan(
+    socket: &Socket,
+    name: &str,
+    read_only: bool,
+    tmux_env: Option<&str>,
+) -> AttachPlan {
+    let inside = tmux_env.filter(|v| !v.is_empty());
+    let same_server = inside.is_some_and(|v| same_socket(socket, v));
+    let target = format!("={name}");
+    let mut args = tmux::argv::socket_args(socket);
+    if same_server && !read_only {
+        args.extend(["switch-client".into(), "-t".into(), target]);
+        return AttachPlan {
+            args,
+            unset_tmux: false,
+        };
+    }
+    args.extend(["attach-session".into(), "-t".into(), target]);
+    if read_only {
+        args.push("-r".into());
+    }
+    AttachPlan {
+        args,
+        unset_tmux: inside.is_some(),
+    }
+}
+
+/// Whether `$TMUX` (`<socket path>,<pid>,<session>`) names the server `socket` reaches.
+fn same_socket(socket: &Socket, tmux_env: &str) -> bool {
+    let path = std::path::Path::new(tmux_env.split(',').next().unwrap_or(""));
+    match socket {
+        Socket::Default => path.file_name().is_some_and(|n| n == "default"),
+        Socket::Name(name) => path.file_name().is_some_and(|n| n == name.as_str()),
+        Socket::Path(p) => path == p,
+    }
+}
+
+/// Replaces this process with tmux (returns only when that failed).
+fn exec_tmux(plan: &AttachPlan) -> CliResult {
+    use std::os::unix::process::CommandExt;
+    let mut command = std::process::Command::new("tmux");
+    command.args(&plan.args);
+    if plan.unset_tmux {
+        command.env_remove("TMUX").env_remove("TMUX_PANE");
+    }
+    let error = command.exec();
+    if error.kind() == std::io::ErrorKind::NotFound {
+        Err(failed(tmux::Error::NotInstalled))
+    } else {
+        Err(failed(anyhow!("could not run tmux: {error}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attach_outside_tmux_attaches() {
+        let plan = attach_plan(&Socket::Name("s".into()), "loop-a", false, None);
+        assert_eq!(plan.args, ["-L", "s", "attach-session", "-t", "=loop-a"]);
+        assert!(!plan.unset_tmux);
+        let plan = attach_plan(&Socket::Default, "loop-a", true, Some(""));
+        assert_eq!(plan.args, ["attach-session", "-t", "=loop-a", "-r"]);
+    }
+
+    #[test]
+    fn inside_the_same_server_switches_client() {
+        let env = "/tmp/tmux-1000/s,4242,0";
+        let plan = attach_plan(&Socket::Name("s".into()), "loop-a", false, Some(env));
+        assert_eq!(plan.args, ["-L", "s", "switch-client", "-t", "=loop-a"]);
+        assert!(!plan.unset_tmux);
+        let plan = attach_plan(
+            &Socket::Default,
+            "loop-a",
+            false,
+            Some("/tmp/tmux-0/default,1,2"),
+        );
+        assert_eq!(plan.args, ["switch-client", "-t", "=loop-a"]);
+    }
+
+    #[test]
+    fn read_only_or_another_server_nests_with_tmux_unset() {
+        let env = "/tmp/tmux-1000/s,4242,0";
+        let plan = attach_plan(&Socket::Name("s".into()), "loop-a", true, Some(env));
+        assert_eq!(
+            plan.args,
+            ["-L", "s", "attach-session", "-t", "=loop-a", "-r"]
+        );
+        assert!(plan.unset_tmux);
+        let plan = attach_plan(&Socket::Name("other".into()), "loop-a", false, Some(env));
+        assert_eq!(
+            plan.args,
+            ["-L", "other", "attach-session", "-t", "=loop-a"]
+        );
+        assert!(plan.unset_tmux);
+    }
+
+    #[test]
+    fn ages_are_short() {
+        assert_eq!(human_age(5), "5s");
+        assert_eq!(human_age(125), "2m");
+        assert_eq!(human_age(7300), "2h");
+        assert_eq!(human_age(200_000), "2d");
+    }
+}

@@ -1,0 +1,261 @@
+//! What each session is doing (SPEC §7.5): `working`, `idle`, `awaiting-input`, `dead`,
+//! `paused` — plus `closed` (the record says so) and `unknown` (tmux did not answer).
+//!
+//! Cheap enough for every second over 50 sessions: one `list-panes -a` for all of them
+//! (liveness, pane and `#{window_activity}`), then a capture only of a session whose
+//! window had output since the last look. Output alone is not work — a harness may
+//! redraw an identical screen — so a session is `working` while its visible text
+//! changed within [`WORKING_WINDOW_SECS`], and `idle` after that.
+
+use super::registry::{ActivitySnapshot, Registry, SessionRecord, Status};
+use crate::routing::WorkItemRef;
+use crate::tmux::{Liveness, PaneId, SessionInfo, Tmux};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+
+/// A session whose screen changed this recently is working.
+pub const WORKING_WINDOW_SECS: u64 = 5;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ActivityState {
+    /// The visible text changed within the last [`WORKING_WINDOW_SECS`].
+    Working,
+    /// Running, screen unchanged for longer.
+    Idle,
+    /// Running with an open question to the operator (SPEC §8.1).
+    AwaitingInput,
+    /// The record is open but no harness runs (pane exited, or tmux session gone).
+    Dead,
+    /// Running; deliveries are held back by the operator.
+    Paused,
+    /// Stopped or its item closed.
+    Closed,
+    /// tmux did not answer: nothing is known.
+    Unknown,
+}
+
+impl ActivityState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Working => "working",
+            Self::Idle => "idle",
+            Self::AwaitingInput => "awaiting-input",
+            Self::Dead => "dead",
+            Self::Paused => "paused",
+            Self::Closed => "closed",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for ActivityState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One session's observed activity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionActivity {
+    pub work_item: WorkItemRef,
+    pub state: ActivityState,
+    /// Seconds since the visible text last changed (running sessions only).
+    pub idle_seconds: Option<u64>,
+    /// The pane currently hosting the session, found by its tmux name.
+    pub pane: Option<PaneId>,
+    pub liveness: Liveness,
+    /// What to remember for the next look (running sessions only).
+    pub snapshot: Option<ActivitySnapshot>,
+}
+
+/// Remembers the last snapshot per session between looks (the TUI keeps one). A
+/// session it has not seen starts from the snapshot stored in its record.
+#[derive(Debug, Default, Clone)]
+pub struct ActivityTracker {
+    last: HashMap<String, ActivitySnapshot>,
+}
+
+impl ActivityTracker {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// Observes every record's session: at most one `list-panes -a` plus one capture per
+/// session whose window had output since the last look. `open_question` is the hook of
+/// the ask work: true when the item has an unanswered `session.awaiting_input`.
+pub async fn observe<T: Tmux + ?Sized>(
+    tmux: &T,
+    records: &[SessionRecord],
+    tracker: &mut ActivityTracker,
+    open_question: impl Fn(&WorkItemRef) -> bool,
+    now: u64,
+) -> Vec<SessionActivity> {
+    let listing = if records.iter().any(|r| r.status.is_open()) {
+        match tmux.list_sessions().await {
+            Ok(sessions) => Some(sessions),
+            Err(error) => {
+                tracing::debug!("activity: tmux did not list sessions: {error}");
+                None
+            }
+        }
+    } else {
+        Some(Vec::new())
+    };
+    let mut out = Vec::with_capacity(records.len());
+    for record in records {
+        let info = listing
+            .as_ref()
+            .map(|all| all.iter().find(|s| s.name == record.tmux_session));
+        out.push(observe_one(tmux, record, info, tracker, &open_question, now).await);
+    }
+    out
+}
+
+/// `info`: `None` when tmux did not answer, `Some(None)` when the session is absent.
+async fn observe_one<T: Tmux + ?Sized>(
+    tmux: &T,
+    record: &SessionRecord,
+    info: Option<Option<&SessionInfo>>,
+    tracker: &mut ActivityTracker,
+    open_question: &impl Fn(&WorkItemRef) -> bool,
+    now: u64,
+) -> SessionActivity {
+    let mut activity = SessionActivity {
+        work_item: record.work_item.clone(),
+        state: ActivityState::Closed,
+        idle_seconds: None,
+        pane: None,
+        liveness: Liveness::Unknown,
+        snapshot: None,
+    };
+    if let Some(info) = info {
+        activity.liveness = info.map_or(Liveness::Absent, |i| i.liveness);
+        activity.pane = info.map(|i| i.pane.clone());
+    }
+    let running = info
+        .flatten()
+        .filter(|i| i.liveness == Liveness::Live && record.status.is_open());
+    if let Some(info) = running {
+        let previous = tracker
+            .last
+            .get(&record.tmux_session)
+            .or(record.activity.as_ref());
+        let hash = if needs_capture(previous, info.activity) {
+            match tmux.capture_pane(&info.pane, false).await {
+                Ok(text) => Some(capture_hash(&text)),
+                Err(error) => {
+                    tracing::debug!(pane = %info.pane, "activity: capture failed: {error}");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let snapshot = advance(previous, info.activity, hash);
+        activity.idle_seconds = Some(now.saturating_sub(snapshot.changed_at));
+        activity.snapshot = Some(snapshot);
+    }
+    let running_state = activity.snapshot.as_ref().map(|s| s.changed_at);
+    activity.state = classify(
+        record.status,
+        activity.liveness,
+        open_question(&record.work_item),
+        running_state,
+        now,
+    );
+    if let Some(snapshot) = &mut activity.snapshot {
+        snapshot.state = activity.state.as_str().to_string();
+        tracker
+            .last
+            .insert(record.tmux_session.clone(), snapshot.clone());
+    }
+    activity
+}
+
+/// The state from what is known. `changed_at`: when the screen last changed, for a
+/// running session.
+pub fn classify(
+    status: Status,
+    liveness: Liveness,
+    open_question: bool,
+    changed_at: Option<u64>,
+    now: u64,
+) -> ActivityState {
+    match (status, liveness) {
+        (Status::Closed, _) => ActivityState::Closed,
+        (_, Liveness::Unknown) => ActivityState::Unknown,
+        (_, Liveness::Dead | Liveness::Absent) => ActivityState::Dead,
+        (Status::Paused, Liveness::Live) => ActivityState::Paused,
+        (Status::Active, Liveness::Live) if open_question => ActivityState::AwaitingInput,
+        (Status::Active, Liveness::Live) => match changed_at {
+            Some(at) if now.saturating_sub(at) < WORKING_WINDOW_SECS => ActivityState::Working,
+            _ => ActivityState::Idle,
+        },
+    }
+}
+
+/// A capture is needed unless the window has had no output since the last look.
+pub fn needs_capture(previous: Option<&ActivitySnapshot>, window_activity: u64) -> bool {
+    previous.is_none_or(|p| p.window_activity != window_activity)
+}
+
+/// The next snapshot. `hash` is `None` when no capture was taken (or it failed): the
+/// screen is taken as unchanged. A changed screen is dated by the window's last output
+/// (tmux's own clock), not by when we happened to look.
+pub fn advance(
+    previous: Option<&ActivitySnapshot>,
+    window_activity: u64,
+    hash: Option<String>,
+) -> ActivitySnapshot {
+    let (capture_hash, changed_at) = match (previous, hash) {
+        (Some(p), None) => (p.capture_hash.clone(), p.changed_at),
+        (Some(p), Some(h)) if p.capture_hash == h => (h, p.changed_at),
+        (_, Some(h)) => (h, window_activity),
+        (None, None) => (String::new(), window_activity),
+    };
+    ActivitySnapshot {
+        state: String::new(),
+        window_activity,
+        capture_hash,
+        changed_at,
+    }
+}
+
+/// A short, stable hash of a capture (stored in records, compared across processes).
+pub fn capture_hash(text: &str) -> String {
+    let digest = Sha256::digest(text.as_bytes());
+    hex::encode(&digest[..8])
+}
+
+/// Stores each observed snapshot whose state differs from its record's, so the next
+/// one-shot reader starts from it. Failures are logged, not returned: activity is a
+/// view, never worth failing a command for.
+pub fn save_snapshots(registry: &Registry, records: &[SessionRecord], seen: &[SessionActivity]) {
+    for (record, activity) in records.iter().zip(seen) {
+        let Some(snapshot) = &activity.snapshot else {
+            continue;
+        };
+        let stored = record.activity.as_ref().map(|a| a.state.as_str());
+        if stored == Some(snapshot.state.as_str()) {
+            continue;
+        }
+        let result = registry.update(&record.work_item, |r| r.activity = Some(snapshot.clone()));
+        if let Err(error) = result {
+            tracing::warn!(work_item = %record.work_item, "activity not saved: {error}");
+        }
+    }
+}
+
+/// Now, in Unix seconds (tmux's clock for `#{window_activity}`).
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+#[path = "activity_tests.rs"]
+mod tests;

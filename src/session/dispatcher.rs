@@ -1,0 +1,408 @@
+//! The dispatcher (SPEC §5.3–5.4, §7): the supervisor's [`Ingest`]. Each event is
+//! routed by the one router, the decision is logged, and the dispatcher acts on it:
+//!
+//! - **Deliver** → the first work item (in order) that has a session gets the event
+//!   prompt; none → `dispatch.dropped` (`no-session`, or `session-closed`); a paused
+//!   session → `session-paused`. Both settled, never replayed.
+//! - **Control** → start (unless `routing.spawn: never`), pause, resume, stop. Control
+//!   comments are never forwarded.
+//! - **Close** → the item's session ends (status `closed`).
+//! - **SpawnCandidate** → spawn for a watched item without a session.
+//! - **Dropped** / **Ambiguous** → settled with the reason.
+//!
+//! Everything that touches a session runs in that session's FIFO lane (see `queue`),
+//! so a pause written after a comment takes effect after that comment, and sessions
+//! deliver concurrently. Routing itself happens synchronously in `ingest`, so events
+//! are queued in the order they were submitted.
+
+use super::dedupe_store::DedupeStore;
+use super::jobs::{Job, JobKind, Target};
+use super::lifecycle::{Origin, PromptInputs, Sessions};
+use super::queue::Lanes;
+use crate::config::{Config, SpawnPolicy};
+use crate::events::{Event, EventType, Level, Source};
+use crate::ingress::{Disposition, InboundEvent, Ingest};
+use crate::paths::StatePaths;
+use crate::routing::excerpt::excerpt;
+use crate::routing::{
+    ControlCommand, EnabledEvents, Inbound, Outcome, RouterConfig, WorkItemRef, route,
+};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::Duration;
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+
+/// How long a session's worker waits for another job before it ends.
+const LANE_IDLE: Duration = Duration::from_secs(60);
+
+#[derive(Debug, thiserror::Error)]
+pub enum DispatcherError {
+    #[error("the dispatcher must be created inside a tokio runtime")]
+    NoRuntime,
+}
+
+/// The supervisor's [`Ingest`]. Cheap to clone.
+#[derive(Clone)]
+pub struct Dispatcher {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub sessions: Arc<Sessions>,
+    router: RwLock<(RouterConfig, SpawnPolicy)>,
+    pub dedupe: Mutex<DedupeStore>,
+    pub lanes: Lanes<Job>,
+    /// Items whose spawn is queued: deliveries behind it go to the new session.
+    pub pending_spawns: Mutex<HashSet<String>>,
+    runtime: Handle,
+}
+
+impl Dispatcher {
+    /// A dispatcher over `sessions`, with the dedupe persisted under `paths`. Must be
+    /// called inside a tokio runtime (workers are spawned on it).
+    pub fn new(
+        sessions: Arc<Sessions>,
+        config: &Config,
+        paths: &StatePaths,
+    ) -> Result<Self, DispatcherError> {
+        let runtime = Handle::try_current().map_err(|_| DispatcherError::NoRuntime)?;
+        let dedupe = DedupeStore::load(paths.root.join("dedupe.json"), &sessions.events);
+        Ok(Self {
+            inner: Arc::new(Inner {
+                router: RwLock::new(router_config(config)),
+                dedupe: Mutex::new(dedupe),
+                lanes: Lanes::new(LANE_IDLE),
+                pending_spawns: Mutex::new(HashSet::new()),
+                sessions,
+                runtime,
+            }),
+        })
+    }
+
+    pub fn sessions(&self) -> &Arc<Sessions> {
+        &self.inner.sessions
+    }
+
+    /// Applies a reloaded config to routing (the lifecycle's settings are replaced
+    /// with [`Sessions::set_settings`]).
+    pub fn set_config(&self, config: &Config) {
+        match self.inner.router.write() {
+            Ok(mut r) => *r = router_config(config),
+            Err(poisoned) => *poisoned.into_inner() = router_config(config),
+        }
+    }
+
+    /// Sessions with a running worker.
+    pub fn busy_lanes(&self) -> usize {
+        self.inner.lanes.active()
+    }
+
+    fn route(&self, inbound: &Inbound<'_>) -> (Outcome, SpawnPolicy) {
+        let (config, policy) = match self.inner.router.read() {
+            Ok(r) => r.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        let mut store = self.inner.dedupe();
+        let id = inbound.delivery_id;
+        let known = id.is_empty() || store.dedupe.contains(id);
+        let outcome = route(inbound, &config, &mut store.dedupe);
+        if !known && store.dedupe.contains(id) {
+            store.save();
+        }
+        (outcome, policy)
+    }
+}
+
+impl Inner {
+    pub fn dedupe(&self) -> MutexGuard<'_, DedupeStore> {
+        self.dedupe
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn pending(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.pending_spawns
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn emit(&self, event: Event) {
+        self.sessions.emit(event);
+    }
+}
+
+fn router_config(config: &Config) -> (RouterConfig, SpawnPolicy) {
+    (
+        RouterConfig::new(&config.routing, EnabledEvents::all()),
+        config.routing.spawn,
+    )
+}
+
+fn settled(disposition: Disposition) -> BoxFuture<'static, Disposition> {
+    Box::pin(std::future::ready(disposition))
+}
+
+fn dropped(reason: &str) -> BoxFuture<'static, Disposition> {
+    settled(Disposition::Dropped {
+        reason: reason.to_string(),
+    })
+}
+
+impl Ingest for Dispatcher {
+    fn ingest(&self, event: InboundEvent) -> BoxFuture<'static, Disposition> {
+        let inbound = event.as_inbound();
+        let (outcome, policy) = self.route(&inbound);
+        self.inner.emit(outcome.to_event(&inbound, event.source));
+        match outcome {
+            Outcome::Dropped { reason, .. } => dropped(reason.as_str()),
+            Outcome::Ambiguous { .. } => dropped("ambiguous"),
+            Outcome::Deliver { work_items, actor } => self.deliver(&event, &work_items, actor),
+            Outcome::Control {
+                command,
+                item,
+                work_items,
+                actor,
+            } => self.control(&event, command, item, &work_items, actor, policy),
+            Outcome::Close {
+                item,
+                merged,
+                actor,
+                ..
+            } => {
+                let origin = Origin::comment(event.source, actor);
+                self.enqueue(&event, item, JobKind::Close { merged, origin })
+            }
+            Outcome::SpawnCandidate { item, actor, .. } => {
+                self.spawn_candidate(&event, item, actor, policy)
+            }
+        }
+    }
+}
+
+impl Dispatcher {
+    /// A prompt for the first item that has a session.
+    fn deliver(
+        &self,
+        event: &InboundEvent,
+        work_items: &[WorkItemRef],
+        actor: Option<String>,
+    ) -> BoxFuture<'static, Disposition> {
+        match self.target(work_items) {
+            Target::Session(item) => {
+                let inputs = inputs(event, &item, excerpt(&event.gh_event, &event.payload));
+                self.enqueue(event, item, JobKind::Deliver { inputs, actor })
+            }
+            Target::Closed(item) => self.no_session(event, &item, "session-closed"),
+            Target::None => match work_items.first() {
+                Some(item) => self.no_session(event, item, "no-session"),
+                None => dropped("no-work-item"),
+            },
+        }
+    }
+
+    fn no_session(
+        &self,
+        event: &InboundEvent,
+        item: &WorkItemRef,
+        reason: &str,
+    ) -> BoxFuture<'static, Disposition> {
+        self.inner.emit(
+            Event::new(Source::Dispatch, EventType::DispatchDropped)
+                .with("work_item", item.to_string())
+                .with("delivery_id", non_empty(&event.delivery_id))
+                .with("gh_event", event.gh_event.as_str())
+                .with("reason", reason),
+        );
+        dropped(reason)
+    }
+
+    fn control(
+        &self,
+        event: &InboundEvent,
+        command: ControlCommand,
+        item: WorkItemRef,
+        work_items: &[WorkItemRef],
+        actor: String,
+        policy: SpawnPolicy,
+    ) -> BoxFuture<'static, Disposition> {
+        let origin = Origin::comment(event.source, Some(actor));
+        // Stop/pause/resume act on whichever concerned item has a session.
+        let target = match self.target(work_items) {
+            Target::Session(found) => found,
+            Target::Closed(_) | Target::None => item.clone(),
+        };
+        match command {
+            ControlCommand::Start if policy == SpawnPolicy::Never => {
+                self.inner
+                    .refused(event.source, &item, command, "spawn-policy", None, &origin);
+                dropped("spawn-policy")
+            }
+            ControlCommand::Start => {
+                let excerpt = subject_excerpt(&event.payload);
+                let inputs = inputs(event, &item, excerpt);
+                self.spawn(event, item, inputs, origin)
+            }
+            ControlCommand::Pause => self.enqueue(event, target, JobKind::Pause { origin }),
+            ControlCommand::Resume => self.enqueue(event, target, JobKind::Resume { origin }),
+            ControlCommand::Stop => self.enqueue(event, target, JobKind::Stop { origin }),
+        }
+    }
+
+    /// `routing.spawn: labeled`: spawn for a watched item that has no session.
+    fn spawn_candidate(
+        &self,
+        event: &InboundEvent,
+        item: WorkItemRef,
+        actor: String,
+        policy: SpawnPolicy,
+    ) -> BoxFuture<'static, Disposition> {
+        if policy != SpawnPolicy::Labeled {
+            return dropped("spawn-policy");
+        }
+        if !self.is_watched(&item, &event.payload) {
+            return dropped("not-watched");
+        }
+        if let Target::Session(_) = self.target(std::slice::from_ref(&item)) {
+            return dropped("already-running");
+        }
+        let inputs = inputs(event, &item, excerpt(&event.gh_event, &event.payload));
+        let origin = Origin::labeled(event.source, Some(actor));
+        self.spawn(event, item, inputs, origin)
+    }
+
+    fn spawn(
+        &self,
+        event: &InboundEvent,
+        item: WorkItemRef,
+        inputs: PromptInputs,
+        origin: Origin,
+    ) -> BoxFuture<'static, Disposition> {
+        self.inner.pending().insert(item.slug());
+        self.enqueue(event, item, JobKind::Start { inputs, origin })
+    }
+
+    /// Whether the item carries its repo's watch label (`""` watches everything).
+    fn is_watched(&self, item: &WorkItemRef, payload: &Value) -> bool {
+        let settings = self.inner.sessions.settings();
+        let repo = item.repo_full_name();
+        let Some(config) = settings
+            .repos
+            .iter()
+            .find(|r| r.name.eq_ignore_ascii_case(&repo))
+        else {
+            return false;
+        };
+        if config.label.is_empty() {
+            return true;
+        }
+        let matches = |v: &Value| {
+            v["name"]
+                .as_str()
+                .is_some_and(|n| n.eq_ignore_ascii_case(&config.label))
+        };
+        matches(&payload["label"])
+            || payload["issue"]["labels"]
+                .as_array()
+                .is_some_and(|labels| labels.iter().any(matches))
+    }
+
+    /// The first item (in order) with an open session or a queued spawn.
+    fn target(&self, work_items: &[WorkItemRef]) -> Target {
+        let mut closed = None;
+        for item in work_items {
+            if self.inner.pending().contains(&item.slug()) {
+                return Target::Session(item.clone());
+            }
+            match self.inner.sessions.registry().get(item) {
+                Ok(Some(record)) if record.status.is_open() => {
+                    return Target::Session(record.work_item);
+                }
+                Ok(Some(record)) => {
+                    closed.get_or_insert(record.work_item);
+                }
+                Ok(None) => {}
+                Err(error) => tracing::warn!(%item, "session record unreadable: {error}"),
+            }
+        }
+        closed.map_or(Target::None, Target::Closed)
+    }
+
+    /// Queues a job in the item's lane and returns its settlement.
+    fn enqueue(
+        &self,
+        event: &InboundEvent,
+        item: WorkItemRef,
+        kind: JobKind,
+    ) -> BoxFuture<'static, Disposition> {
+        let (reply, settled) = oneshot::channel();
+        let job = Job {
+            source: event.source,
+            delivery_id: event.delivery_id.clone(),
+            gh_event: event.gh_event.clone(),
+            item: item.clone(),
+            kind,
+            reply,
+        };
+        let pushed = self.inner.lanes.push(&item.slug(), job);
+        self.inner.emit(
+            Event::new(Source::Dispatch, EventType::DispatchQueued)
+                .level(Level::Debug)
+                .with("work_item", item.to_string())
+                .with("delivery_id", non_empty(&event.delivery_id))
+                .with("gh_event", event.gh_event.as_str())
+                .with("queue_len", pushed.depth),
+        );
+        if let Some(mut worker) = pushed.start_worker {
+            let inner = Arc::clone(&self.inner);
+            self.inner.runtime.spawn(async move {
+                while let Some(job) = inner.lanes.next(&mut worker).await {
+                    inner.run(job).await;
+                }
+            });
+        }
+        Box::pin(async move {
+            settled.await.unwrap_or_else(|_| Disposition::Failed {
+                error: "the dispatcher stopped before this event was handled".into(),
+            })
+        })
+    }
+}
+
+/// The prompt inputs of an event for `item`.
+fn inputs(event: &InboundEvent, item: &WorkItemRef, excerpt: String) -> PromptInputs {
+    PromptInputs {
+        event: event.gh_event.clone(),
+        action: event.action.clone(),
+        delivery_id: event.delivery_id.clone(),
+        repository: event.payload["repository"]["full_name"]
+            .as_str()
+            .map_or_else(|| item.repo_full_name(), str::to_string),
+        excerpt,
+    }
+}
+
+/// The excerpt of the issue or PR a control comment was written on — never of the
+/// comment itself: control comments are not forwarded to the agent.
+fn subject_excerpt(payload: &Value) -> String {
+    if payload["issue"].is_object() {
+        excerpt("issues", &json!({ "issue": payload["issue"] }))
+    } else if payload["pull_request"].is_object() {
+        excerpt(
+            "pull_request",
+            &json!({ "pull_request": payload["pull_request"] }),
+        )
+    } else {
+        "{}".into()
+    }
+}
+
+pub(crate) fn non_empty(s: &str) -> Option<String> {
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+#[cfg(test)]
+#[path = "dispatcher_tests.rs"]
+mod tests;

@@ -1,0 +1,180 @@
+//! Ending sessions (SPEC §7.5): stop (an operator or a control comment), close (the
+//! item closed or merged on GitHub) and reset (stop and forget).
+//!
+//! Stop and close end the harness — SIGTERM, a grace period, SIGKILL — and **keep** the
+//! tmux session: with `remain-on-exit` its pane shows that the harness ended and the
+//! operator can still attach and read what the agent did; a later `start` clears the
+//! dead pane (verified) before spawning. Reset kills the tmux session too: it forgets
+//! everything. A live tmux session the record does not lead to is never touched.
+
+use super::lifecycle::{Origin, PaneState, SessionError, Sessions};
+use super::registry::{SessionRecord, Status};
+use crate::events::{Event, EventType};
+use crate::routing::WorkItemRef;
+
+/// Forgets a work item's entry in the poll ledger (`poll/<owner>-<repo>.json`), so a
+/// reset item is baselined afresh the next time it is seen. The poller module provides
+/// the implementation; `sessions reset` and the TUI pass it to
+/// [`Sessions::with_ledger`]. Returns whether an entry existed.
+pub trait LedgerHook: Send + Sync {
+    fn forget_item(&self, item: &WorkItemRef) -> Result<bool, String>;
+}
+
+/// What ending a session did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ended {
+    pub record: SessionRecord,
+    /// A harness was running and was ended.
+    pub was_running: bool,
+    /// The tmux session was killed (reset only).
+    pub tmux_killed: bool,
+    /// The record was already closed: nothing was done.
+    pub already_closed: bool,
+}
+
+impl Sessions {
+    /// Ends the harness and marks the session closed (`session.stopped`).
+    pub async fn stop(&self, item: &WorkItemRef, origin: &Origin) -> Result<Ended, SessionError> {
+        let ended = self.end(item).await?;
+        if !ended.already_closed {
+            self.emit(
+                Event::new(origin.source, EventType::SessionStopped)
+                    .with("work_item", ended.record.work_item.to_string())
+                    .with("actor", origin.actor.clone())
+                    .with("via", origin.via)
+                    .with("tmux_killed", false),
+            );
+        }
+        Ok(ended)
+    }
+
+    /// The item closed on GitHub (`merged` for a merged PR): as stop, `session.closed`.
+    pub async fn close(
+        &self,
+        item: &WorkItemRef,
+        merged: bool,
+        origin: &Origin,
+    ) -> Result<Ended, SessionError> {
+        let ended = self.end(item).await?;
+        if !ended.already_closed {
+            self.emit(
+                Event::new(origin.source, EventType::SessionClosed)
+                    .with("work_item", ended.record.work_item.to_string())
+                    .with("state", if merged { "merged" } else { "closed" })
+                    .with("tmux_killed", false),
+            );
+        }
+        Ok(ended)
+    }
+
+    /// Stops the session, kills its (now dead) tmux session, forgets the record and the
+    /// item's ledger entry (`session.reset`).
+    pub async fn reset(&self, item: &WorkItemRef, origin: &Origin) -> Result<Ended, SessionError> {
+        let mut ended = self.end(item).await?;
+        let record = &ended.record;
+        if let PaneState::Dead(_) = self.locate(&record.tmux_session).await {
+            match self.tmux.kill_session(&record.tmux_session).await {
+                Ok(()) => ended.tmux_killed = true,
+                Err(crate::tmux::Error::SessionMissing { .. }) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        self.registry.remove(&record.work_item)?;
+        let ledger = self
+            .ledger
+            .as_ref()
+            .map(|hook| hook.forget_item(&record.work_item));
+        if let Some(Err(error)) = &ledger {
+            tracing::warn!(work_item = %record.work_item, "ledger entry not forgotten: {error}");
+        }
+        self.emit(
+            Event::new(origin.source, EventType::SessionReset)
+                .with("work_item", record.work_item.to_string())
+                .with("actor", origin.actor.clone())
+                .with("via", origin.via)
+                .with("tmux_killed", ended.tmux_killed)
+                .with("ledger_forgotten", matches!(ledger, Some(Ok(true))))
+                .with_opt("ledger_error", ledger.and_then(Result::err)),
+        );
+        Ok(ended)
+    }
+
+    /// Ends the harness of an open record and marks it closed.
+    async fn end(&self, item: &WorkItemRef) -> Result<Ended, SessionError> {
+        let record = self
+            .registry
+            .get(item)?
+            .ok_or_else(|| SessionError::NoSession(item.to_string()))?;
+        if record.status == Status::Closed {
+            return Ok(Ended {
+                record,
+                was_running: false,
+                tmux_killed: false,
+                already_closed: true,
+            });
+        }
+        let was_running = self.end_harness(&record).await?;
+        let record = self
+            .registry
+            .update(&record.work_item, |r| {
+                r.status = Status::Closed;
+                r.last_event_at = Some(crate::time::now_ts());
+                r.clone()
+            })?
+            .unwrap_or(record);
+        Ok(Ended {
+            record,
+            was_running,
+            tmux_killed: false,
+            already_closed: false,
+        })
+    }
+
+    /// SIGTERM to the harness, then SIGKILL after the grace period. True when one ran.
+    /// tmux not answering is an error: the session is left as it is.
+    async fn end_harness(&self, record: &SessionRecord) -> Result<bool, SessionError> {
+        let pane = match self.locate(&record.tmux_session).await {
+            PaneState::Live(pane) => pane,
+            PaneState::Dead(_) | PaneState::Absent => return Ok(false),
+            PaneState::Unknown(error) => return Err(error.into()),
+        };
+        let pid = self.tmux.pane_pid(&pane).await?;
+        let timings = self.settings().timings;
+        for (kill, wait) in [(false, timings.stop_grace), (true, timings.stop_grace)] {
+            self.signaller
+                .signal(pid, kill)
+                .map_err(|error| SessionError::Signal {
+                    pid,
+                    pane: pane.to_string(),
+                    error,
+                })?;
+            if self.wait_not_live(&record.tmux_session, wait).await? {
+                return Ok(true);
+            }
+        }
+        Err(SessionError::StillRunning {
+            pane: pane.to_string(),
+        })
+    }
+
+    /// Polls until the session's pane no longer runs; false when `limit` passed first.
+    async fn wait_not_live(
+        &self,
+        tmux_session: &str,
+        limit: std::time::Duration,
+    ) -> Result<bool, SessionError> {
+        let poll = self.settings().timings.poll;
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            match self.locate(tmux_session).await {
+                PaneState::Dead(_) | PaneState::Absent => return Ok(true),
+                PaneState::Unknown(error) => return Err(error.into()),
+                PaneState::Live(_) => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(false);
+            }
+            tokio::time::sleep(poll).await;
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! What a session's worker does with each queued job, and the events that say how it
+//! went (`dispatch.*`, `control.refused`; the lifecycle logs `session.*`).
+
+use super::dispatcher::{Inner, non_empty};
+use super::lifecycle::{Origin, PromptInputs, SessionError, StartOutcome, Toggle};
+use super::respawn::{Delivered, DeliveryFailure};
+use crate::events::{Event, EventType, Level, Source};
+use crate::ingress::Disposition;
+use crate::routing::{ControlCommand, WorkItemRef};
+use crate::tmux::PaneId;
+use std::time::Instant;
+use tokio::sync::oneshot;
+
+/// Where an event goes.
+pub(crate) enum Target {
+    /// An open session (or one being spawned).
+    Session(WorkItemRef),
+    /// Only a closed session.
+    Closed(WorkItemRef),
+    None,
+}
+
+pub(crate) struct Job {
+    pub source: Source,
+    pub delivery_id: String,
+    pub gh_event: String,
+    pub item: WorkItemRef,
+    pub kind: JobKind,
+    pub reply: oneshot::Sender<Disposition>,
+}
+
+pub(crate) enum JobKind {
+    Deliver {
+        inputs: PromptInputs,
+        actor: Option<String>,
+    },
+    Start {
+        inputs: PromptInputs,
+        origin: Origin,
+    },
+    Pause {
+        origin: Origin,
+    },
+    Resume {
+        origin: Origin,
+    },
+    Stop {
+        origin: Origin,
+    },
+    Close {
+        merged: bool,
+        origin: Origin,
+    },
+}
+
+fn dropped(reason: &str) -> Disposition {
+    Disposition::Dropped {
+        reason: reason.to_string(),
+    }
+}
+
+impl Inner {
+    /// Runs one job and answers its submitter. A spawn is followed by a wait for the
+    /// harness to draw its screen, so the next job in the lane reaches a ready program.
+    pub async fn run(&self, job: Job) {
+        let Job {
+            source,
+            delivery_id,
+            gh_event,
+            item,
+            kind,
+            reply,
+        } = job;
+        let mut spawned: Option<PaneId> = None;
+        let disposition = match kind {
+            JobKind::Deliver { inputs, actor } => {
+                let started = Instant::now();
+                let result = self.sessions.deliver_event(&item, &inputs).await;
+                if let Ok(Delivered {
+                    pane,
+                    respawned: Some(_),
+                    ..
+                }) = &result
+                {
+                    spawned = Some(pane.clone());
+                }
+                self.delivered(&item, &delivery_id, &gh_event, actor, started, result)
+            }
+            JobKind::Start { inputs, origin } => {
+                let result = self.sessions.start(&item, &inputs, &origin).await;
+                self.pending().remove(&item.slug());
+                match result {
+                    Ok(StartOutcome::Spawned(record)) => {
+                        spawned = record
+                            .pane_id
+                            .as_deref()
+                            .and_then(|p| PaneId::parse(p).ok());
+                        Disposition::Delivered
+                    }
+                    Ok(StartOutcome::AlreadyRunning(_)) => {
+                        let command = ControlCommand::Start;
+                        self.refused(source, &item, command, "already-running", None, &origin);
+                        dropped("already-running")
+                    }
+                    Err(error) => self.control_failed(
+                        &item,
+                        &delivery_id,
+                        ControlCommand::Start,
+                        error,
+                        &origin,
+                    ),
+                }
+            }
+            JobKind::Pause { origin } => {
+                let result = self.sessions.pause(&item, &origin);
+                self.toggled(&item, &delivery_id, ControlCommand::Pause, result, &origin)
+            }
+            JobKind::Resume { origin } => {
+                let result = self.sessions.resume(&item, &origin);
+                self.toggled(&item, &delivery_id, ControlCommand::Resume, result, &origin)
+            }
+            JobKind::Stop { origin } => match self.sessions.stop(&item, &origin).await {
+                Ok(ended) if ended.already_closed => {
+                    let command = ControlCommand::Stop;
+                    self.refused(source, &item, command, "session-closed", None, &origin);
+                    dropped("session-closed")
+                }
+                Ok(_) => Disposition::Delivered,
+                Err(error) => {
+                    self.control_failed(&item, &delivery_id, ControlCommand::Stop, error, &origin)
+                }
+            },
+            JobKind::Close { merged, origin } => {
+                match self.sessions.close(&item, merged, &origin).await {
+                    Ok(ended) if ended.already_closed => dropped("session-closed"),
+                    Ok(_) => Disposition::Delivered,
+                    Err(SessionError::NoSession(_)) => dropped("no-session"),
+                    Err(error) => self.failed(&item, &delivery_id, &error.to_string(), true),
+                }
+            }
+        };
+        let _ = reply.send(disposition);
+        if let Some(pane) = spawned {
+            self.sessions.settle(&pane).await;
+        }
+    }
+
+    /// The events and settlement of a delivery.
+    fn delivered(
+        &self,
+        item: &WorkItemRef,
+        delivery_id: &str,
+        gh_event: &str,
+        actor: Option<String>,
+        started: Instant,
+        result: Result<Delivered, DeliveryFailure>,
+    ) -> Disposition {
+        let dispatch_dropped = |reason: &str, item: &WorkItemRef| {
+            self.emit(
+                Event::new(Source::Dispatch, EventType::DispatchDropped)
+                    .with("work_item", item.to_string())
+                    .with("delivery_id", non_empty(delivery_id))
+                    .with("gh_event", gh_event)
+                    .with("reason", reason),
+            );
+            dropped(reason)
+        };
+        match result {
+            Ok(delivered) => {
+                self.emit(
+                    Event::new(Source::Dispatch, EventType::DispatchSucceeded)
+                        .with("work_item", item.to_string())
+                        .with("delivery_id", non_empty(delivery_id))
+                        .with("gh_event", gh_event)
+                        .with("actor", actor)
+                        .with("pane", delivered.pane.to_string())
+                        .with("bytes", delivered.bytes)
+                        .with("respawned", delivered.respawned.is_some())
+                        .with("resumed", delivered.respawned)
+                        .with("duration_ms", started.elapsed().as_millis() as u64),
+                );
+                Disposition::Delivered
+            }
+            Err(DeliveryFailure::NoSession(item)) => dispatch_dropped("no-session", &item),
+            Err(DeliveryFailure::Closed(item)) => dispatch_dropped("session-closed", &item),
+            Err(DeliveryFailure::Paused(item)) => dispatch_dropped("session-paused", &item),
+            Err(DeliveryFailure::Transient(error)) => self.failed(item, delivery_id, &error, true),
+            Err(DeliveryFailure::NotSubmitted(error)) => {
+                // Settled: delivering again would paste the text twice.
+                self.failed(item, delivery_id, &error, false);
+                dropped("not-submitted")
+            }
+        }
+    }
+
+    /// `dispatch.failed`; a retryable failure releases the delivery id (so the retry is
+    /// not a duplicate) and leaves the event unsettled.
+    fn failed(
+        &self,
+        item: &WorkItemRef,
+        delivery_id: &str,
+        error: &str,
+        retryable: bool,
+    ) -> Disposition {
+        self.emit(
+            Event::new(Source::Dispatch, EventType::DispatchFailed)
+                .level(if retryable {
+                    Level::Warning
+                } else {
+                    Level::Error
+                })
+                .with("work_item", item.to_string())
+                .with("delivery_id", non_empty(delivery_id))
+                .with("error", error)
+                .with("retryable", retryable),
+        );
+        if retryable {
+            self.dedupe().release(delivery_id);
+        }
+        Disposition::Failed {
+            error: error.to_string(),
+        }
+    }
+
+    fn toggled(
+        &self,
+        item: &WorkItemRef,
+        delivery_id: &str,
+        command: ControlCommand,
+        result: Result<Toggle, SessionError>,
+        origin: &Origin,
+    ) -> Disposition {
+        match result {
+            Ok(_) => Disposition::Delivered,
+            Err(error) => self.control_failed(item, delivery_id, command, error, origin),
+        }
+    }
+
+    /// A control command that could not be carried out: refused for good (no session,
+    /// closed, misconfigured), or failed for now (tmux, I/O) and retried.
+    fn control_failed(
+        &self,
+        item: &WorkItemRef,
+        delivery_id: &str,
+        command: ControlCommand,
+        error: SessionError,
+        origin: &Origin,
+    ) -> Disposition {
+        let reason = match &error {
+            SessionError::NoSession(_) => Some("no-session"),
+            SessionError::Closed(_) => Some("session-closed"),
+            _ if error.exit_code() == 2 => Some("misconfigured"),
+            _ => None,
+        };
+        let message = error.to_string();
+        self.refused(
+            origin.source,
+            item,
+            command,
+            reason.unwrap_or("failed"),
+            Some(&message),
+            origin,
+        );
+        match reason {
+            Some(reason) => dropped(reason),
+            None => self.failed(item, delivery_id, &message, true),
+        }
+    }
+
+    /// `control.refused`.
+    pub fn refused(
+        &self,
+        source: Source,
+        item: &WorkItemRef,
+        command: ControlCommand,
+        reason: &str,
+        error: Option<&str>,
+        origin: &Origin,
+    ) {
+        self.emit(
+            Event::new(source, EventType::ControlRefused)
+                .level(Level::Warning)
+                .with("work_item", item.to_string())
+                .with("actor", origin.actor.clone())
+                .with("keyword", command.as_str())
+                .with("reason", reason)
+                .with("error", error),
+        );
+    }
+}

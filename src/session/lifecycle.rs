@@ -1,0 +1,556 @@
+//! Session lifecycle (SPEC §7.1, §7.5): spawn, pause, resume, and finding a session's
+//! pane. Stop, close and reset live in `ending`, delivery with respawn in `respawn`.
+//!
+//! [`Sessions`] is shared by the dispatcher (comments, closes) and the CLI / TUI
+//! (operator commands), so a session is started, paused or stopped the same way
+//! whoever asks, and every outcome is one event.
+
+use super::harness::{Harness, HarnessError};
+use super::registry::{Registry, RegistryError, SessionRecord, Status};
+use crate::config::{Config, RepoConfig, SessionsConfig};
+use crate::events::{Event, EventLog, EventType, Level, Source};
+use crate::paths::{self, StatePaths};
+use crate::routing::WorkItemRef;
+use crate::routing::prompt::{PromptError, PromptVars, Templates};
+use crate::tmux::{self, PaneId, SpawnSpec, Tmux};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+/// How long the lifecycle waits for things to happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timings {
+    /// A resumed conversation must still run after this long (SPEC §7.5: ~2 s).
+    pub resume_check: Duration,
+    /// Between SIGTERM and SIGKILL when stopping a harness.
+    pub stop_grace: Duration,
+    /// After a spawn, how long the next delivery waits for the harness's first output.
+    pub spawn_settle: Duration,
+    /// How often those waits look again.
+    pub poll: Duration,
+}
+
+impl Default for Timings {
+    fn default() -> Self {
+        Self {
+            resume_check: Duration::from_secs(2),
+            stop_grace: Duration::from_secs(5),
+            spawn_settle: Duration::from_secs(10),
+            poll: Duration::from_millis(100),
+        }
+    }
+}
+
+/// What the lifecycle needs from the config and the environment. Replace it with
+/// [`Sessions::set_settings`] when the config reloads.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub sessions: SessionsConfig,
+    pub repos: Vec<RepoConfig>,
+    pub templates: Templates,
+    /// `THE_LOOP_HOME` for spawned sessions (absolute).
+    pub home: PathBuf,
+    /// `THE_LOOP_CONFIG` for spawned sessions, when a file is in use.
+    pub config_path: Option<PathBuf>,
+    /// Where harness binaries are looked up; the process's `PATH` when `None`.
+    pub search_path: Option<OsString>,
+    pub timings: Timings,
+}
+
+impl Settings {
+    /// From the effective config (templates loaded now: a missing template file is a
+    /// configuration error the operator must see before anything spawns).
+    pub fn new(
+        config: &Config,
+        config_path: Option<PathBuf>,
+        paths: &StatePaths,
+    ) -> Result<Self, PromptError> {
+        Ok(Self {
+            sessions: config.sessions.clone(),
+            repos: config.repos.clone(),
+            templates: Templates::load(&config.sessions)?,
+            home: std::path::absolute(&paths.root).unwrap_or_else(|_| paths.root.clone()),
+            config_path: config_path.map(|p| std::path::absolute(&p).unwrap_or(p)),
+            search_path: None,
+            timings: Timings::default(),
+        })
+    }
+
+    fn submit_delay(&self) -> Duration {
+        Duration::from_millis(self.sessions.tmux.submit_delay_ms)
+    }
+
+    /// The repo's `path`, else the current directory.
+    fn working_dir(&self, item: &WorkItemRef) -> Option<PathBuf> {
+        let repo = item.repo_full_name();
+        self.repos
+            .iter()
+            .find(|r| r.name.eq_ignore_ascii_case(&repo))
+            .and_then(RepoConfig::working_dir)
+            .or_else(|| std::env::current_dir().ok())
+    }
+}
+
+/// What a prompt is rendered from: the GitHub event (or a stand-in for a start
+/// without one) and its excerpt.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PromptInputs {
+    pub event: String,
+    pub action: String,
+    pub delivery_id: String,
+    /// `owner/name`.
+    pub repository: String,
+    pub excerpt: String,
+}
+
+impl PromptInputs {
+    /// A start with no GitHub event behind it (`sessions start`, the TUI's start key).
+    pub fn manual(item: &WorkItemRef, how: &str) -> Self {
+        Self {
+            event: how.to_string(),
+            action: String::new(),
+            delivery_id: String::new(),
+            repository: item.repo_full_name(),
+            excerpt: "{}".into(),
+        }
+    }
+
+    pub(crate) fn vars<'a>(&'a self, item: &'a WorkItemRef) -> PromptVars<'a> {
+        PromptVars {
+            work_item: item,
+            event: &self.event,
+            action: &self.action,
+            repository: &self.repository,
+            delivery_id: &self.delivery_id,
+            payload_excerpt: &self.excerpt,
+        }
+    }
+}
+
+/// Who asked for a lifecycle change, for the events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub source: Source,
+    /// `comment`, `cli` or `tui` (the `via` field of pause, resume and stop events).
+    pub via: &'static str,
+    /// `command`, `labeled`, `cli` or `tui` (the `trigger` of `session.spawned`).
+    pub trigger: &'static str,
+    pub actor: Option<String>,
+}
+
+impl Origin {
+    pub fn cli() -> Self {
+        Self {
+            source: Source::Cli,
+            via: "cli",
+            trigger: "cli",
+            actor: None,
+        }
+    }
+
+    pub fn tui() -> Self {
+        Self {
+            source: Source::Tui,
+            via: "tui",
+            trigger: "tui",
+            actor: None,
+        }
+    }
+
+    /// A control comment (or close) that came in by `source`.
+    pub fn comment(source: Source, actor: Option<String>) -> Self {
+        Self {
+            source,
+            via: "comment",
+            trigger: "command",
+            actor,
+        }
+    }
+
+    /// A spawn under `routing.spawn: labeled` (SPEC §5.4).
+    pub fn labeled(source: Source, actor: Option<String>) -> Self {
+        Self {
+            trigger: "labeled",
+            ..Self::comment(source, actor)
+        }
+    }
+
+    /// Spawns and respawns caused by GitHub events are the dispatcher's doing.
+    pub(crate) fn spawn_source(&self) -> Source {
+        if self.via == "comment" {
+            Source::Dispatch
+        } else {
+            self.source
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// (The work item, as written.)
+    #[error("no session for {0}: start one with `the-loop sessions start {0}`")]
+    NoSession(String),
+    #[error("the session for {0} is closed: start a new one with `the-loop sessions start {0}`")]
+    Closed(String),
+    #[error(transparent)]
+    Harness(#[from] HarnessError),
+    #[error(
+        "the working directory {} for {item} does not exist: fix repos[].path in the config",
+        path.display()
+    )]
+    NoWorkingDir { item: String, path: PathBuf },
+    #[error(transparent)]
+    Tmux(#[from] tmux::Error),
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    #[error("could not signal the harness (pid {pid}) in pane {pane}: {error}")]
+    Signal {
+        pid: u32,
+        pane: String,
+        error: std::io::Error,
+    },
+    #[error(
+        "the harness in pane {pane} still runs after SIGTERM and SIGKILL; end it by hand (`tmux kill-pane -t {pane}`)"
+    )]
+    StillRunning { pane: String },
+}
+
+impl SessionError {
+    /// The exit code of SPEC §1: 2 for configuration problems, 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Harness(HarnessError::Unknown { .. } | HarnessError::NoCommand { .. })
+            | Self::NoWorkingDir { .. } => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// Where a session's harness is, looked up by its tmux session name: a stored pane id
+/// outlives a restarted tmux server (which numbers panes from `%0` again), a name does
+/// not mean anything else.
+#[derive(Debug)]
+pub enum PaneState {
+    Live(PaneId),
+    Dead(PaneId),
+    Absent,
+    /// tmux did not answer (or is not installed): never treated as absent.
+    Unknown(tmux::Error),
+}
+
+/// What `start` found or did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StartOutcome {
+    Spawned(SessionRecord),
+    /// An open session with a live harness exists; nothing was started.
+    AlreadyRunning(SessionRecord),
+}
+
+/// Whether a pause or resume changed anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Toggle {
+    Changed,
+    Unchanged,
+}
+
+/// Sends a signal to a harness process (behind a trait: unit tests must not signal
+/// real processes).
+pub trait Signaller: Send + Sync {
+    fn signal(&self, pid: u32, kill: bool) -> std::io::Result<()>;
+}
+
+/// Signals the harness's process group (the pane's program leads it, so helpers it
+/// started end with it), falling back to the process alone.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ProcessSignaller;
+
+impl Signaller for ProcessSignaller {
+    fn signal(&self, pid: u32, kill: bool) -> std::io::Result<()> {
+        use nix::errno::Errno;
+        use nix::sys::signal::{self, Signal};
+        use nix::unistd::Pid;
+        let raw = i32::try_from(pid)
+            .ok()
+            .filter(|p| *p > 1)
+            .ok_or_else(|| std::io::Error::other(format!("refusing to signal pid {pid}")))?;
+        let sig = if kill {
+            Signal::SIGKILL
+        } else {
+            Signal::SIGTERM
+        };
+        let result = match signal::killpg(Pid::from_raw(raw), sig) {
+            Err(Errno::ESRCH) => signal::kill(Pid::from_raw(raw), sig),
+            other => other,
+        };
+        match result {
+            Ok(()) | Err(Errno::ESRCH) => Ok(()), // already gone
+            Err(errno) => Err(std::io::Error::from(errno)),
+        }
+    }
+}
+
+/// The session lifecycle over one tmux server, one registry and one event log.
+pub struct Sessions {
+    pub(crate) tmux: Arc<dyn Tmux>,
+    pub(crate) registry: Registry,
+    pub(crate) events: EventLog,
+    settings: RwLock<Arc<Settings>>,
+    pub(crate) signaller: Arc<dyn Signaller>,
+    pub(crate) ledger: Option<Arc<dyn super::ending::LedgerHook>>,
+}
+
+impl Sessions {
+    pub fn new(
+        tmux: Arc<dyn Tmux>,
+        registry: Registry,
+        events: EventLog,
+        settings: Settings,
+    ) -> Self {
+        Self {
+            tmux,
+            registry,
+            events,
+            settings: RwLock::new(Arc::new(settings)),
+            signaller: Arc::new(ProcessSignaller),
+            ledger: None,
+        }
+    }
+
+    /// Replaces how harness processes are signalled (tests).
+    pub fn with_signaller(mut self, signaller: Arc<dyn Signaller>) -> Self {
+        self.signaller = signaller;
+        self
+    }
+
+    /// What `reset` calls to forget the item's poll-ledger entry.
+    pub fn with_ledger(mut self, ledger: Arc<dyn super::ending::LedgerHook>) -> Self {
+        self.ledger = Some(ledger);
+        self
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    pub fn tmux(&self) -> &Arc<dyn Tmux> {
+        &self.tmux
+    }
+
+    pub fn settings(&self) -> Arc<Settings> {
+        match self.settings.read() {
+            Ok(s) => Arc::clone(&s),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    pub fn set_settings(&self, settings: Settings) {
+        match self.settings.write() {
+            Ok(mut s) => *s = Arc::new(settings),
+            Err(poisoned) => *poisoned.into_inner() = Arc::new(settings),
+        }
+    }
+
+    pub(crate) fn emit(&self, event: Event) {
+        let _ = self.events.emit(event);
+    }
+
+    /// Finds the session's pane by name (one `list-panes -a`).
+    pub async fn locate(&self, tmux_session: &str) -> PaneState {
+        match self.tmux.list_sessions().await {
+            Err(error) => PaneState::Unknown(error),
+            Ok(all) => match all.into_iter().find(|s| s.name == tmux_session) {
+                None => PaneState::Absent,
+                Some(s) if s.liveness == tmux::Liveness::Live => PaneState::Live(s.pane),
+                Some(s) => PaneState::Dead(s.pane),
+            },
+        }
+    }
+
+    /// Starts a session for `item` with the spawn template's boot prompt, unless an
+    /// open one with a live harness exists (reported, not duplicated). A dead or absent
+    /// one is replaced by a fresh conversation.
+    pub async fn start(
+        &self,
+        item: &WorkItemRef,
+        inputs: &PromptInputs,
+        origin: &Origin,
+    ) -> Result<StartOutcome, SessionError> {
+        if let Some(existing) = self.registry.get(item)?.filter(|r| r.status.is_open()) {
+            match self.locate(&existing.tmux_session).await {
+                PaneState::Live(_) => return Ok(StartOutcome::AlreadyRunning(existing)),
+                PaneState::Unknown(error) => {
+                    return Err(self.spawn_failed(item, None, origin.spawn_source(), error));
+                }
+                PaneState::Dead(_) | PaneState::Absent => {}
+            }
+        }
+        let settings = self.settings();
+        let harness_name = settings.sessions.harness.clone();
+        let source = origin.spawn_source();
+        let fail =
+            |error: SessionError| self.spawn_failed(item, Some(&harness_name), source, error);
+        let harness =
+            Harness::resolve(&harness_name, &settings.sessions).map_err(|e| fail(e.into()))?;
+        harness
+            .locate(settings.search_path.as_deref())
+            .map_err(|e| fail(e.into()))?;
+        let cwd = settings
+            .working_dir(item)
+            .filter(|p| p.is_dir())
+            .ok_or_else(|| {
+                fail(SessionError::NoWorkingDir {
+                    item: item.to_string(),
+                    path: settings.working_dir(item).unwrap_or_default(),
+                })
+            })?;
+        let mut record = SessionRecord::new(item, harness.name(), cwd);
+        record.harness_session_id = harness.mint_session_id();
+        let prompt = settings.templates.render_spawn(&inputs.vars(item));
+        let argv = harness.fresh_argv(&prompt, record.harness_session_id.as_deref());
+        let pane = self
+            .tmux
+            .new_session(&spawn_spec(&settings, &record, argv))
+            .await
+            .map_err(|e| fail(e.into()))?;
+        record.pane_id = Some(pane.to_string());
+        self.registry.put(&record).map_err(|e| fail(e.into()))?;
+        self.emit(
+            Event::new(origin.spawn_source(), EventType::SessionSpawned)
+                .with("work_item", item.to_string())
+                .with("harness", harness.name())
+                .with("tmux_session", record.tmux_session.as_str())
+                .with("pane", pane.to_string())
+                .with("cwd", record.cwd.display().to_string())
+                .with("harness_session_id", record.harness_session_id.clone())
+                .with("trigger", origin.trigger)
+                .with("actor", origin.actor.clone()),
+        );
+        Ok(StartOutcome::Spawned(record))
+    }
+
+    /// Logs `session.spawn_failed` and passes the error on.
+    pub(crate) fn spawn_failed(
+        &self,
+        item: &WorkItemRef,
+        harness: Option<&str>,
+        source: Source,
+        error: impl Into<SessionError>,
+    ) -> SessionError {
+        let error = error.into();
+        let harness =
+            harness.map_or_else(|| self.settings().sessions.harness.clone(), str::to_string);
+        self.emit(
+            Event::new(source, EventType::SessionSpawnFailed)
+                .level(Level::Error)
+                .with("work_item", item.to_string())
+                .with("harness", harness)
+                .with("error", error.to_string()),
+        );
+        error
+    }
+
+    /// Holds deliveries back (`session-paused`); the pane is untouched.
+    pub fn pause(&self, item: &WorkItemRef, origin: &Origin) -> Result<Toggle, SessionError> {
+        self.set_paused(item, true, origin)
+    }
+
+    /// Lets deliveries through again.
+    pub fn resume(&self, item: &WorkItemRef, origin: &Origin) -> Result<Toggle, SessionError> {
+        self.set_paused(item, false, origin)
+    }
+
+    fn set_paused(
+        &self,
+        item: &WorkItemRef,
+        paused: bool,
+        origin: &Origin,
+    ) -> Result<Toggle, SessionError> {
+        let (from, to) = if paused {
+            (Status::Active, Status::Paused)
+        } else {
+            (Status::Paused, Status::Active)
+        };
+        let outcome = self.registry.update(item, |record| match record.status {
+            Status::Closed => Err(SessionError::Closed(record.work_item.to_string())),
+            status if status == from => {
+                record.status = to;
+                Ok((Toggle::Changed, record.work_item.clone()))
+            }
+            _ => Ok((Toggle::Unchanged, record.work_item.clone())),
+        })?;
+        let (toggle, item) = outcome.ok_or_else(|| SessionError::NoSession(item.to_string()))??;
+        if toggle == Toggle::Changed {
+            let event = if paused {
+                EventType::SessionPaused
+            } else {
+                EventType::SessionResumed
+            };
+            self.emit(
+                Event::new(origin.source, event)
+                    .with("work_item", item.to_string())
+                    .with("actor", origin.actor.clone())
+                    .with("via", origin.via),
+            );
+        }
+        Ok(toggle)
+    }
+
+    /// Waits until a freshly spawned harness has drawn something (or the settle time
+    /// passed), so a delivery queued behind the spawn does not reach a program that
+    /// has not set up its terminal yet.
+    pub(crate) async fn settle(&self, pane: &PaneId) {
+        let timings = self.settings().timings;
+        let deadline = tokio::time::Instant::now() + timings.spawn_settle;
+        while tokio::time::Instant::now() < deadline {
+            match self.tmux.capture_pane(pane, false).await {
+                Ok(screen) if !screen.trim().is_empty() => return,
+                Ok(_) => {}
+                Err(_) => return, // gone or unknown: the delivery will find out
+            }
+            tokio::time::sleep(timings.poll).await;
+        }
+    }
+
+    pub(crate) fn submit_delay(&self) -> Duration {
+        self.settings().submit_delay()
+    }
+}
+
+/// `new-session` for `record` running `argv`, with the environment every session gets.
+pub(crate) fn spawn_spec(
+    settings: &Settings,
+    record: &SessionRecord,
+    argv: Vec<String>,
+) -> SpawnSpec {
+    let mut env = vec![
+        (
+            paths::ENV_WORK_ITEM.to_string(),
+            record.work_item.to_string(),
+        ),
+        (
+            paths::ENV_HOME.to_string(),
+            settings.home.display().to_string(),
+        ),
+    ];
+    if let Some(config) = &settings.config_path {
+        env.push((paths::ENV_CONFIG.to_string(), config.display().to_string()));
+    }
+    if !settings.sessions.tmux.socket.is_empty() {
+        env.push((
+            paths::ENV_TMUX_SOCKET.to_string(),
+            settings.sessions.tmux.socket.clone(),
+        ));
+    }
+    SpawnSpec {
+        name: record.tmux_session.clone(),
+        cwd: record.cwd.clone(),
+        env,
+        argv,
+        remain_on_exit: settings.sessions.tmux.remain_on_exit,
+    }
+}
+
+#[cfg(test)]
+#[path = "lifecycle_tests.rs"]
+mod tests;

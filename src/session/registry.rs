@@ -1,0 +1,359 @@
+//! The session registry (SPEC §7.5): one JSON file per session, `sessions/<slug>.json`
+//! under the state root, shared by every process (the supervisor, the CLI, a viewer).
+//!
+//! Writes are atomic (temp file, fsync, rename), so a reader never sees a torn file.
+//! Every change is a re-read-modify-write under an exclusive `flock` on a sibling lock
+//! file (`<slug>.lock`; never the JSON itself, which the rename replaces), so two
+//! processes changing different fields of one record keep each other's changes. Fields
+//! this build does not know are kept as they are (a newer the-loop may have written
+//! them). A file that does not parse is moved aside, reported as `state.corrupt`, and
+//! treated as absent.
+
+use crate::events::{Event, EventLog, EventType, Level, Source};
+use crate::fsutil::{self, StateRead};
+use crate::paths::StatePaths;
+use crate::routing::WorkItemRef;
+use nix::fcntl::{Flock, FlockArg};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// How many recent delivery ids a record keeps.
+pub const RECENT_DELIVERIES: usize = 50;
+
+/// Whether a session takes deliveries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Active,
+    /// Events are dropped (`session-paused`) and not replayed; the pane is untouched.
+    Paused,
+    /// Stopped, or its item closed: no harness runs and nothing is delivered.
+    Closed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Paused => "paused",
+            Self::Closed => "closed",
+        }
+    }
+
+    /// Active or paused: the item "has a session" for routing.
+    pub fn is_open(self) -> bool {
+        self != Self::Closed
+    }
+}
+
+/// The last activity observation of a session (see `session::activity`), kept so a
+/// one-shot reader (`sessions list`) can tell "changed since" without a history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActivitySnapshot {
+    /// `working`, `idle`, `awaiting-input`, `dead`, `paused`, `closed` or `unknown`.
+    pub state: String,
+    /// `#{window_activity}` when observed (Unix seconds).
+    pub window_activity: u64,
+    /// A hash of the pane's visible text when observed.
+    pub capture_hash: String,
+    /// When the visible text last changed (Unix seconds).
+    pub changed_at: u64,
+}
+
+/// One session. Field names are the file's (camelCase).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRecord {
+    #[serde(rename = "ref")]
+    pub work_item: WorkItemRef,
+    pub url: String,
+    pub harness: String,
+    /// The harness's conversation id, when known (for resume on respawn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness_session_id: Option<String>,
+    pub cwd: PathBuf,
+    pub tmux_session: String,
+    /// `#{pane_id}` at spawn. Only meaningful while that tmux server lives: callers
+    /// look the pane up by `tmux_session` before using it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pane_id: Option<String>,
+    pub status: Status,
+    pub created_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_event_at: Option<String>,
+    /// The last [`RECENT_DELIVERIES`] delivery ids pasted into this session, oldest first.
+    #[serde(default)]
+    pub recent_deliveries: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<ActivitySnapshot>,
+    /// Fields written by another version, kept untouched.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl SessionRecord {
+    /// A fresh, active record for `item` (tmux name from SPEC §5.1).
+    pub fn new(item: &WorkItemRef, harness: &str, cwd: PathBuf) -> Self {
+        Self {
+            work_item: item.clone(),
+            url: item.html_url(),
+            harness: harness.to_string(),
+            harness_session_id: None,
+            cwd,
+            tmux_session: item.tmux_session_name(),
+            pane_id: None,
+            status: Status::Active,
+            created_at: crate::time::now_ts(),
+            last_event_at: None,
+            recent_deliveries: Vec::new(),
+            activity: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// Records a delivery id (keeping the last [`RECENT_DELIVERIES`]) and its time.
+    pub fn record_delivery(&mut self, delivery_id: &str) {
+        if !delivery_id.is_empty() {
+            self.recent_deliveries.retain(|id| id != delivery_id);
+            self.recent_deliveries.push(delivery_id.to_string());
+            let excess = self
+                .recent_deliveries
+                .len()
+                .saturating_sub(RECENT_DELIVERIES);
+            self.recent_deliveries.drain(..excess);
+        }
+        self.last_event_at = Some(crate::time::now_ts());
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error(
+        "cannot {action} the session registry at {}: {source}; check that the state directory (THE_LOOP_HOME) is writable",
+        path.display()
+    )]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// Two refs share a slug (e.g. `a-b/c#1` and `a/b-c#1`); the file belongs to the other.
+    #[error(
+        "the session file {} belongs to {owner}, whose name collides with {wanted}; reset that session first",
+        path.display()
+    )]
+    SlugTaken {
+        path: PathBuf,
+        owner: String,
+        wanted: String,
+    },
+}
+
+/// The registry of a state root. Cheap to clone; holds no open files.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    dir: PathBuf,
+    events: EventLog,
+    source: Source,
+}
+
+impl Registry {
+    /// The registry under `paths`, reporting corrupt files to `events` as `source`.
+    pub fn new(paths: &StatePaths, events: EventLog, source: Source) -> Self {
+        Self {
+            dir: paths.sessions_dir(),
+            events,
+            source,
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file of `item`'s record.
+    pub fn path_of(&self, item: &WorkItemRef) -> PathBuf {
+        self.dir.join(format!("{}.json", item.slug()))
+    }
+
+    /// The record of `item`, read fresh from disk. A ref typed in another case than
+    /// the record's (`Octo/Repo` for `octo/repo`) finds it too: GitHub names are
+    /// case-insensitive.
+    pub fn get(&self, item: &WorkItemRef) -> Result<Option<SessionRecord>, RegistryError> {
+        let path = self.path_of(item);
+        match self.read(&path)? {
+            Some(record) => self.owned_by(record, item, &path).map(Some),
+            None => match self.case_insensitive_match(item)? {
+                Some(other) => match self.read(&other)? {
+                    Some(record) => self.owned_by(record, item, &other).map(Some),
+                    None => Ok(None),
+                },
+                None => Ok(None),
+            },
+        }
+    }
+
+    /// Every record, sorted by ref. Corrupt files are moved aside and skipped.
+    pub fn list(&self) -> Result<Vec<SessionRecord>, RegistryError> {
+        let mut records = Vec::new();
+        for path in self.json_files()? {
+            if let Some(record) = self.read(&path)? {
+                records.push(record);
+            }
+        }
+        records.sort_by_key(|r| r.work_item.to_string());
+        Ok(records)
+    }
+
+    /// Writes `record` whole (a new session), replacing any previous record of its item.
+    pub fn put(&self, record: &SessionRecord) -> Result<(), RegistryError> {
+        let path = self.path_of(&record.work_item);
+        let _lock = self.lock(&record.work_item)?;
+        if let Some(existing) = self.read(&path)? {
+            self.owned_by(existing, &record.work_item, &path)?;
+        }
+        self.write(&path, record)
+    }
+
+    /// Changes `item`'s record under its lock: the file is re-read, `change` applied and
+    /// the result written, so concurrent writers never lose each other's fields. `None`
+    /// (and nothing written) when there is no record.
+    pub fn update<R>(
+        &self,
+        item: &WorkItemRef,
+        change: impl FnOnce(&mut SessionRecord) -> R,
+    ) -> Result<Option<R>, RegistryError> {
+        let Some(found) = self.get(item)? else {
+            return Ok(None);
+        };
+        let item = &found.work_item;
+        let path = self.path_of(item);
+        let _lock = self.lock(item)?;
+        let Some(mut record) = self.read(&path)? else {
+            return Ok(None); // removed between the two reads
+        };
+        let out = change(&mut record);
+        self.write(&path, &record)?;
+        Ok(Some(out))
+    }
+
+    /// Forgets `item`'s record; true when there was one.
+    pub fn remove(&self, item: &WorkItemRef) -> Result<bool, RegistryError> {
+        let Some(found) = self.get(item)? else {
+            return Ok(false);
+        };
+        let path = self.path_of(&found.work_item);
+        let _lock = self.lock(&found.work_item)?;
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(source) => Err(io_error("remove", &path, source)),
+        }
+    }
+
+    fn owned_by(
+        &self,
+        record: SessionRecord,
+        wanted: &WorkItemRef,
+        path: &Path,
+    ) -> Result<SessionRecord, RegistryError> {
+        if same_item(&record.work_item, wanted) {
+            Ok(record)
+        } else {
+            Err(RegistryError::SlugTaken {
+                path: path.to_path_buf(),
+                owner: record.work_item.to_string(),
+                wanted: wanted.to_string(),
+            })
+        }
+    }
+
+    fn case_insensitive_match(&self, item: &WorkItemRef) -> Result<Option<PathBuf>, RegistryError> {
+        let wanted = format!("{}.json", item.slug()).to_lowercase();
+        Ok(self.json_files()?.into_iter().find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().to_lowercase() == wanted)
+        }))
+    }
+
+    fn json_files(&self) -> Result<Vec<PathBuf>, RegistryError> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(source) => return Err(io_error("list", &self.dir, source)),
+        };
+        let mut files = Vec::new();
+        for entry in entries {
+            let path = entry
+                .map_err(|source| io_error("list", &self.dir, source))?
+                .path();
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            if name.is_some_and(|n| n.ends_with(".json") && !n.starts_with('.')) {
+                files.push(path);
+            }
+        }
+        Ok(files)
+    }
+
+    /// Reads one record; a corrupt file is moved aside, reported, and reads as absent.
+    fn read(&self, path: &Path) -> Result<Option<SessionRecord>, RegistryError> {
+        match fsutil::read_json_state(path).map_err(|source| io_error("read", path, source))? {
+            StateRead::Missing => Ok(None),
+            StateRead::Ok(record) => Ok(Some(record)),
+            StateRead::Corrupt { moved_to, error } => {
+                tracing::warn!(path = %path.display(), "corrupt session record moved aside: {error}");
+                let _ = self.events.emit(
+                    Event::new(self.source, EventType::StateCorrupt)
+                        .level(Level::Warning)
+                        .with("path", path.display().to_string())
+                        .with("moved_to", moved_to.display().to_string())
+                        .with("error", error),
+                );
+                Ok(None)
+            }
+        }
+    }
+
+    fn write(&self, path: &Path, record: &SessionRecord) -> Result<(), RegistryError> {
+        fsutil::atomic_write_json(path, record).map_err(|source| io_error("write", path, source))
+    }
+
+    /// An exclusive lock on `item`'s lock file, held until dropped (blocks while another
+    /// writer holds it; writers hold it for one read and one write).
+    fn lock(&self, item: &WorkItemRef) -> Result<Flock<File>, RegistryError> {
+        let path = self.dir.join(format!("{}.lock", item.slug()));
+        let open = || {
+            fs::create_dir_all(&self.dir)?;
+            File::options()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+        };
+        let file = open().map_err(|source| io_error("lock", &path, source))?;
+        Flock::lock(file, FlockArg::LockExclusive)
+            .map_err(|(_, errno)| io_error("lock", &path, io::Error::from(errno)))
+    }
+}
+
+fn io_error(action: &'static str, path: &Path, source: io::Error) -> RegistryError {
+    RegistryError::Io {
+        action,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The same issue or PR (owner and repo compared case-insensitively, as GitHub does).
+pub fn same_item(a: &WorkItemRef, b: &WorkItemRef) -> bool {
+    a.number == b.number && a.same_repo(b)
+}
+
+#[cfg(test)]
+#[path = "registry_tests.rs"]
+mod tests;

@@ -129,10 +129,10 @@ pub(crate) struct FakeSignaller {
 impl Signaller for FakeSignaller {
     fn signal(&self, pid: u32, kill: bool) -> std::io::Result<()> {
         self.sent.lock().unwrap().push((pid, kill));
-        if kill || self.obey_term.load(Ordering::SeqCst) {
-            if let Some(victim) = self.victim.lock().unwrap().as_deref() {
-                self.tmux.fake.set_dead(victim, true);
-            }
+        if (kill || self.obey_term.load(Ordering::SeqCst))
+            && let Some(victim) = self.victim.lock().unwrap().as_deref()
+        {
+            self.tmux.fake.set_dead(victim, true);
         }
         Ok(())
     }

@@ -53,16 +53,13 @@ pub fn run(args: AskArgs, ctx: &Ctx) -> CliResult {
     let request = Ask::new(work_item, question, session, ask::local_user());
 
     let events = EventLog::open(&StatePaths::from_env());
-    let loaded = config::load(ctx.config_flag.as_deref());
-    let (client, config_error) = match &loaded {
+    // A broken config still records the question (exit 2): the agent waits either way.
+    let (client, broken_config) = match config::load(ctx.config_flag.as_deref()) {
         Ok(loaded) => (
             Client::from_config(&loaded.config.github).map_err(|e| e.to_string()),
-            None,
+            false,
         ),
-        Err(e) => (
-            Err(format!("the config could not be loaded: {e}")),
-            Some(e.to_string()),
-        ),
+        Err(e) => (Err(format!("the config could not be loaded: {e}")), true),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -87,9 +84,10 @@ pub fn run(args: AskArgs, ctx: &Ctx) -> CliResult {
                 "the question could not be posted on {} ({error}); it is recorded, and the operator will answer in the-loop's TUI — the answer will be pasted into this session",
                 request.work_item
             );
-            Err(match config_error {
-                Some(_) => usage(anyhow!(note)),
-                None => failed(anyhow!(note)),
+            Err(if broken_config {
+                usage(anyhow!(note))
+            } else {
+                failed(anyhow!(note))
             })
         }
     }

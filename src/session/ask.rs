@@ -178,6 +178,19 @@ mod tests {
         assert_eq!(other.session, Some(owner));
     }
 
+    /// Issue #15 on a simulator, a client for it (no retries), a state directory.
+    async fn setup() -> (crate::github::sim::SimHandle, Client, tempfile::TempDir) {
+        let sim = SimGithub::start().await.unwrap();
+        sim.add_issue("octo/repo", IssueSpec::new("Retries").number(15))
+            .unwrap();
+        let client = Client::builder(&sim.base_url())
+            .token(Some("ghp_asktesttoken_0123456789"))
+            .retry_policy(crate::github::RetryPolicy::none())
+            .build()
+            .unwrap();
+        (sim, client, tempfile::tempdir().unwrap())
+    }
+
     fn events_of(log: &EventLog) -> Vec<Event> {
         std::fs::read_to_string(log.path())
             .unwrap()
@@ -188,14 +201,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn posts_a_marked_question_and_records_it() {
-        let sim = SimGithub::start().await.unwrap();
-        sim.add_issue("octo/repo", IssueSpec::new("Retries").number(15))
-            .unwrap();
-        let client = Client::builder(&sim.base_url())
-            .token(Some("ghp_asktesttoken_0123456789"))
-            .build()
-            .unwrap();
-        let dir = tempfile::tempdir().unwrap();
+        let (sim, client, dir) = setup().await;
         let log = EventLog::open_path(dir.path().join("events.jsonl"));
         let request = Ask::new(
             WorkItemRef::new("octo", "repo", 15),
@@ -237,16 +243,8 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failed_post_is_still_recorded_as_a_warning() {
-        let sim = SimGithub::start().await.unwrap();
-        sim.add_issue("octo/repo", IssueSpec::new("Retries").number(15))
-            .unwrap();
+        let (sim, client, dir) = setup().await;
         sim.fail_next(10, Fault::Status(502));
-        let client = Client::builder(&sim.base_url())
-            .token(Some("ghp_asktesttoken_0123456789"))
-            .retry_policy(crate::github::RetryPolicy::none())
-            .build()
-            .unwrap();
-        let dir = tempfile::tempdir().unwrap();
         let log = EventLog::open_path(dir.path().join("events.jsonl"));
         let request = Ask::new(
             WorkItemRef::new("octo", "repo", 15),

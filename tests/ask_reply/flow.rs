@@ -7,15 +7,11 @@
 use super::common::{read_log, wait_log};
 use super::world::*;
 use serde_json::{Value, json};
-use std::sync::Arc;
-use the_loop::config::ServerConfig;
-use the_loop::events::EventLog;
 use the_loop::guard::{ATTRIBUTION, MARKER, is_self_authored};
 use the_loop::ingress::Disposition;
-use the_loop::ingress::webhook::WebhookStatus;
+use the_loop::session::OpenQuestions;
 use the_loop::session::activity::{self, ActivityState, ActivityTracker};
 use the_loop::session::reply::framed;
-use the_loop::session::{OpenQuestions, Replier, reply_api};
 
 /// Distinctive words: they must never show up in the event log or the log files.
 const REPLY_CLI: &str = "Per repo, ZEBRACLI.\n\n  Keep a global ceiling of 10.";
@@ -200,27 +196,9 @@ async fn the_agent_asks_and_the_operator_answers_by_cli_and_by_http() {
     .await;
     assert_eq!(asked["comment_posted"], true);
     assert_eq!(listed_state(&world, 15).await, "awaiting-input");
-    let replier = Replier::new(Arc::clone(&world.sessions)).with_github(Arc::clone(&world.client));
-    let cfg = ServerConfig {
-        listen: "127.0.0.1:0".into(),
-        ..ServerConfig::default()
-    };
-    let events = EventLog::open_path(world.events.path());
-    let handle = the_loop::server::start(
-        &cfg,
-        reply_api::router(Arc::new(replier)),
-        WebhookStatus::Off,
-        &events,
-    )
-    .await
-    .unwrap();
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let response = reqwest::Client::new()
-        .post(format!(
-            "http://{}{}",
-            handle.local_addr,
-            reply_api::REPLY_PATH
-        ))
+    let handle = world.serve_replies().await;
+    let response = http()
+        .post(reply_url(&handle))
         .json(&json!({"ref": "github:octo/repo#15", "text": REPLY_API, "actor": "bob"}))
         .send()
         .await

@@ -5,41 +5,15 @@
 use super::common::{read_log, wait_for};
 use super::world::*;
 use serde_json::{Value, json};
-use std::sync::Arc;
 use std::time::Duration;
-use the_loop::config::ServerConfig;
-use the_loop::events::EventLog;
-use the_loop::ingress::webhook::WebhookStatus;
 use the_loop::server::ServerHandle;
-use the_loop::session::{Origin, Replier, reply_api};
+use the_loop::session::Origin;
 use the_loop::tmux::{Liveness, Tmux};
-
-async fn serve(world: &World) -> ServerHandle {
-    let replier = Replier::new(Arc::clone(&world.sessions)).with_github(Arc::clone(&world.client));
-    let cfg = ServerConfig {
-        listen: "127.0.0.1:0".into(),
-        ..ServerConfig::default()
-    };
-    let events = EventLog::open_path(world.events.path());
-    the_loop::server::start(
-        &cfg,
-        reply_api::router(Arc::new(replier)),
-        WebhookStatus::Off,
-        &events,
-    )
-    .await
-    .unwrap()
-}
 
 /// Posts `body` (raw) with `content_type`; the status and the JSON answer.
 async fn post(handle: &ServerHandle, content_type: &str, body: String) -> (u16, Value) {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let response = reqwest::Client::new()
-        .post(format!(
-            "http://{}{}",
-            handle.local_addr,
-            reply_api::REPLY_PATH
-        ))
+    let response = http()
+        .post(reply_url(handle))
         .header("content-type", content_type)
         .body(body)
         .send()
@@ -72,7 +46,7 @@ async fn replies_fail_closed_by_cli_and_by_http() {
         (session.liveness == Liveness::Dead).then_some(())
     })
     .await;
-    let handle = serve(&world).await;
+    let handle = world.serve_replies().await;
     let agent_lines = read_log(&world.agent_log()).len();
 
     // (ref, text, HTTP status, exit code, what the message says)

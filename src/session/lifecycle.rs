@@ -7,90 +7,16 @@
 
 use super::harness::{Harness, HarnessError};
 use super::registry::{Registry, RegistryError, SessionRecord, Status};
-use crate::config::{Config, RepoConfig, SessionsConfig};
+use super::settings::Settings;
+use super::signal::{ProcessSignaller, Signaller};
 use crate::events::{Event, EventLog, EventType, Level, Source};
-use crate::paths::{self, StatePaths};
+use crate::paths;
 use crate::routing::WorkItemRef;
-use crate::routing::prompt::{PromptError, PromptVars, Templates};
+use crate::routing::prompt::PromptVars;
 use crate::tmux::{self, PaneId, SpawnSpec, Tmux};
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
-
-/// How long the lifecycle waits for things to happen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timings {
-    /// A resumed conversation must still run after this long (SPEC §7.5: ~2 s).
-    pub resume_check: Duration,
-    /// Between SIGTERM and SIGKILL when stopping a harness.
-    pub stop_grace: Duration,
-    /// After a spawn, how long the next delivery waits for the harness's first output.
-    pub spawn_settle: Duration,
-    /// How often those waits look again.
-    pub poll: Duration,
-}
-
-impl Default for Timings {
-    fn default() -> Self {
-        Self {
-            resume_check: Duration::from_secs(2),
-            stop_grace: Duration::from_secs(5),
-            spawn_settle: Duration::from_secs(10),
-            poll: Duration::from_millis(100),
-        }
-    }
-}
-
-/// What the lifecycle needs from the config and the environment. Replace it with
-/// [`Sessions::set_settings`] when the config reloads.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub sessions: SessionsConfig,
-    pub repos: Vec<RepoConfig>,
-    pub templates: Templates,
-    /// `THE_LOOP_HOME` for spawned sessions (absolute).
-    pub home: PathBuf,
-    /// `THE_LOOP_CONFIG` for spawned sessions, when a file is in use.
-    pub config_path: Option<PathBuf>,
-    /// Where harness binaries are looked up; the process's `PATH` when `None`.
-    pub search_path: Option<OsString>,
-    pub timings: Timings,
-}
-
-impl Settings {
-    /// From the effective config (templates loaded now: a missing template file is a
-    /// configuration error the operator must see before anything spawns).
-    pub fn new(
-        config: &Config,
-        config_path: Option<PathBuf>,
-        paths: &StatePaths,
-    ) -> Result<Self, PromptError> {
-        Ok(Self {
-            sessions: config.sessions.clone(),
-            repos: config.repos.clone(),
-            templates: Templates::load(&config.sessions)?,
-            home: std::path::absolute(&paths.root).unwrap_or_else(|_| paths.root.clone()),
-            config_path: config_path.map(|p| std::path::absolute(&p).unwrap_or(p)),
-            search_path: None,
-            timings: Timings::default(),
-        })
-    }
-
-    fn submit_delay(&self) -> Duration {
-        Duration::from_millis(self.sessions.tmux.submit_delay_ms)
-    }
-
-    /// The repo's `path`, else the current directory.
-    fn working_dir(&self, item: &WorkItemRef) -> Option<PathBuf> {
-        let repo = item.repo_full_name();
-        self.repos
-            .iter()
-            .find(|r| r.name.eq_ignore_ascii_case(&repo))
-            .and_then(RepoConfig::working_dir)
-            .or_else(|| std::env::current_dir().ok())
-    }
-}
 
 /// What a prompt is rendered from: the GitHub event (or a stand-in for a start
 /// without one) and its excerpt.
@@ -252,42 +178,6 @@ pub enum StartOutcome {
 pub enum Toggle {
     Changed,
     Unchanged,
-}
-
-/// Sends a signal to a harness process (behind a trait: unit tests must not signal
-/// real processes).
-pub trait Signaller: Send + Sync {
-    fn signal(&self, pid: u32, kill: bool) -> std::io::Result<()>;
-}
-
-/// Signals the harness's process group (the pane's program leads it, so helpers it
-/// started end with it), falling back to the process alone.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct ProcessSignaller;
-
-impl Signaller for ProcessSignaller {
-    fn signal(&self, pid: u32, kill: bool) -> std::io::Result<()> {
-        use nix::errno::Errno;
-        use nix::sys::signal::{self, Signal};
-        use nix::unistd::Pid;
-        let raw = i32::try_from(pid)
-            .ok()
-            .filter(|p| *p > 1)
-            .ok_or_else(|| std::io::Error::other(format!("refusing to signal pid {pid}")))?;
-        let sig = if kill {
-            Signal::SIGKILL
-        } else {
-            Signal::SIGTERM
-        };
-        let result = match signal::killpg(Pid::from_raw(raw), sig) {
-            Err(Errno::ESRCH) => signal::kill(Pid::from_raw(raw), sig),
-            other => other,
-        };
-        match result {
-            Ok(()) | Err(Errno::ESRCH) => Ok(()), // already gone
-            Err(errno) => Err(std::io::Error::from(errno)),
-        }
-    }
 }
 
 /// The session lifecycle over one tmux server, one registry and one event log.

@@ -8,6 +8,12 @@ use crate::session::{Origin, PromptInputs, SessionError, StartOutcome, Status, T
 use crate::tmux::fake::{Call, Failure, Op};
 use std::sync::atomic::Ordering;
 
+/// `sessions start` for issue `n`, as the CLI does it.
+async fn start(f: &Fixture, n: u64) -> Result<StartOutcome, SessionError> {
+    let inputs = PromptInputs::manual(&item(n), "test");
+    f.sessions.start(&item(n), &inputs, &Origin::cli()).await
+}
+
 fn dropped(reason: &str) -> Disposition {
     Disposition::Dropped {
         reason: reason.into(),
@@ -241,12 +247,7 @@ async fn a_live_occupant_of_the_name_is_never_killed() {
     let f = Fixture::new();
     let name = item(5).tmux_session_name();
     let occupant = f.tmux.fake.add_session(&name, false);
-    let inputs = PromptInputs::manual(&item(5), "test");
-    let err = f
-        .sessions
-        .start(&item(5), &inputs, &Origin::cli())
-        .await
-        .unwrap_err();
+    let err = start(&f, 5).await.unwrap_err();
     assert!(err.to_string().contains("never replaced"), "{err}");
     assert_eq!(err.exit_code(), 1);
     let session = f.tmux.fake.session(&name).unwrap();
@@ -268,12 +269,7 @@ async fn a_dead_record_is_replaced_by_a_fresh_start() {
     let f = Fixture::new();
     f.live_session(5);
     f.tmux.fake.set_dead(&item(5).tmux_session_name(), true);
-    let inputs = PromptInputs::manual(&item(5), "test");
-    let outcome = f
-        .sessions
-        .start(&item(5), &inputs, &Origin::cli())
-        .await
-        .unwrap();
+    let outcome = start(&f, 5).await.unwrap();
     assert!(matches!(outcome, StartOutcome::Spawned(_)));
     assert!(
         !f.tmux
@@ -290,12 +286,7 @@ async fn a_missing_harness_binary_is_a_spawn_failed_event_not_a_crash() {
     let f = Fixture::with_config(dir, |c| {
         c.sessions.harnesses.get_mut("agent").unwrap().command = "/nonexistent/agent-cli".into();
     });
-    let inputs = PromptInputs::manual(&item(5), "test");
-    let err = f
-        .sessions
-        .start(&item(5), &inputs, &Origin::cli())
-        .await
-        .unwrap_err();
+    let err = start(&f, 5).await.unwrap_err();
     assert_eq!(err.exit_code(), 1);
     assert!(err.to_string().contains("not on PATH"), "{err}");
     let failed = &f.events_named("session.spawn_failed")[0];
@@ -316,12 +307,7 @@ async fn a_missing_harness_binary_is_a_spawn_failed_event_not_a_crash() {
 async fn an_unknown_harness_is_a_configuration_error() {
     let dir = tempfile::tempdir().unwrap();
     let f = Fixture::with_config(dir, |c| c.sessions.harness = "nope".into());
-    let inputs = PromptInputs::manual(&item(5), "test");
-    let err = f
-        .sessions
-        .start(&item(5), &inputs, &Origin::cli())
-        .await
-        .unwrap_err();
+    let err = start(&f, 5).await.unwrap_err();
     assert_eq!(err.exit_code(), 2, "{err}");
 }
 
@@ -329,12 +315,7 @@ async fn an_unknown_harness_is_a_configuration_error() {
 async fn missing_tmux_says_so() {
     let f = Fixture::new();
     f.tmux.fake.fail(Op::Probe, Failure::NotInstalled);
-    let inputs = PromptInputs::manual(&item(5), "test");
-    let err = f
-        .sessions
-        .start(&item(5), &inputs, &Origin::cli())
-        .await
-        .unwrap_err();
+    let err = start(&f, 5).await.unwrap_err();
     assert!(err.to_string().contains("tmux was not found"), "{err}");
     assert_eq!(err.exit_code(), 1);
 }

@@ -21,6 +21,8 @@ pub mod registry;
 pub mod reply;
 pub mod reply_api;
 mod respawn;
+pub mod settings;
+pub mod signal;
 #[cfg(test)]
 mod test_support;
 
@@ -30,10 +32,11 @@ pub use dispatcher::{Dispatcher, DispatcherError};
 pub use ending::{Ended, LedgerHook};
 pub use harness::{Harness, HarnessError};
 pub use lifecycle::{
-    Origin, PaneState, ProcessSignaller, PromptInputs, SessionError, Sessions, Settings, Signaller,
-    StartOutcome, Timings, Toggle,
+    Origin, PaneState, PromptInputs, SessionError, Sessions, StartOutcome, Toggle,
 };
 pub use questions::{OpenQuestions, Question};
 pub use registry::{Registry, RegistryError, SessionRecord, Status};
 pub use reply::{Replied, Replier, ReplyError, ReplyRequest, Via};
 pub use respawn::{Delivered, DeliveryFailure};
+pub use settings::{Settings, Timings};
+pub use signal::{ProcessSignaller, Signaller};

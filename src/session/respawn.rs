@@ -11,7 +11,7 @@
 //! - tmux not answering (liveness unknown) never leads to a respawn: the paste is
 //!   attempted on the recorded pane and a failure is transient.
 //!
-//! [`Timings::resume_check`]: super::lifecycle::Timings
+//! [`Timings::resume_check`]: super::settings::Timings
 
 use super::deliver::{DeliverError, deliver};
 use super::harness::Harness;

@@ -2,8 +2,10 @@
 
 use super::dispatcher::Dispatcher;
 use super::ending::LedgerHook;
-use super::lifecycle::{Sessions, Settings, Signaller, Timings};
+use super::lifecycle::Sessions;
 use super::registry::{Registry, SessionRecord};
+use super::settings::{Settings, Timings};
+use super::signal::Signaller;
 use crate::config::{Config, HarnessConfig, RepoConfig};
 use crate::events::{EventLog, Source};
 use crate::ingress::{Disposition, InboundEvent, Ingest};

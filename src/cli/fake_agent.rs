@@ -7,6 +7,11 @@
 //! in `--log` — `{"ts","text","bracketed","pastes"}` — so a test can tell one clean
 //! paste from a paste that was cut short and partly typed. Its screen starts with
 //! `fake-agent ready` once bracketed paste is on: wait for that before pasting.
+//!
+//! With `--ask-trigger TEXT` it also asks, as a real agent would (SPEC §12): a
+//! submitted text containing TEXT makes it run `the-loop ask --question '…'` (its own
+//! executable, with the session's environment) and show that it waits; the operator's
+//! reply, when it arrives, ends the wait.
 
 use super::CliResult;
 use serde::Serialize;
@@ -19,6 +24,9 @@ pub struct FakeAgentArgs {
     /// Append one JSON line per submitted text to this file.
     #[arg(long)]
     pub log: Option<PathBuf>,
+    /// Ask the operator (`the-loop ask`) whenever a submitted text contains this.
+    #[arg(long, value_name = "TEXT")]
+    pub ask_trigger: Option<String>,
     /// A boot prompt, recorded like a submission with `"boot": true`.
     pub prompt: Option<String>,
 }
@@ -203,6 +211,9 @@ struct Agent {
     log: Option<(PathBuf, File)>,
     received: Vec<Submission>,
     count: usize,
+    ask_trigger: Option<String>,
+    /// What the agent is waiting for, or what became of its last question.
+    status: Option<String>,
 }
 
 impl Agent {
@@ -246,6 +257,9 @@ impl Agent {
                 s.text.chars().count()
             ));
         }
+        if let Some(status) = &self.status {
+            screen.push_str(&format!("{}\r\n", preview(status)));
+        }
         screen.push_str(&format!("> {}", preview(current)));
         let mut out = std::io::stdout();
         out.write_all(screen.as_bytes())?;
@@ -254,6 +268,69 @@ impl Agent {
 }
 
 const RECENT: usize = 5;
+
+/// How the operator's answers begin (`session::reply::framed`).
+const REPLY_FRAMING: &str = "Reply from the operator via the-loop";
+
+impl Agent {
+    /// Asks when the text holds the trigger; an answer ends the wait. An answer never
+    /// triggers another question, whatever it says.
+    fn react(&mut self, text: &str) {
+        if text.starts_with(REPLY_FRAMING) {
+            self.status = Some("answered by the operator".into());
+            return;
+        }
+        let Some(trigger) = &self.ask_trigger else {
+            return;
+        };
+        if !text.contains(trigger.as_str()) {
+            return;
+        }
+        let question = derive_question(text, trigger);
+        self.status = Some(format!("asking the operator: {question}"));
+        let _ = self.render("");
+        self.status = Some(match ask_operator(&question) {
+            Ok(()) => format!("waiting for the operator: {question}"),
+            Err(error) => format!("waiting for the operator (ask failed: {error}): {question}"),
+        });
+    }
+}
+
+/// A question about the line that holds the trigger, as an agent might phrase it.
+pub fn derive_question(text: &str, trigger: &str) -> String {
+    let line = text
+        .lines()
+        .find(|l| l.contains(trigger))
+        .unwrap_or(trigger);
+    let about: String = line
+        .chars()
+        .filter(|c| !c.is_control() && !matches!(c, '"' | '\\' | '`'))
+        .take(160)
+        .collect();
+    format!("How should I proceed with: {}?", about.trim())
+}
+
+/// Runs `the-loop ask --question QUESTION` from this process's own executable, with
+/// its environment (`THE_LOOP_WORK_ITEM`, `THE_LOOP_HOME`, …). Its output is captured:
+/// the screen is this program's.
+fn ask_operator(question: &str) -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let output = std::process::Command::new(exe)
+        .args(["ask", "--question", question])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| e.to_string())?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        Err(format!(
+            "{}: {}",
+            output.status,
+            stderr.lines().last().unwrap_or("").trim()
+        ))
+    }
+}
 
 /// The first line, shortened, with control characters shown as `·`.
 fn preview(text: &str) -> String {
@@ -290,6 +367,8 @@ pub fn run(args: FakeAgentArgs) -> CliResult {
         log,
         received: Vec::new(),
         count: 0,
+        ask_trigger: args.ask_trigger.filter(|t| !t.is_empty()),
+        status: None,
     };
     if let Some(prompt) = args.prompt {
         let boot = Submission {
@@ -315,7 +394,11 @@ pub fn run(args: FakeAgentArgs) -> CliResult {
         for action in tracker.feed(&buf[..n]) {
             match action {
                 Action::Exit => return Ok(()),
-                Action::Submit(submission) => agent.record(submission, false)?,
+                Action::Submit(submission) => {
+                    let text = submission.text.clone();
+                    agent.record(submission, false)?;
+                    agent.react(&text);
+                }
             }
         }
         agent.render(&tracker.current()).map_err(super::failed)?;

@@ -77,3 +77,14 @@ fn previews_are_one_short_line() {
     assert_eq!(preview("a\x07b\nsecond"), "a·b");
     assert_eq!(preview(&"x".repeat(100)).chars().count(), 61);
 }
+
+#[test]
+fn the_question_is_about_the_line_with_the_trigger() {
+    let text = "Event:\n  \"body\": \"Please ASK-OPERATOR about the `retry` cap\",\nend";
+    assert_eq!(
+        derive_question(text, "ASK-OPERATOR"),
+        "How should I proceed with: body: Please ASK-OPERATOR about the retry cap,?"
+    );
+    let long = format!("ASK {}", "x".repeat(500));
+    assert!(derive_question(&long, "ASK").chars().count() < 200);
+}

@@ -1,12 +1,14 @@
 //! The command line (SPEC §1): clap definitions and the exit-code contract.
 //! One file per subcommand; each exposes `run(args, &Ctx) -> CliResult`.
 
+pub mod ask_cmd;
 pub mod completions;
 pub mod config_cmd;
 pub mod critic_cmd;
 pub mod events_cmd;
 pub mod excerpt_cmd;
 pub mod fake_agent;
+pub mod reply_cmd;
 pub mod sessions_cmd;
 
 use clap::{Parser, Subcommand};
@@ -41,6 +43,10 @@ pub enum Command {
     /// List, run and post critics: one-shot reviewers from the operator config.
     #[command(subcommand)]
     Critic(critic_cmd::CriticCommand),
+    /// Ask the operator a question (run by an agent inside its session).
+    Ask(ask_cmd::AskArgs),
+    /// Answer into a session: paste a reply into the agent's pane.
+    Reply(reply_cmd::ReplyArgs),
     /// List, start, pause, resume, stop, attach to or reset agent sessions.
     #[command(subcommand)]
     Sessions(sessions_cmd::SessionsCommand),
@@ -100,6 +106,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Excerpt(args) => excerpt_cmd::run(args, &ctx),
         Command::Events(args) => events_cmd::run(args, &ctx),
         Command::Critic(cmd) => critic_cmd::run(cmd, &ctx),
+        Command::Ask(args) => ask_cmd::run(args, &ctx),
+        Command::Reply(args) => reply_cmd::run(args, &ctx),
         Command::Sessions(cmd) => sessions_cmd::run(cmd, &ctx),
         Command::Completions(args) => completions::run(args),
         Command::FakeAgent(args) => fake_agent::run(args),

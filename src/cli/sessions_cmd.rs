@@ -13,8 +13,8 @@ use crate::paths::StatePaths;
 use crate::routing::WorkItemRef;
 use crate::session::activity::{self, ActivityState, ActivityTracker, SessionActivity};
 use crate::session::{
-    Origin, PaneState, PromptInputs, Registry, SessionError, SessionRecord, Sessions, Settings,
-    StartOutcome, Toggle,
+    OpenQuestions, Origin, PaneState, PromptInputs, Registry, SessionError, SessionRecord,
+    Sessions, Settings, StartOutcome, Toggle,
 };
 use crate::tmux::{self, RealTmux, Socket};
 use anyhow::anyhow;
@@ -183,12 +183,16 @@ async fn list(sessions: &Sessions, as_json: bool) -> CliResult {
     let records = registry.list().map_err(failed)?;
     let now = activity::unix_now();
     let mut tracker = ActivityTracker::new();
-    // `awaiting-input` comes with the ask work: it supplies the open questions.
+    // A session with an unanswered question shows `awaiting-input`.
+    let questions = OpenQuestions::load(sessions.events.path()).unwrap_or_else(|error| {
+        eprintln!("the-loop: open questions unknown: cannot read the event log: {error}");
+        OpenQuestions::new()
+    });
     let seen = activity::observe(
         sessions.tmux().as_ref(),
         &records,
         &mut tracker,
-        |_| false,
+        |item| questions.awaiting(item),
         now,
     )
     .await;

@@ -3,13 +3,17 @@
 
 use super::dispatcher::{Inner, non_empty};
 use super::lifecycle::{Origin, PromptInputs, SessionError, StartOutcome, Toggle};
+use super::paste_lock;
 use super::respawn::{Delivered, DeliveryFailure};
 use crate::events::{Event, EventType, Level, Source};
 use crate::ingress::Disposition;
 use crate::routing::{ControlCommand, WorkItemRef};
 use crate::tmux::PaneId;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
+
+/// How long a delivery waits for a reply being pasted into the same session.
+const PASTE_LOCK_WAIT: Duration = Duration::from_secs(30);
 
 /// Where an event goes.
 pub(crate) enum Target {
@@ -75,6 +79,10 @@ impl Inner {
         let disposition = match kind {
             JobKind::Deliver { inputs, actor } => {
                 let started = Instant::now();
+                // An operator's reply (any process) must not land between this paste
+                // and its submit.
+                let dir = self.sessions.registry().dir();
+                let _paste = paste_lock::acquire_or_warn(dir, &item, PASTE_LOCK_WAIT).await;
                 let result = self.sessions.deliver_event(&item, &inputs).await;
                 if let Ok(Delivered {
                     pane,

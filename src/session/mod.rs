@@ -6,6 +6,7 @@
 //! the TUI — goes through [`Sessions`].
 
 pub mod activity;
+pub mod ask;
 mod dedupe_store;
 pub mod deliver;
 pub mod dispatcher;
@@ -13,8 +14,12 @@ mod ending;
 pub mod harness;
 mod jobs;
 pub mod lifecycle;
+pub mod paste_lock;
+pub mod questions;
 mod queue;
 pub mod registry;
+pub mod reply;
+pub mod reply_api;
 mod respawn;
 pub mod settings;
 pub mod signal;
@@ -29,7 +34,9 @@ pub use harness::{Harness, HarnessError};
 pub use lifecycle::{
     Origin, PaneState, PromptInputs, SessionError, Sessions, StartOutcome, Toggle,
 };
+pub use questions::{OpenQuestions, Question};
 pub use registry::{Registry, RegistryError, SessionRecord, Status};
+pub use reply::{Replied, Replier, ReplyError, ReplyRequest, Via};
 pub use respawn::{Delivered, DeliveryFailure};
 pub use settings::{Settings, Timings};
 pub use signal::{ProcessSignaller, Signaller};

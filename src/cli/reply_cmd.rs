@@ -1,0 +1,89 @@
+//! `the-loop reply --work-item REF (--text TEXT | --text-file PATH|-) [--actor NAME]
+//! [--no-comment]` (SPEC §8.2): the operator answers into a session, in-process, through
+//! the same [`Replier`] the HTTP API and the TUI use.
+//!
+//! Exit 0 when the reply was pasted (a failed delivery report is a warning on stderr),
+//! 1 when it was refused or failed (no session, paused, no live pane, tmux), 2 for a bad
+//! ref, empty text or a broken config.
+
+use super::ask_cmd::read_text;
+use super::{CliError, CliResult, Ctx, failed, usage};
+use crate::config;
+use crate::events::{EventLog, Source};
+use crate::github::Client;
+use crate::paths::StatePaths;
+use crate::session::reply::Report;
+use crate::session::{Registry, Replier, ReplyRequest, Sessions, Settings, Via};
+use crate::tmux::RealTmux;
+use anyhow::anyhow;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("reply").required(true).args(["text", "text_file"])))]
+pub struct ReplyArgs {
+    /// The session's work item, e.g. `github:octo/repo#15`.
+    #[arg(long, value_name = "REF")]
+    pub work_item: String,
+    /// The reply.
+    #[arg(long, value_name = "TEXT")]
+    pub text: Option<String>,
+    /// Read the reply from a file (`-`: standard input).
+    #[arg(long, value_name = "PATH|-")]
+    pub text_file: Option<PathBuf>,
+    /// Who is replying, for the record (default: the local user). Authorizes nothing.
+    #[arg(long, value_name = "NAME")]
+    pub actor: Option<String>,
+    /// Do not post the delivery report on the work item.
+    #[arg(long)]
+    pub no_comment: bool,
+}
+
+pub fn run(args: ReplyArgs, ctx: &Ctx) -> CliResult {
+    let text = match (&args.text, &args.text_file) {
+        (Some(text), _) => text.clone(),
+        (None, Some(path)) => read_text(path, "--text-file")?,
+        (None, None) => return Err(usage(anyhow!("pass --text TEXT or --text-file PATH"))),
+    };
+    let loaded = config::load(ctx.config_flag.as_deref()).map_err(usage)?;
+    let paths = StatePaths::from_env();
+    let settings = Settings::new(&loaded.config, loaded.path.clone(), &paths).map_err(usage)?;
+    let events = EventLog::open(&paths);
+    let registry = Registry::new(&paths, events.clone(), Source::Cli);
+    let tmux = RealTmux::from_config(&loaded.config.sessions.tmux);
+    let sessions = Arc::new(Sessions::new(Arc::new(tmux), registry, events, settings));
+    let replier = match Client::from_config(&loaded.config.github) {
+        Ok(client) => Replier::new(sessions).with_github(Arc::new(client)),
+        Err(e) => Replier::new(sessions).without_github(e.to_string()),
+    };
+    let request = ReplyRequest {
+        work_item: args.work_item,
+        text,
+        actor: args.actor,
+        comment: !args.no_comment,
+        via: Via::Cli,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| failed(anyhow!("cannot start the async runtime: {e}")))?;
+    let replied = runtime
+        .block_on(replier.reply(request))
+        .map_err(|error| CliError {
+            code: error.exit_code(),
+            error: error.into(),
+        })?;
+    println!(
+        "replied to {} (pane {}, {} bytes)",
+        replied.work_item, replied.pane, replied.bytes
+    );
+    match replied.report {
+        Report::Posted { url } => println!("delivery report: {url}"),
+        Report::Skipped => {}
+        Report::Failed { error } => {
+            tracing::warn!(work_item = %replied.work_item, "{error}");
+            eprintln!("the-loop: warning: the reply was delivered, but {error}");
+        }
+    }
+    Ok(())
+}

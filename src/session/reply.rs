@@ -1,0 +1,433 @@
+//! The operator answers into a session (SPEC §8.2) — the one implementation behind
+//! `the-loop reply`, `POST /api/v1/sessions/reply` ([`super::reply_api`]) and the TUI's
+//! reply box.
+//!
+//! Fail closed, in this order: a bad ref or empty text (usage: 400 / exit 2); no
+//! session, or a closed one (404 / exit 1: a reply never spawns a session); a paused
+//! session (400 / exit 1); no live pane (404 / exit 1: a reply never respawns — the
+//! agent that asked is gone, and a fresh one would not know the question). Otherwise
+//! the framed text goes through the one paste path ([`deliver`]) while holding the
+//! session's paste lock ([`super::paste_lock`]), so it never lands between another
+//! delivery's paste and its submit. Then, unless disabled, a marked delivery report
+//! quoting the reply is posted on the work item; a failed report does not undo the
+//! delivery. `session.reply_sent` records who (the claimed actor, for audit only — it
+//! authorizes nothing: whoever can run this already controls the machine) and how it
+//! went, never the text.
+
+use super::deliver::{DeliverError, deliver, sanitize};
+use super::lifecycle::{PaneState, Sessions};
+use super::paste_lock::{self, PasteLockError};
+use super::registry::{RegistryError, SessionRecord, Status};
+use crate::events::{Event, EventType, Level, Source};
+use crate::github::Client;
+use crate::guard::MARKER;
+use crate::routing::WorkItemRef;
+use crate::routing::refs::RefError;
+use crate::tmux::{self, PaneId};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a reply waits for a delivery in progress to that session to finish.
+pub const LOCK_WAIT: Duration = Duration::from_secs(30);
+
+/// The report quotes at most this much of the reply (GitHub's limit is 65,536).
+pub const MAX_QUOTED_CHARS: usize = 60_000;
+
+/// The framing line the agent sees before the operator's text.
+pub fn framed(item: &WorkItemRef, text: &str) -> String {
+    format!("Reply from the operator via the-loop to your question on {item}:\n\n{text}")
+}
+
+/// Which entry point a reply came by (the `via` of its events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    Tui,
+    Cli,
+    Api,
+}
+
+impl Via {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tui => "tui",
+            Self::Cli => "cli",
+            Self::Api => "api",
+        }
+    }
+
+    /// The event source: the HTTP API is served next to the webhook receiver.
+    pub fn source(self) -> Source {
+        match self {
+            Self::Tui => Source::Tui,
+            Self::Cli => Source::Cli,
+            Self::Api => Source::Webhook,
+        }
+    }
+}
+
+/// One reply, as an entry point received it (checked here, so every entry point
+/// refuses the same things the same way).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplyRequest {
+    /// The work item as written, e.g. `github:octo/repo#15`.
+    pub work_item: String,
+    pub text: String,
+    /// Who claims to reply; the local user when `None`. Recorded, never trusted.
+    pub actor: Option<String>,
+    /// Post the delivery report on the work item.
+    pub comment: bool,
+    pub via: Via,
+}
+
+/// A reply that reached the agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replied {
+    /// The session's item (as its record spells it).
+    pub work_item: WorkItemRef,
+    pub pane: PaneId,
+    /// Bytes pasted, framing included.
+    pub bytes: usize,
+    pub actor: String,
+    pub report: Report,
+}
+
+/// What became of the delivery report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Report {
+    Posted {
+        url: String,
+    },
+    /// `--no-comment` / `"comment": false`.
+    Skipped,
+    /// The reply was delivered; only the report is missing.
+    Failed {
+        error: String,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplyError {
+    #[error(transparent)]
+    BadRef(#[from] RefError),
+    #[error("the reply text is empty: write something for the agent (empty text is never sent)")]
+    EmptyText,
+    #[error(
+        "no session for {0}: a reply never spawns a session; start one with `the-loop sessions start {0}`"
+    )]
+    NoSession(String),
+    #[error(
+        "the session for {0} is closed: a reply never restarts it; start a new one with `the-loop sessions start {0}`"
+    )]
+    Closed(String),
+    #[error(
+        "the session for {0} is paused: resume it with `the-loop sessions resume {0}`, then reply"
+    )]
+    Paused(String),
+    #[error(
+        "the session for {item} has no live pane (its harness exited); a reply never respawns it — attach with `the-loop sessions attach {item}` to look"
+    )]
+    NoLivePane { item: String },
+    #[error("cannot tell whether the session for {item} runs: {error}; nothing was pasted, retry")]
+    TmuxUnavailable { item: String, error: String },
+    #[error("the session for {item} is busy: {error}; nothing was pasted, retry")]
+    Busy { item: String, error: String },
+    #[error("the reply was not delivered to {item}: {error}")]
+    PasteFailed { item: String, error: String },
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+}
+
+impl ReplyError {
+    /// The HTTP status of the API route.
+    pub fn status(&self) -> u16 {
+        match self {
+            Self::BadRef(_) | Self::EmptyText | Self::Paused(_) => 400,
+            Self::NoSession(_) | Self::Closed(_) | Self::NoLivePane { .. } => 404,
+            Self::TmuxUnavailable { .. } | Self::Busy { .. } => 503,
+            Self::PasteFailed { .. } | Self::Registry(_) => 500,
+        }
+    }
+
+    /// The exit code of SPEC §1: 2 for usage errors, 1 for refusals and failures.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::BadRef(_) | Self::EmptyText => 2,
+            _ => 1,
+        }
+    }
+
+    /// The `reason` of `session.reply_failed`; `None` for usage errors, which name no
+    /// session and are not logged.
+    pub fn reason(&self) -> Option<&'static str> {
+        Some(match self {
+            Self::BadRef(_) | Self::EmptyText => return None,
+            Self::NoSession(_) => "no-session",
+            Self::Closed(_) => "session-closed",
+            Self::Paused(_) => "session-paused",
+            Self::NoLivePane { .. } => "no-live-pane",
+            Self::TmuxUnavailable { .. } => "tmux-unavailable",
+            Self::Busy { .. } => "session-busy",
+            Self::PasteFailed { .. } => "paste-failed",
+            Self::Registry(_) => "registry-error",
+        })
+    }
+}
+
+/// Replies into the sessions of one registry and tmux server. Cheap to share.
+pub struct Replier {
+    sessions: Arc<Sessions>,
+    github: Result<Arc<Client>, String>,
+    lock_wait: Duration,
+}
+
+impl Replier {
+    /// Without a GitHub client, reports fail (and say so) while replies still go out.
+    pub fn new(sessions: Arc<Sessions>) -> Self {
+        Self {
+            sessions,
+            github: Err("no GitHub client is configured".into()),
+            lock_wait: LOCK_WAIT,
+        }
+    }
+
+    /// The client delivery reports are posted with.
+    pub fn with_github(mut self, client: Arc<Client>) -> Self {
+        self.github = Ok(client);
+        self
+    }
+
+    /// Why there is no client (e.g. the config's API URL is invalid), for the report.
+    pub fn without_github(mut self, why: String) -> Self {
+        self.github = Err(why);
+        self
+    }
+
+    /// How long to wait for another delivery to the session to finish.
+    pub fn with_lock_wait(mut self, wait: Duration) -> Self {
+        self.lock_wait = wait;
+        self
+    }
+
+    /// Delivers one reply (see the module docs for the order of refusals).
+    pub async fn reply(&self, request: ReplyRequest) -> Result<Replied, ReplyError> {
+        let item: WorkItemRef = request.work_item.trim().parse()?;
+        let text = reply_text(&request.text).ok_or(ReplyError::EmptyText)?;
+        let actor = claimed_actor(request.actor.as_deref());
+        let (record, pane, bytes) = match self.paste(&item, &text).await {
+            Ok(done) => done,
+            Err(error) => {
+                self.refused(&item, &actor, request.via, &error);
+                return Err(error);
+            }
+        };
+        let item = record.work_item;
+        let report = if request.comment {
+            self.report(&item, &actor, request.via, &text).await
+        } else {
+            Report::Skipped
+        };
+        let (level, url, error) = match &report {
+            Report::Posted { url } => (Level::Info, Some(url.clone()), None),
+            Report::Skipped => (Level::Info, None, None),
+            Report::Failed { error } => (Level::Warning, None, Some(error.clone())),
+        };
+        self.sessions.emit(
+            Event::new(request.via.source(), EventType::SessionReplySent)
+                .level(level)
+                .with("work_item", item.to_string())
+                .with("actor", actor.as_str())
+                .with("via", request.via.as_str())
+                .with("pane", pane.to_string())
+                .with("bytes", bytes)
+                .with("comment_posted", url.is_some())
+                .with_opt("comment_url", url)
+                .with_opt("error", error),
+        );
+        Ok(Replied {
+            work_item: item,
+            pane,
+            bytes,
+            actor,
+            report,
+        })
+    }
+
+    /// The checks that need the session, then the paste, under the paste lock.
+    async fn paste(
+        &self,
+        item: &WorkItemRef,
+        text: &str,
+    ) -> Result<(SessionRecord, PaneId, usize), ReplyError> {
+        let record = self.open_record(item)?;
+        let dir = self.sessions.registry().dir();
+        let _lock = paste_lock::acquire(dir, &record.work_item, self.lock_wait)
+            .await
+            .map_err(|e| match e {
+                PasteLockError::Busy { .. } => ReplyError::Busy {
+                    item: record.work_item.to_string(),
+                    error: e.to_string(),
+                },
+                PasteLockError::Io { .. } => ReplyError::PasteFailed {
+                    item: record.work_item.to_string(),
+                    error: e.to_string(),
+                },
+            })?;
+        // Paused or stopped while this reply waited for the lock: refuse all the same.
+        let record = self.open_record(&record.work_item)?;
+        let name = record.work_item.to_string();
+        let pane = match self.sessions.locate(&record.tmux_session).await {
+            PaneState::Live(pane) => pane,
+            PaneState::Dead(_) | PaneState::Absent => {
+                return Err(ReplyError::NoLivePane { item: name });
+            }
+            PaneState::Unknown(error) => {
+                return Err(ReplyError::TmuxUnavailable {
+                    item: name,
+                    error: error.to_string(),
+                });
+            }
+        };
+        let message = framed(&record.work_item, text);
+        let tmux = self.sessions.tmux();
+        let delivery = deliver(tmux.as_ref(), &pane, &message, self.sessions.submit_delay())
+            .await
+            .map_err(|error| paste_failed(&name, &error))?;
+        let pane_id = pane.to_string();
+        let saved = self.sessions.registry().update(&record.work_item, |r| {
+            r.last_event_at = Some(crate::time::now_ts());
+            r.pane_id = Some(pane_id);
+        });
+        if let Err(error) = saved {
+            tracing::warn!(work_item = %record.work_item, "reply not recorded on the session: {error}");
+        }
+        Ok((record, pane, delivery.bytes))
+    }
+
+    /// The record of an open, active session for `item`.
+    fn open_record(&self, item: &WorkItemRef) -> Result<SessionRecord, ReplyError> {
+        let record = self
+            .sessions
+            .registry()
+            .get(item)?
+            .ok_or_else(|| ReplyError::NoSession(item.to_string()))?;
+        match record.status {
+            Status::Active => Ok(record),
+            Status::Paused => Err(ReplyError::Paused(record.work_item.to_string())),
+            Status::Closed => Err(ReplyError::Closed(record.work_item.to_string())),
+        }
+    }
+
+    async fn report(&self, item: &WorkItemRef, actor: &str, via: Via, text: &str) -> Report {
+        let client = match &self.github {
+            Ok(client) => client,
+            Err(why) => {
+                return Report::Failed {
+                    error: format!("the delivery report was not posted: {why}"),
+                };
+            }
+        };
+        let body = report_body(actor, via, text);
+        match client
+            .post_comment(&item.repo_full_name(), item.number, &body)
+            .await
+        {
+            Ok(comment) => Report::Posted {
+                url: comment.html_url,
+            },
+            Err(error) => Report::Failed {
+                error: format!("the delivery report was not posted: {error}"),
+            },
+        }
+    }
+
+    /// `session.reply_failed` (never with the text).
+    fn refused(&self, item: &WorkItemRef, actor: &str, via: Via, error: &ReplyError) {
+        let Some(reason) = error.reason() else {
+            return;
+        };
+        self.sessions.emit(
+            Event::new(via.source(), EventType::SessionReplyFailed)
+                .level(Level::Warning)
+                .with("work_item", item.to_string())
+                .with("actor", actor)
+                .with("via", via.as_str())
+                .with("reason", reason)
+                .with("error", error.to_string()),
+        );
+    }
+}
+
+fn paste_failed(item: &str, error: &DeliverError) -> ReplyError {
+    match error.tmux_error() {
+        Some(tmux::Error::PaneDead { .. } | tmux::Error::SessionMissing { .. })
+            if !error.pasted() =>
+        {
+            ReplyError::NoLivePane {
+                item: item.to_string(),
+            }
+        }
+        _ => ReplyError::PasteFailed {
+            item: item.to_string(),
+            error: error.to_string(),
+        },
+    }
+}
+
+/// The text to send: control characters removed (as the paste path will), surrounding
+/// blank lines and trailing spaces dropped (the first line keeps its indentation);
+/// `None` when nothing is left.
+pub fn reply_text(raw: &str) -> Option<String> {
+    let clean = sanitize(raw);
+    let text = clean.trim_end();
+    let first = text.find(|c: char| !c.is_whitespace())?;
+    let line_start = text[..first].rfind('\n').map_or(0, |i| i + 1);
+    Some(text[line_start..].to_string())
+}
+
+/// The claimed actor, made safe to log and to quote: no control characters or
+/// backticks, at most 64 characters; the local user when none is left.
+pub fn claimed_actor(claimed: Option<&str>) -> String {
+    let actor: String = claimed
+        .unwrap_or("")
+        .chars()
+        .filter(|c| !c.is_control() && *c != '`')
+        .take(64)
+        .collect();
+    let actor = actor.trim();
+    if actor.is_empty() {
+        super::ask::local_user()
+    } else {
+        actor.to_string()
+    }
+}
+
+/// The delivery report: who replied and how, then the reply quoted. The reply is the
+/// operator's text, so a marker inside it is removed: the stamp the client adds must be
+/// the one, last marker.
+pub fn report_body(actor: &str, via: Via, text: &str) -> String {
+    let text = text.replace(MARKER, "");
+    let mut quoted: String = text.chars().take(MAX_QUOTED_CHARS).collect();
+    let cut = quoted.len() < text.len();
+    if cut {
+        quoted.push_str("\n\n… (cut for GitHub's comment size limit)");
+    }
+    let quote: Vec<String> = quoted
+        .lines()
+        .map(|line| {
+            if line.trim().is_empty() {
+                ">".to_string()
+            } else {
+                format!("> {line}")
+            }
+        })
+        .collect();
+    format!(
+        "Operator reply from `{actor}` (via the-loop {}), delivered to the agent's session:\n\n{}",
+        via.as_str(),
+        quote.join("\n")
+    )
+}
+
+#[cfg(test)]
+#[path = "reply_tests.rs"]
+mod tests;

@@ -18,3 +18,4 @@ pub mod secrets;
 pub mod session;
 pub mod time;
 pub mod tmux;
+pub mod tui;

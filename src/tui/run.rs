@@ -261,13 +261,11 @@ where
     B::Error: std::error::Error + Send + Sync + 'static,
 {
     let (tx, mut results) = mpsc::unbounded_channel::<Action>();
+    // Subscribe before reading the history, so nothing falls between the two; what
+    // arrives twice is dropped by `update`. The history is read before the first frame
+    // (a backwards read of the log's tail) so live events always come after it.
     let mut live = Some(backend.subscribe());
-    {
-        let (backend, tx, limit) = (Arc::clone(&backend), tx.clone(), settings.history);
-        tokio::spawn(async move {
-            let _ = tx.send(Action::History(backend.recent_events(limit).await));
-        });
-    }
+    let history = backend.recent_events(settings.history).await;
     let size = terminal.size()?;
     let mut stats = LoopStats::default();
     let mut pending = update(
@@ -277,6 +275,7 @@ where
             height: size.height,
         },
     );
+    pending.extend(update(app, Action::History(history)));
     let mut input = console.input();
     let timing = settings.timing;
     let mut clock_tick = interval(timing.clock);

@@ -118,6 +118,9 @@ pub fn window_start(selected: usize, len: usize, height: usize) -> usize {
 /// A line padded with its style to the full width, so a selected row's highlight spans
 /// the pane.
 pub fn full_width(line: Line<'_>, width: u16, style: Style) -> Line<'_> {
+    if style == Style::default() {
+        return line; // nothing to paint past the text
+    }
     let used = line.width();
     let mut line = line.style(style);
     if used < width as usize {

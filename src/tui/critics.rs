@@ -11,11 +11,13 @@ use super::text::{
     clean_block, clean_line, clock, cost, fit, fit_right, short_ref, tiny_ref, truncate_ref, width,
     wrap,
 };
-use super::view::{empty_state, full_width, pane_block, popup_frame, row_style, window_start};
+use super::view::{
+    framed, full_width, pane_block, render_empty, row_style, scrolled_popup, window_start,
+};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::widgets::Paragraph;
 
 pub const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
@@ -87,11 +89,9 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         count,
         single,
     );
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    if inner.width == 0 || inner.height == 0 {
+    let Some(inner) = framed(frame, block, area) else {
         return;
-    }
+    };
     if app.runs.is_empty() {
         let text = if app.loading {
             "Loading…".to_string()
@@ -104,10 +104,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
                 .unwrap_or_else(|| "the critic key".into());
             format!("No runs yet. Select a session and press {key} to run a critic.")
         };
-        frame.render_widget(
-            Paragraph::new(empty_state(app, &text).to_owned()).wrap(Wrap { trim: true }),
-            inner,
-        );
+        render_empty(app, frame, inner, &text);
         return;
     }
     let w = inner.width as usize;
@@ -239,32 +236,23 @@ pub fn output_line_count(app: &App) -> usize {
 }
 
 pub fn render_output(app: &App, frame: &mut Frame, area: Rect, run_id: &RunId, scroll: u16) {
-    let t = &app.theme;
     let Some(run) = app.runs.iter().find(|r| &r.id == run_id) else {
         return;
     };
     let rect = output_rect(app, run, area);
-    let mut title = format!(" {} ", clean_line(&run.critic));
-    if let Some(item) = &run.work_item {
-        title = format!(" {} · {} ", clean_line(&run.critic), short_ref(item));
-    }
-    let hints: Vec<Span> = super::view::hint_spans(app, Group::Output, t.popup);
-    let inner_w = rect.width.saturating_sub(2) as usize;
-    let lines = output_lines(app, run, inner_w);
-    let total = lines.len();
-    let scroll = (scroll as usize).min(total.saturating_sub(1));
-    let block = popup_frame(app, frame, rect, Line::from(title))
-        .title_bottom(Line::from(hints))
-        .title_bottom(
-            Line::from(Span::styled(format!(" {}/{} ", scroll + 1, total), t.popup))
-                .right_aligned(),
-        );
-    let inner = block.inner(rect);
-    frame.render_widget(block, rect);
-    let visible: Vec<Line> = lines
-        .into_iter()
-        .skip(scroll)
-        .take(inner.height as usize)
-        .collect();
-    frame.render_widget(Paragraph::new(visible), inner);
+    let title = match &run.work_item {
+        Some(item) => format!(" {} · {} ", clean_line(&run.critic), short_ref(item)),
+        None => format!(" {} ", clean_line(&run.critic)),
+    };
+    let lines = output_lines(app, run, rect.width.saturating_sub(2) as usize);
+    let title = Line::from(title);
+    scrolled_popup(
+        app,
+        frame,
+        rect,
+        title,
+        Group::Output,
+        lines,
+        scroll as usize,
+    );
 }

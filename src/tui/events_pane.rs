@@ -6,7 +6,7 @@
 use super::app::{App, Focus, Mode};
 use super::feed::{EventRow, RowKind};
 use super::text::{tiny_ref, truncate, truncate_ref, width};
-use super::view::{empty_state, pane_block};
+use super::view::{framed, pane_block, render_empty};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -99,11 +99,9 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
             Line::from(Span::styled(format!(" ↓ {scroll} newer "), t.dim)).right_aligned(),
         );
     }
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    if inner.width == 0 || inner.height == 0 {
+    let Some(inner) = framed(frame, block, area) else {
         return;
-    }
+    };
     if matching == 0 {
         let text = if app.loading && app.feed.is_empty() {
             "Loading…".to_string()
@@ -112,11 +110,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         } else {
             format!("Nothing matches /{filter}")
         };
-        frame.render_widget(
-            Paragraph::new(empty_state(app, &text).to_owned())
-                .wrap(ratatui::widgets::Wrap { trim: true }),
-            inner,
-        );
+        render_empty(app, frame, inner, &text);
         return;
     }
     let height = inner.height as usize;

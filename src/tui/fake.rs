@@ -3,6 +3,7 @@
 //! `session.reply_sent`, a reply to a paused session is refused, a critic run shows up
 //! as running until finished — and records every call so tests can assert on them.
 
+use super::action::Request;
 use super::backend::{
     ActionError, ActionResult, AttachPlan, Backend, CriticResult, CriticRunState, CriticRunView,
     RunId, SessionState, SessionView, Snapshot,
@@ -16,30 +17,17 @@ use std::sync::{Mutex, MutexGuard};
 use time::OffsetDateTime;
 use tokio::sync::broadcast;
 
-/// A call the screen made, in order.
+/// A call the screen made, in order: the polls, attaches, and operator actions (as the
+/// same [`Request`] the app sends).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Call {
     Snapshot,
     Capture(WorkItemRef),
-    Reply {
-        work_item: WorkItemRef,
-        text: String,
-    },
-    Start(WorkItemRef),
-    Pause(WorkItemRef),
-    Resume(WorkItemRef),
-    Stop(WorkItemRef),
-    Dismiss(WorkItemRef),
-    RunCritic {
-        critic: String,
-        work_item: WorkItemRef,
-    },
-    PostCritic(RunId),
-    OpenUrl(String),
     Attach {
         work_item: WorkItemRef,
         read_only: bool,
     },
+    Action(Request),
 }
 
 #[derive(Debug, Default)]
@@ -114,11 +102,14 @@ impl FakeBackend {
         self.lock().calls.clone()
     }
 
-    /// Calls other than the periodic snapshot and capture polls.
-    pub fn actions(&self) -> Vec<Call> {
+    /// The operator actions asked for, in order.
+    pub fn actions(&self) -> Vec<Request> {
         self.calls()
             .into_iter()
-            .filter(|c| !matches!(c, Call::Snapshot | Call::Capture(_)))
+            .filter_map(|c| match c {
+                Call::Action(r) => Some(r),
+                _ => None,
+            })
             .collect()
     }
 
@@ -239,10 +230,10 @@ impl Backend for FakeBackend {
         work_item: &'a WorkItemRef,
         text: &'a str,
     ) -> BoxFuture<'a, ActionResult> {
-        let failed = self.record(Call::Reply {
+        let failed = self.record(Call::Action(Request::Reply {
             work_item: work_item.clone(),
             text: text.into(),
-        });
+        }));
         let result = match (failed, self.live(work_item)) {
             (Some(e), _) | (None, Err(e)) => Err(e),
             (None, Ok(SessionState::Paused)) => Err(ActionError::Refused(format!(
@@ -273,7 +264,7 @@ impl Backend for FakeBackend {
     }
 
     fn start<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult> {
-        if let Some(e) = self.record(Call::Start(work_item.clone())) {
+        if let Some(e) = self.record(Call::Action(Request::Start(work_item.clone()))) {
             return ready(Err(e));
         }
         if self.live(work_item).is_ok() {
@@ -295,7 +286,7 @@ impl Backend for FakeBackend {
     }
 
     fn pause<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult> {
-        if let Some(e) = self.record(Call::Pause(work_item.clone())) {
+        if let Some(e) = self.record(Call::Action(Request::Pause(work_item.clone()))) {
             return ready(Err(e));
         }
         if let Err(e) = self.live(work_item) {
@@ -310,7 +301,7 @@ impl Backend for FakeBackend {
     }
 
     fn resume<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult> {
-        if let Some(e) = self.record(Call::Resume(work_item.clone())) {
+        if let Some(e) = self.record(Call::Action(Request::Resume(work_item.clone()))) {
             return ready(Err(e));
         }
         self.set_state(work_item, |s| {
@@ -322,7 +313,7 @@ impl Backend for FakeBackend {
     }
 
     fn stop<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult> {
-        if let Some(e) = self.record(Call::Stop(work_item.clone())) {
+        if let Some(e) = self.record(Call::Action(Request::Stop(work_item.clone()))) {
             return ready(Err(e));
         }
         self.set_state(work_item, |s| {
@@ -333,7 +324,7 @@ impl Backend for FakeBackend {
     }
 
     fn dismiss_question<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult> {
-        if let Some(e) = self.record(Call::Dismiss(work_item.clone())) {
+        if let Some(e) = self.record(Call::Action(Request::Dismiss(work_item.clone()))) {
             return ready(Err(e));
         }
         self.lock()
@@ -352,10 +343,10 @@ impl Backend for FakeBackend {
         critic: &'a str,
         work_item: &'a WorkItemRef,
     ) -> BoxFuture<'a, ActionResult> {
-        if let Some(e) = self.record(Call::RunCritic {
+        if let Some(e) = self.record(Call::Action(Request::RunCritic {
             critic: critic.into(),
             work_item: work_item.clone(),
-        }) {
+        })) {
             return ready(Err(e));
         }
         let now = self.now();
@@ -384,7 +375,7 @@ impl Backend for FakeBackend {
     }
 
     fn post_critic<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, ActionResult> {
-        if let Some(e) = self.record(Call::PostCritic(run.clone())) {
+        if let Some(e) = self.record(Call::Action(Request::PostCritic(run.clone()))) {
             return ready(Err(e));
         }
         let posted = {
@@ -416,7 +407,7 @@ impl Backend for FakeBackend {
     }
 
     fn open_url<'a>(&'a self, url: &'a str) -> BoxFuture<'a, ActionResult> {
-        if let Some(e) = self.record(Call::OpenUrl(url.into())) {
+        if let Some(e) = self.record(Call::Action(Request::OpenUrl(url.into()))) {
             return ready(Err(e));
         }
         ready(Ok(format!("Opened {url}")))

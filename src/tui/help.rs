@@ -5,11 +5,10 @@ use super::app::App;
 use super::keymap::Group;
 use super::layout::centered;
 use super::text::{fit, width};
-use super::view::popup_frame;
+use super::view::scrolled_popup;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 
 const KEYS_MAX: usize = 22;
 
@@ -54,28 +53,12 @@ pub fn line_count(app: &App) -> usize {
 }
 
 pub fn render(app: &App, frame: &mut Frame, area: Rect, scroll: u16) {
-    let t = &app.theme;
     let all = lines(app);
     let w = all.iter().map(Line::width).max().unwrap_or(0) as u16 + 4;
-    let rect = centered(area, w.max(30), (all.len() as u16).saturating_add(2));
-    let close = super::view::hint_spans(app, Group::Help, t.popup);
-    let scroll = (scroll as usize).min(all.len().saturating_sub(1));
-    let block = popup_frame(app, frame, rect, Line::from(" Keys "))
-        .title_bottom(Line::from(close))
-        .title_bottom(
-            Line::from(Span::styled(
-                format!(" {}/{} ", scroll + 1, all.len()),
-                t.popup,
-            ))
-            .right_aligned(),
-        );
-    let inner = block.inner(rect);
-    frame.render_widget(block, rect);
-    let visible: Vec<Line> = all
-        .into_iter()
-        .skip(scroll)
-        .take(inner.height as usize)
-        .map(|l| l.patch_style(t.popup))
-        .collect();
-    frame.render_widget(Paragraph::new(visible), inner);
+    let h = u16::try_from(all.len())
+        .unwrap_or(u16::MAX)
+        .saturating_add(2);
+    let rect = centered(area, w.max(30), h);
+    let title = Line::from(" Keys ");
+    scrolled_popup(app, frame, rect, title, Group::Help, all, scroll as usize);
 }

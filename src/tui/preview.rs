@@ -7,7 +7,7 @@ use super::backend::SessionState;
 use super::keymap::{Command, Group};
 use super::sessions::state_style;
 use super::text::{clean_line, short_ref, truncate_ref, width};
-use super::view::{empty_state, pane_block};
+use super::view::{framed, pane_block, render_empty};
 use ansi_to_tui::IntoText;
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -83,11 +83,9 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
     };
     let title = super::view::clip_spans(title, avail);
     let block = pane_block(app, Focus::Pane, title, None, single);
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    if inner.width == 0 || inner.height == 0 {
+    let Some(inner) = framed(frame, block, area) else {
         return;
-    }
+    };
     let message = |text: String, style: Style| {
         Paragraph::new(Line::from(Span::styled(text, style))).wrap(Wrap { trim: true })
     };
@@ -97,7 +95,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         } else {
             "Select a session to watch its pane here."
         };
-        frame.render_widget(Paragraph::new(empty_state(app, text)), inner);
+        render_empty(app, frame, inner, text);
         return;
     };
     if session.state == SessionState::NoSession {
@@ -121,7 +119,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
             let visible: Vec<Line> = text.lines[skip..].to_vec();
             frame.render_widget(Paragraph::new(visible), inner);
         }
-        _ => frame.render_widget(Paragraph::new(empty_state(app, "Capturing…")), inner),
+        _ => render_empty(app, frame, inner, "Capturing…"),
     }
 }
 

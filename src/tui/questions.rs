@@ -4,11 +4,11 @@
 
 use super::app::{App, Focus};
 use super::text::{age, clean_line, fit, fit_right, tiny_ref, truncate_ref, width, wrap};
-use super::view::{empty_state, full_width, pane_block, row_style};
+use super::view::{framed, full_width, pane_block, render_empty, row_style};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::widgets::Paragraph;
 
 /// A question older than this is shown in the warning style.
 const STALE_SECS: i64 = 15 * 60;
@@ -24,21 +24,16 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         count,
         single,
     );
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    if inner.width == 0 || inner.height == 0 {
+    let Some(inner) = framed(frame, block, area) else {
         return;
-    }
+    };
     if app.questions.is_empty() {
         let text = if app.loading {
             "Loading…"
         } else {
             "No open questions. Agents ask with `the-loop ask`."
         };
-        frame.render_widget(
-            Paragraph::new(empty_state(app, text)).wrap(Wrap { trim: true }),
-            inner,
-        );
+        render_empty(app, frame, inner, text);
         return;
     }
     let single_repo = app.single_repo();

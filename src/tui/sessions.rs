@@ -6,7 +6,7 @@
 use super::app::{App, Focus};
 use super::backend::{SessionState, SessionView};
 use super::text::{age, fit, fit_right, short_ref, truncate_ref, width};
-use super::view::{empty_state, full_width, pane_block, row_style, window_start};
+use super::view::{framed, full_width, pane_block, render_empty, row_style, window_start};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -136,21 +136,16 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         count,
         single,
     );
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    if inner.width == 0 || inner.height == 0 {
+    let Some(inner) = framed(frame, block, area) else {
         return;
-    }
+    };
     if app.sessions.is_empty() {
         let text = if app.loading {
             "Loading…"
         } else {
             "No sessions yet. Watched issues and PRs appear here."
         };
-        frame.render_widget(
-            Paragraph::new(empty_state(app, text)).wrap(ratatui::widgets::Wrap { trim: true }),
-            inner,
-        );
+        render_empty(app, frame, inner, text);
         return;
     }
     let cols = columns(app, inner.width as usize);

@@ -10,7 +10,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, BorderType, Borders, Clear};
+use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph, Wrap};
 
 /// Draws a frame. Never mutates the app and never panics, whatever the size.
 pub fn render(app: &App, frame: &mut Frame) {
@@ -162,9 +162,44 @@ pub fn popup_frame<'a>(app: &App, frame: &mut Frame, rect: Rect, title: Line<'a>
         .title(title.style(app.theme.popup_title))
 }
 
-/// A dim, centered line for an empty pane.
-pub fn empty_state<'a>(app: &App, text: &'a str) -> Line<'a> {
-    Line::from(Span::styled(text, app.theme.dim))
+/// Draws a frame and returns the area inside it, or `None` when nothing fits inside.
+pub fn framed(frame: &mut Frame, block: Block<'_>, area: Rect) -> Option<Rect> {
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    (inner.width > 0 && inner.height > 0).then_some(inner)
+}
+
+/// A dim, wrapped note in a pane with nothing to list: "No open questions…".
+pub fn render_empty(app: &App, frame: &mut Frame, area: Rect, text: &str) {
+    let line = Line::from(Span::styled(text.to_string(), app.theme.dim));
+    frame.render_widget(Paragraph::new(line).wrap(Wrap { trim: true }), area);
+}
+
+/// A popup over long text (help, critic output): its keys on the bottom edge, the
+/// position on the right, `lines` from `scroll` on.
+pub fn scrolled_popup(
+    app: &App,
+    frame: &mut Frame,
+    rect: Rect,
+    title: Line<'_>,
+    keys: super::keymap::Group,
+    lines: Vec<Line<'_>>,
+    scroll: usize,
+) {
+    let total = lines.len();
+    let scroll = scroll.min(total.saturating_sub(1));
+    let position = format!(" {}/{} ", scroll + 1, total);
+    let block = popup_frame(app, frame, rect, title)
+        .title_bottom(Line::from(hint_spans(app, keys, app.theme.popup)))
+        .title_bottom(Line::from(Span::styled(position, app.theme.popup)).right_aligned());
+    if let Some(inner) = framed(frame, block, rect) {
+        let visible: Vec<Line> = lines
+            .into_iter()
+            .skip(scroll)
+            .take(inner.height as usize)
+            .collect();
+        frame.render_widget(Paragraph::new(visible), inner);
+    }
 }
 
 /// `key label` pairs for a popup's or box's bottom edge, from the keymap.

@@ -13,9 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use the_loop::events::{Event, EventType, Source};
 use the_loop::tui::action::Notification;
+use the_loop::tui::action::Request;
 use the_loop::tui::app::App;
 use the_loop::tui::backend::{CriticResult, QuestionView, RunId, SessionState, Snapshot};
-use the_loop::tui::fake::{Call, FakeBackend};
+use the_loop::tui::fake::FakeBackend;
 use the_loop::tui::run::{Console, LoopSettings, LoopStats, Timing, event_loop};
 use the_loop::tui::sample;
 use tokio::sync::mpsc;
@@ -310,7 +311,7 @@ async fn a_reply_goes_through_the_backend_and_closes_the_question() {
     }
     assert_eq!(
         rig.backend.actions(),
-        [Call::Reply {
+        [Request::Reply {
             work_item: sample::item("octo/repo", 18),
             text: "Per repo\nKeep 3 as the default.".into(),
         }]

@@ -8,14 +8,11 @@ use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use std::hint::black_box;
-use the_loop::config::NotifyMode;
 use the_loop::events::Event;
 use the_loop::tui::action::Action;
 use the_loop::tui::app::{App, AppSettings};
 use the_loop::tui::backend::{SessionState, Snapshot};
-use the_loop::tui::keymap::Keymap;
 use the_loop::tui::sample;
-use the_loop::tui::theme::Theme;
 use the_loop::tui::update::update;
 use the_loop::tui::view;
 use time::OffsetDateTime;
@@ -63,17 +60,7 @@ fn events(n: usize) -> Vec<Event> {
 }
 
 fn app(width: u16, height: u16) -> App {
-    let mut app = App::new(
-        AppSettings {
-            keymap: Keymap::builtin(),
-            theme: Theme::builtin("default").unwrap(),
-            notify: NotifyMode::Bell,
-            utc_offset: time::UtcOffset::UTC,
-            warnings: Vec::new(),
-            focus: None,
-        },
-        NOW,
-    );
+    let mut app = App::new(AppSettings::builtin(), NOW);
     update(&mut app, Action::Resize { width, height });
     update(&mut app, Action::History(events(1000)));
     update(&mut app, Action::Snapshot(snapshot()));

@@ -211,6 +211,21 @@ pub struct AppSettings {
     pub focus: Option<String>,
 }
 
+impl AppSettings {
+    /// The shipped keymap and default theme, bell notifications, times in UTC.
+    pub fn builtin() -> Self {
+        Self {
+            keymap: Keymap::builtin(),
+            theme: Theme::builtin("default")
+                .unwrap_or_else(|| Theme::load("default", None, false).0),
+            notify: NotifyMode::Bell,
+            utc_offset: UtcOffset::UTC,
+            warnings: Vec::new(),
+            focus: None,
+        }
+    }
+}
+
 impl App {
     pub fn new(settings: AppSettings, now: OffsetDateTime) -> Self {
         Self {

@@ -5,13 +5,10 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier};
-use the_loop::config::NotifyMode;
 use the_loop::tui::action::{Action, Effect};
 use the_loop::tui::app::{App, AppSettings};
 use the_loop::tui::backend::Snapshot;
-use the_loop::tui::keymap::Keymap;
 use the_loop::tui::sample;
-use the_loop::tui::theme::Theme;
 use the_loop::tui::update::update;
 use the_loop::tui::view;
 use time::OffsetDateTime;
@@ -25,14 +22,7 @@ pub fn now() -> OffsetDateTime {
 }
 
 pub fn settings() -> AppSettings {
-    AppSettings {
-        keymap: Keymap::builtin(),
-        theme: Theme::builtin("default").unwrap(),
-        notify: NotifyMode::Bell,
-        utc_offset: time::UtcOffset::UTC,
-        warnings: Vec::new(),
-        focus: None,
-    }
+    AppSettings::builtin()
 }
 
 /// An app that has received `snapshot` and the sample history, sized `w`×`h`.

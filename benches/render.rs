@@ -1,6 +1,7 @@
 //! Drawing a full frame of the TUI into ratatui's `TestBackend`: 50 sessions, 1,000
 //! events, a question, critic runs and a colored pane capture — what one redraw costs.
-//! Also the cost of taking in a burst of events (`update` with 1,000 at once). Run:
+//! Also the cost of taking in a burst of events (`update` with 1,000 at once) and of
+//! getting from nothing to the first frame. Run:
 //! `cargo bench --bench render -- --measurement-time 3`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -105,6 +106,31 @@ fn bench_render(c: &mut Criterion) {
         })
     });
     group.finish();
+
+    // From nothing to the first full frame: keymap and theme parsed, 500 events of
+    // history and a snapshot taken in, drawn (the backend's own I/O not included).
+    let history = events(500);
+    let snap = snapshot();
+    c.bench_function("render/first_frame_200x50", |b| {
+        b.iter(|| {
+            let options = the_loop::tui::run::RunOptions {
+                config_dir: None,
+                ..the_loop::tui::run::RunOptions::new(Default::default())
+            };
+            let mut app = options.app(NOW);
+            update(
+                &mut app,
+                Action::Resize {
+                    width: 200,
+                    height: 50,
+                },
+            );
+            update(&mut app, Action::History(history.clone()));
+            update(&mut app, Action::Snapshot(snap.clone()));
+            let mut terminal = Terminal::new(TestBackend::new(200, 50)).unwrap();
+            terminal.draw(|f| view::render(&app, f)).unwrap();
+        })
+    });
 
     let burst = events(1000);
     c.bench_function("update/ingest_1000_events", |b| {

@@ -72,6 +72,8 @@ macro_rules! theme_roles {
         #[derive(Debug, Clone, PartialEq)]
         pub struct Theme {
             pub name: String,
+            /// `NO_COLOR` applied: pane captures lose their colors too.
+            pub colorless: bool,
             $(#[doc = $doc] pub $role: Style,)*
         }
 
@@ -99,7 +101,7 @@ macro_rules! theme_roles {
 
             /// Every role unstyled: the base a built-in file fills in.
             fn plain(name: &str) -> Self {
-                Theme { name: name.to_string(), $($role: Style::default(),)* }
+                Theme { name: name.to_string(), colorless: false, $($role: Style::default(),)* }
             }
 
             fn missing(raw: &RawStyles) -> Vec<&'static str> {
@@ -248,6 +250,7 @@ impl Theme {
             .add_modifier(Modifier::REVERSED | Modifier::BOLD);
         self.selected_unfocused = self.selected_unfocused.add_modifier(Modifier::BOLD);
         self.status_bar = self.status_bar.add_modifier(Modifier::REVERSED);
+        self.colorless = true;
         self.brand = self.brand.add_modifier(Modifier::REVERSED | Modifier::BOLD);
         self.title_focused = self
             .title_focused

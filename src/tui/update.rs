@@ -401,8 +401,7 @@ fn on_capture(app: &mut App, work_item: WorkItemRef, result: Result<String, Stri
             if same_item && app.preview.raw_hash == hash && app.preview.error.is_none() {
                 return;
             }
-            let no_color = app.theme.text.fg.is_none() && app.theme.accent.fg.is_none();
-            app.preview.text = Some(super::preview::parse_capture(&raw, no_color));
+            app.preview.text = Some(super::preview::parse_capture(&raw, app.theme.colorless));
             app.preview.raw_hash = hash;
             app.preview.error = None;
         }

@@ -21,3 +21,4 @@ pub mod session;
 pub mod supervisor;
 pub mod time;
 pub mod tmux;
+pub mod tui;

@@ -1,0 +1,110 @@
+//! The messages of the one `update`: [`Action`]s come in (terminal input, backend data,
+//! timers, results), [`Effect`]s go out (I/O for the event loop to perform). Keeping
+//! the two apart is what lets tests drive the whole app without a terminal or a backend.
+
+use super::backend::{ActionResult, RunId, Snapshot};
+use crate::events::Event;
+use crate::routing::refs::WorkItemRef;
+use crossterm::event::KeyEvent;
+use time::OffsetDateTime;
+
+#[derive(Debug, Clone)]
+pub enum Action {
+    Key(KeyEvent),
+    /// A bracketed paste from the terminal.
+    Paste(String),
+    Resize {
+        width: u16,
+        height: u16,
+    },
+    /// The clock, about once a second: relative times, message expiry.
+    Tick(OffsetDateTime),
+    /// The spinner's frame (only while a critic runs).
+    Spin,
+    /// Time to refresh the pane preview (only while it is visible).
+    PreviewDue,
+    /// Time to ask the backend for a fresh snapshot.
+    RefreshDue,
+    Snapshot(Snapshot),
+    /// The recent events loaded at start.
+    History(Vec<Event>),
+    /// Live events, batched.
+    Events(Vec<Event>),
+    /// The live stream fell behind and lost this many events.
+    EventsLagged(u64),
+    Captured {
+        work_item: WorkItemRef,
+        result: Result<String, String>,
+    },
+    /// A backend request finished.
+    Done {
+        request: Request,
+        result: ActionResult,
+    },
+    /// An attach finished (the operator detached, or it failed).
+    Attached {
+        work_item: WorkItemRef,
+        result: Result<(), String>,
+    },
+}
+
+/// Operator actions the backend performs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    Reply {
+        work_item: WorkItemRef,
+        text: String,
+    },
+    Start(WorkItemRef),
+    Pause(WorkItemRef),
+    Resume(WorkItemRef),
+    Stop(WorkItemRef),
+    Dismiss(WorkItemRef),
+    RunCritic {
+        critic: String,
+        work_item: WorkItemRef,
+    },
+    PostCritic(RunId),
+    OpenUrl(String),
+}
+
+impl Request {
+    /// What was asked, for messages: "reply to octo/repo#18".
+    pub fn describe(&self) -> String {
+        use super::text::short_ref;
+        match self {
+            Request::Reply { work_item, .. } => format!("reply to {}", short_ref(work_item)),
+            Request::Start(w) => format!("start {}", short_ref(w)),
+            Request::Pause(w) => format!("pause {}", short_ref(w)),
+            Request::Resume(w) => format!("resume {}", short_ref(w)),
+            Request::Stop(w) => format!("stop {}", short_ref(w)),
+            Request::Dismiss(w) => format!("dismiss the question on {}", short_ref(w)),
+            Request::RunCritic { critic, work_item } => {
+                format!("run {critic} on {}", short_ref(work_item))
+            }
+            Request::PostCritic(_) => "post the critic's findings".into(),
+            Request::OpenUrl(url) => format!("open {url}"),
+        }
+    }
+}
+
+/// A desktop notification or bell for a new question (`tui.notify`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notification {
+    pub title: String,
+    pub body: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    Request(Request),
+    Capture(WorkItemRef),
+    Refresh,
+    Attach {
+        work_item: WorkItemRef,
+        read_only: bool,
+    },
+    Bell,
+    Desktop(Notification),
+    Quit,
+}

@@ -1,0 +1,331 @@
+//! What the screen needs from the rest of the product, as one small trait.
+//!
+//! The TUI is a view: it renders a [`Snapshot`] of supervisor state and the event
+//! stream, and turns keys into requests. Whoever owns the state — the in-process
+//! supervisor, or a viewer following another supervisor's event log and registry
+//! (SPEC §11.6) — implements [`Backend`]; tests use [`super::fake::FakeBackend`].
+//! Nothing here routes, polls or talks to tmux.
+
+use crate::events::{Event, EventType};
+use crate::routing::refs::WorkItemRef;
+use futures::future::BoxFuture;
+use std::path::PathBuf;
+use time::OffsetDateTime;
+use tokio::sync::broadcast;
+
+/// What a session is doing (SPEC §7.5), plus `NoSession` for a watched item without one
+/// (listed dimmed so the operator can start it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SessionState {
+    Working,
+    Idle,
+    AwaitingInput,
+    Dead,
+    Paused,
+    NoSession,
+}
+
+impl SessionState {
+    pub fn label(self) -> &'static str {
+        match self {
+            SessionState::Working => "working",
+            SessionState::Idle => "idle",
+            SessionState::AwaitingInput => "awaiting",
+            SessionState::Dead => "dead",
+            SessionState::Paused => "paused",
+            SessionState::NoSession => "no session",
+        }
+    }
+
+    pub fn glyph(self) -> &'static str {
+        match self {
+            SessionState::Working => "●",
+            SessionState::Idle => "○",
+            SessionState::AwaitingInput => "?",
+            SessionState::Dead => "✗",
+            SessionState::Paused => "‖",
+            SessionState::NoSession => "·",
+        }
+    }
+
+    /// A harness process exists (alive or not) for this item.
+    pub fn has_session(self) -> bool {
+        self != SessionState::NoSession
+    }
+}
+
+/// One row of the Sessions pane: a session, or a watched item with no session yet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionView {
+    pub work_item: WorkItemRef,
+    /// The item's title, when known (shown in the Pane title).
+    pub title: Option<String>,
+    pub harness: Option<String>,
+    /// Registry status (`active`, `paused`, `closed`); `None` without a session.
+    pub status: Option<String>,
+    pub state: SessionState,
+    /// Seconds since the pane last showed activity.
+    pub idle_secs: Option<u64>,
+    pub tmux_name: Option<String>,
+    pub pane: Option<String>,
+    pub url: String,
+    pub cwd: Option<PathBuf>,
+}
+
+impl SessionView {
+    /// A watched item without a session.
+    pub fn watched(work_item: WorkItemRef) -> Self {
+        Self {
+            url: work_item.html_url(),
+            work_item,
+            title: None,
+            harness: None,
+            status: None,
+            state: SessionState::NoSession,
+            idle_secs: None,
+            tmux_name: None,
+            pane: None,
+            cwd: None,
+        }
+    }
+}
+
+/// An open question (SPEC §8.1): a `session.awaiting_input` not yet answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuestionView {
+    pub work_item: WorkItemRef,
+    pub question: String,
+    pub asked_at: OffsetDateTime,
+    pub comment_url: Option<String>,
+}
+
+/// Whether this screen runs the supervisor or watches another one (SPEC §11.6).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Role {
+    #[default]
+    Supervisor,
+    Viewer {
+        /// The supervisor's pid, when the lock file says.
+        pid: Option<u32>,
+    },
+}
+
+/// The last `poll.cycle` (SPEC §4.1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PollSummary {
+    pub at: OffsetDateTime,
+    pub items: u64,
+    pub requests: u64,
+    pub not_modified: u64,
+    pub delivered: u64,
+    pub dropped: u64,
+    pub errors: u64,
+    pub rate_remaining: Option<u64>,
+    pub duration_ms: u64,
+}
+
+impl PollSummary {
+    /// Reads a `poll.cycle` event; `None` for any other event or a bad timestamp.
+    pub fn from_event(event: &Event) -> Option<Self> {
+        if event.event != EventType::PollCycle {
+            return None;
+        }
+        let n = |k: &str| event.fields.get(k).and_then(serde_json::Value::as_u64);
+        Some(Self {
+            at: crate::time::parse_ts(&event.ts)?,
+            items: n("items").unwrap_or(0),
+            requests: n("requests").unwrap_or(0),
+            not_modified: n("not_modified").unwrap_or(0),
+            delivered: n("delivered").unwrap_or(0),
+            dropped: n("dropped").unwrap_or(0),
+            errors: n("errors").unwrap_or(0),
+            rate_remaining: n("rate_remaining"),
+            duration_ms: n("duration_ms").unwrap_or(0),
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateLimit {
+    pub remaining: u64,
+    pub limit: Option<u64>,
+}
+
+/// The optional webhook server (SPEC §4.2).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum WebhookState {
+    #[default]
+    Off,
+    Listening {
+        listen: String,
+        /// False when the route accepts unsigned requests (`allowUnsigned`): a warning.
+        signed: bool,
+    },
+    Failed(String),
+}
+
+/// The status bar's data.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StatusView {
+    pub role: Role,
+    /// `owner/name` of every configured repo.
+    pub repos: Vec<String>,
+    pub polling_enabled: bool,
+    pub last_poll: Option<PollSummary>,
+    pub rate: Option<RateLimit>,
+    pub webhook: WebhookState,
+    /// Standing warnings about the config (shown until they go away).
+    pub config_warnings: Vec<String>,
+    /// The last `config.reload_failed` error, until a reload succeeds.
+    pub reload_error: Option<String>,
+    /// `routing.authorizedUsers` is empty: nothing human-authored is acted on.
+    pub allowlist_empty: bool,
+}
+
+/// A configured critic, for the picker.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CriticSpecView {
+    pub name: String,
+    pub harness: Option<String>,
+    pub model: Option<String>,
+    /// Why it cannot run (disabled, invalid entry); `None` when it can.
+    pub problem: Option<String>,
+}
+
+/// Names one critic run for `post_critic` and the output view.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RunId(pub String);
+
+/// A finished round's envelope fields (SPEC §9.4).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CriticResult {
+    pub ok: bool,
+    pub exit_code: i32,
+    pub duration_secs: f64,
+    pub cost_usd: Option<f64>,
+    /// `[<harness or name>/<model or default>]`: the output is shown under it.
+    pub attribution: String,
+    pub output: String,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum CriticRunState {
+    Running,
+    Finished(CriticResult),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CriticRunView {
+    pub id: RunId,
+    pub critic: String,
+    pub work_item: Option<WorkItemRef>,
+    pub started_at: OffsetDateTime,
+    pub state: CriticRunState,
+    /// The comment URL once posted (SPEC §9.6).
+    pub posted: Option<String>,
+}
+
+impl CriticRunView {
+    pub fn is_running(&self) -> bool {
+        self.state == CriticRunState::Running
+    }
+
+    pub fn result(&self) -> Option<&CriticResult> {
+        match &self.state {
+            CriticRunState::Finished(r) => Some(r),
+            CriticRunState::Running => None,
+        }
+    }
+}
+
+/// Everything the panes show except the event stream and the pane capture.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Snapshot {
+    pub sessions: Vec<SessionView>,
+    pub questions: Vec<QuestionView>,
+    pub status: StatusView,
+    pub critics: Vec<CriticSpecView>,
+    pub runs: Vec<CriticRunView>,
+}
+
+/// How to attach to a session's tmux (SPEC §11.3). The backend decides (it knows the
+/// socket and whether we run inside tmux); the event loop runs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttachPlan {
+    /// A blocking child that takes over the terminal (`tmux attach -t <name>`): the TUI
+    /// suspends, runs it, and resumes when it exits (the operator detached).
+    Foreground(Vec<String>),
+    /// A quick command that moves the surrounding tmux client (`switch-client`); the TUI
+    /// keeps running in its own pane.
+    Background(Vec<String>),
+}
+
+/// A refused or failed operator action; the message is shown to the operator as is, so
+/// it says what happened and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ActionError {
+    /// The action does not apply (no session, paused, nothing to post): a warning.
+    #[error("{0}")]
+    Refused(String),
+    /// It was attempted and failed (tmux, GitHub, a process): an error.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// `Ok` carries the message shown on success (e.g. "reply delivered to octo/repo#18").
+pub type ActionResult = Result<String, ActionError>;
+
+/// The supervisor (or a viewer of one) as the TUI sees it. Object-safe, so the loop
+/// holds an `Arc<dyn Backend>`; every call that may do I/O is a future.
+pub trait Backend: Send + Sync {
+    /// The current state of sessions, questions, status and critics. Cheap enough to
+    /// call every couple of seconds and after every batch of events.
+    fn snapshot(&self) -> BoxFuture<'_, Snapshot>;
+
+    /// The last `limit` events, oldest first, to fill the Events pane at start.
+    fn recent_events(&self, limit: usize) -> BoxFuture<'_, Vec<Event>>;
+
+    /// Events from now on (the supervisor's broadcast; a viewer feeds one from the log).
+    fn subscribe(&self) -> broadcast::Receiver<Event>;
+
+    /// The session's pane content with its colors (ANSI escapes).
+    fn capture_pane<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+    ) -> BoxFuture<'a, Result<String, ActionError>>;
+
+    /// The one reply path (SPEC §8.2), with the TUI as the entry point.
+    fn reply<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        text: &'a str,
+    ) -> BoxFuture<'a, ActionResult>;
+
+    fn start<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;
+    fn pause<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;
+    fn resume<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;
+    fn stop<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;
+
+    /// Closes an open question without replying (`session.question_dismissed`).
+    fn dismiss_question<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;
+
+    /// Starts a critic round in the background, in the session's working directory; its
+    /// progress shows in later snapshots' `runs`.
+    fn run_critic<'a>(
+        &'a self,
+        critic: &'a str,
+        work_item: &'a WorkItemRef,
+    ) -> BoxFuture<'a, ActionResult>;
+
+    /// Posts a finished run's findings to its work item (SPEC §9.6).
+    fn post_critic<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, ActionResult>;
+
+    fn open_url<'a>(&'a self, url: &'a str) -> BoxFuture<'a, ActionResult>;
+
+    fn attach<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        read_only: bool,
+    ) -> BoxFuture<'a, Result<AttachPlan, ActionError>>;
+}

@@ -1,0 +1,414 @@
+//! What each keymap command does to the state, called only from [`super::update`].
+
+use super::action::{Effect, Request};
+use super::app::{App, Confirm, Focus, MessageLevel, Mode, ReplyBox};
+use super::backend::{SessionState, SessionView};
+use super::keymap::Command;
+use super::text::short_ref;
+use super::update::{request_capture, say};
+use crate::routing::refs::WorkItemRef;
+use ratatui::style::Style;
+use ratatui_textarea::TextArea;
+
+pub(super) fn run(app: &mut App, command: Command, fx: &mut Vec<Effect>) {
+    app.dirty = true;
+    match command {
+        Command::Quit => {
+            app.quit = true;
+            fx.push(Effect::Quit);
+        }
+        Command::Help => {
+            app.mode = match app.mode {
+                Mode::Help { .. } => Mode::Normal,
+                _ => Mode::Help { scroll: 0 },
+            }
+        }
+        Command::Close => app.mode = Mode::Normal,
+        Command::FocusNext | Command::FocusPrev => {
+            app.focus = app.focus.step(command == Command::FocusNext);
+            selection_changed(app, fx);
+        }
+        Command::FocusSessions => focus(app, Focus::Sessions, fx),
+        Command::FocusPane => focus(app, Focus::Pane, fx),
+        Command::FocusQuestions => focus(app, Focus::Questions, fx),
+        Command::FocusEvents => focus(app, Focus::Events, fx),
+        Command::FocusCritics => focus(app, Focus::Critics, fx),
+        Command::Zoom => {
+            app.zoom = !app.zoom;
+            selection_changed(app, fx);
+        }
+        Command::Up => move_by(app, -1, fx),
+        Command::Down => move_by(app, 1, fx),
+        Command::PageUp => move_by(app, -page(app), fx),
+        Command::PageDown => move_by(app, page(app), fx),
+        Command::Top => move_by(app, isize::MIN / 2, fx),
+        Command::Bottom => move_by(app, isize::MAX / 2, fx),
+        Command::Reply | Command::Open if app.focus != Focus::Critics => open_reply(app),
+        Command::Reply => open_reply(app),
+        Command::Open => open_output(app),
+        Command::Attach | Command::AttachReadOnly => {
+            if let Some(s) = target_session(app, "attach to") {
+                fx.push(Effect::Attach {
+                    work_item: s.work_item.clone(),
+                    read_only: command == Command::AttachReadOnly,
+                });
+            }
+        }
+        Command::Critic => open_picker(app),
+        Command::Start => {
+            if let Some(item) = target_item(app) {
+                match app.session_for(&item).map(|s| s.state) {
+                    Some(SessionState::NoSession) | None => {
+                        say(
+                            app,
+                            MessageLevel::Info,
+                            format!("Starting a session on {}…", short_ref(&item)),
+                        );
+                        fx.push(Effect::Request(Request::Start(item)));
+                    }
+                    Some(_) => say(
+                        app,
+                        MessageLevel::Warn,
+                        format!("{} already has a session", short_ref(&item)),
+                    ),
+                }
+            }
+        }
+        Command::Pause | Command::Resume | Command::TogglePause => {
+            if let Some(s) = target_session(app, "pause") {
+                let item = s.work_item.clone();
+                let resume = match command {
+                    Command::Resume => true,
+                    Command::Pause => false,
+                    _ => s.state == SessionState::Paused,
+                };
+                fx.push(Effect::Request(if resume {
+                    Request::Resume(item)
+                } else {
+                    Request::Pause(item)
+                }));
+            }
+        }
+        Command::Stop => {
+            if let Some(s) = target_session(app, "stop") {
+                let item = s.work_item.clone();
+                app.mode = Mode::Confirm(Confirm {
+                    prompt: format!("Stop the session on {}?", short_ref(&item)),
+                    detail: "The agent is ended (SIGTERM, then SIGKILL after a grace period)."
+                        .into(),
+                    request: Request::Stop(item),
+                });
+            }
+        }
+        Command::OpenUrl => open_url(app, fx),
+        Command::Dismiss => match app.selected_question() {
+            Some(q) if app.focus == Focus::Questions => {
+                fx.push(Effect::Request(Request::Dismiss(q.work_item.clone())))
+            }
+            _ => say(app, MessageLevel::Info, "Select a question to dismiss"),
+        },
+        Command::Filter => {
+            app.mode = Mode::Filter {
+                draft: app.filter.clone(),
+            };
+            app.focus = Focus::Events;
+        }
+        Command::ClearFilter => {
+            app.filter.clear();
+            app.events_scroll = 0;
+        }
+        Command::PostCritic => post_critic(app, fx),
+        Command::Select => select_critic(app, fx),
+        Command::Confirm => {
+            if let Mode::Confirm(c) = std::mem::replace(&mut app.mode, Mode::Normal) {
+                fx.push(Effect::Request(c.request));
+            }
+        }
+        // Handled by the modes that own them; bound elsewhere they do nothing.
+        Command::Send | Command::Cancel | Command::Apply | Command::Noop => {}
+    }
+}
+
+fn focus(app: &mut App, to: Focus, fx: &mut Vec<Effect>) {
+    app.focus = to;
+    selection_changed(app, fx);
+}
+
+/// After the selection or the layout changed: reset the preview if it now shows another
+/// session, and capture right away rather than on the next timer.
+pub(super) fn selection_changed(app: &mut App, fx: &mut Vec<Effect>) {
+    let target = app.preview_target().map(|s| s.work_item.clone());
+    if app.preview.work_item != target {
+        app.preview.text = None;
+        app.preview.error = None;
+        app.preview.raw_hash = 0;
+        app.preview.work_item = None;
+    }
+    request_capture(app, fx);
+}
+
+fn page(app: &App) -> isize {
+    let rows = app
+        .layout()
+        .rect(app.focus)
+        .map(|r| r.height.saturating_sub(3))
+        .unwrap_or(5);
+    rows.max(1) as isize
+}
+
+fn step(index: usize, delta: isize, len: usize) -> usize {
+    if len == 0 {
+        return 0;
+    }
+    index.saturating_add_signed(delta).min(len - 1)
+}
+
+fn move_by(app: &mut App, delta: isize, fx: &mut Vec<Effect>) {
+    let to_u16 = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
+    match app.mode {
+        Mode::Help { scroll } => {
+            let len = super::help::line_count(app);
+            app.mode = Mode::Help {
+                scroll: to_u16(step(scroll as usize, delta, len)),
+            };
+        }
+        Mode::Output { .. } => {
+            let len = super::critics::output_line_count(app);
+            if let Mode::Output { scroll, .. } = &mut app.mode {
+                *scroll = to_u16(step(*scroll as usize, delta, len));
+            }
+        }
+        Mode::Picker { ref mut index, .. } => *index = step(*index, delta, app.critics.len()),
+        _ => match app.focus {
+            Focus::Sessions => {
+                app.session_index = step(app.session_index, delta, app.sessions.len());
+                selection_changed(app, fx);
+            }
+            Focus::Questions => {
+                app.question_index = step(app.question_index, delta, app.questions.len());
+            }
+            Focus::Critics => app.run_index = step(app.run_index, delta, app.runs.len()),
+            Focus::Events => {
+                // Up goes back in time; the newest row is at the bottom.
+                let len = app.feed.count_matching(&app.filter.to_lowercase());
+                let rows = app
+                    .layout()
+                    .events
+                    .map(|r| r.height.saturating_sub(2) as usize)
+                    .unwrap_or(1);
+                let max = len.saturating_sub(rows);
+                app.events_scroll = step(app.events_scroll, -delta, max + 1);
+            }
+            Focus::Pane => {}
+        },
+    }
+}
+
+/// The session the focused pane points at.
+fn target_item(app: &App) -> Option<WorkItemRef> {
+    match app.focus {
+        Focus::Questions => app.selected_question().map(|q| q.work_item.clone()),
+        Focus::Critics => app.selected_run().and_then(|r| r.work_item.clone()),
+        _ => app.selected_session().map(|s| s.work_item.clone()),
+    }
+}
+
+/// The target's session, or a message saying why there is none.
+fn target_session(app: &mut App, verb: &str) -> Option<SessionView> {
+    let Some(item) = target_item(app) else {
+        say(
+            app,
+            MessageLevel::Info,
+            format!("Select a session to {verb}"),
+        );
+        return None;
+    };
+    match app.session_for(&item) {
+        Some(s) if s.state.has_session() => Some(s.clone()),
+        _ => {
+            let start = app
+                .keymap
+                .key_label(super::keymap::Group::Sessions, Command::Start)
+                .map(|k| format!(": press {k} in Sessions to start one"))
+                .unwrap_or_default();
+            say(
+                app,
+                MessageLevel::Warn,
+                format!("{} has no session yet{start}", short_ref(&item)),
+            );
+            None
+        }
+    }
+}
+
+fn open_reply(app: &mut App) {
+    let (item, question) = match app.focus {
+        Focus::Questions => match app.selected_question() {
+            Some(q) => (q.work_item.clone(), Some(q.question.clone())),
+            None => {
+                say(app, MessageLevel::Info, "No open question to answer");
+                return;
+            }
+        },
+        _ => match target_session(app, "reply to") {
+            Some(s) => {
+                let q = app.question_for(&s.work_item).map(|q| q.question.clone());
+                (s.work_item, q)
+            }
+            None => return,
+        },
+    };
+    let mut textarea = TextArea::default();
+    textarea.set_placeholder_text("Type your reply. Enter adds a line; pasting works.");
+    textarea.set_placeholder_style(app.theme.dim);
+    textarea.set_cursor_line_style(Style::default());
+    textarea.set_style(app.theme.input);
+    app.mode = Mode::Reply(Box::new(ReplyBox {
+        work_item: item,
+        question,
+        textarea,
+        sending: false,
+        error: None,
+    }));
+}
+
+pub(super) fn send_reply(app: &mut App, fx: &mut Vec<Effect>) {
+    let Mode::Reply(reply) = &mut app.mode else {
+        return;
+    };
+    if reply.sending {
+        return;
+    }
+    let text = reply.textarea.lines().join("\n");
+    if text.trim().is_empty() {
+        reply.error = Some("Nothing to send: type a reply first".into());
+    } else {
+        reply.sending = true;
+        reply.error = None;
+        fx.push(Effect::Request(Request::Reply {
+            work_item: reply.work_item.clone(),
+            text,
+        }));
+    }
+    app.dirty = true;
+}
+
+fn open_picker(app: &mut App) {
+    let Some(item) = target_item(app) else {
+        say(
+            app,
+            MessageLevel::Info,
+            "Select a session to run a critic on",
+        );
+        return;
+    };
+    if app.critics.is_empty() {
+        say(
+            app,
+            MessageLevel::Warn,
+            "No critics configured: add one under `critics:` in the config (SPEC §9)",
+        );
+        return;
+    }
+    let index = app
+        .critics
+        .iter()
+        .position(|c| c.problem.is_none())
+        .unwrap_or(0);
+    app.mode = Mode::Picker {
+        work_item: item,
+        index,
+    };
+}
+
+fn select_critic(app: &mut App, fx: &mut Vec<Effect>) {
+    let Mode::Picker { work_item, index } = &app.mode else {
+        return;
+    };
+    let Some(critic) = app.critics.get(*index).cloned() else {
+        return;
+    };
+    let work_item = work_item.clone();
+    if let Some(problem) = &critic.problem {
+        say(
+            app,
+            MessageLevel::Warn,
+            format!("{} cannot run: {problem}", critic.name),
+        );
+        return;
+    }
+    app.mode = Mode::Normal;
+    say(
+        app,
+        MessageLevel::Info,
+        format!("Starting {} on {}…", critic.name, short_ref(&work_item)),
+    );
+    fx.push(Effect::Request(Request::RunCritic {
+        critic: critic.name,
+        work_item,
+    }));
+}
+
+fn open_output(app: &mut App) {
+    match app.selected_run() {
+        Some(run) if run.is_running() => say(
+            app,
+            MessageLevel::Info,
+            format!("{} is still running", run.critic),
+        ),
+        Some(run) => {
+            app.mode = Mode::Output {
+                run: run.id.clone(),
+                scroll: 0,
+            }
+        }
+        None => say(app, MessageLevel::Info, "No critic run to open yet"),
+    }
+}
+
+fn post_critic(app: &mut App, fx: &mut Vec<Effect>) {
+    let run = match &app.mode {
+        Mode::Output { run, .. } => app.runs.iter().find(|r| &r.id == run),
+        _ if app.focus == Focus::Critics => app.selected_run(),
+        _ => None,
+    };
+    let Some(run) = run.cloned() else {
+        say(
+            app,
+            MessageLevel::Info,
+            "Select a finished critic run to post",
+        );
+        return;
+    };
+    if run.is_running() {
+        say(
+            app,
+            MessageLevel::Info,
+            format!("{} is still running", run.critic),
+        );
+    } else if let Some(url) = &run.posted {
+        say(app, MessageLevel::Warn, format!("Already posted: {url}"));
+    } else {
+        say(app, MessageLevel::Info, format!("Posting {}…", run.critic));
+        fx.push(Effect::Request(Request::PostCritic(run.id)));
+    }
+}
+
+fn open_url(app: &mut App, fx: &mut Vec<Effect>) {
+    let url = match app.focus {
+        Focus::Questions => app.selected_question().map(|q| {
+            q.comment_url
+                .clone()
+                .unwrap_or_else(|| q.work_item.html_url())
+        }),
+        _ => target_item(app).map(|item| {
+            app.session_for(&item)
+                .map(|s| s.url.clone())
+                .unwrap_or_else(|| item.html_url())
+        }),
+    };
+    match url {
+        Some(url) => fx.push(Effect::Request(Request::OpenUrl(url))),
+        None => say(app, MessageLevel::Info, "Nothing selected to open"),
+    }
+}

@@ -1,0 +1,425 @@
+//! The Events pane's model: each event turned once, on arrival, into a short row
+//! (`12:01:07 ✓ delivered #15 @alice`), kept in a bounded ring so a log of any length
+//! costs the same memory, and filtered by plain text.
+
+use super::text::{clean_line, short_ref};
+use crate::events::{Event, EventType, Level};
+use crate::routing::refs::WorkItemRef;
+use serde_json::Value;
+use std::collections::VecDeque;
+use time::UtcOffset;
+
+/// Rows kept in memory; older ones fall off (the log file has them all).
+pub const FEED_CAPACITY: usize = 2000;
+
+/// How a row is colored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowKind {
+    Routed,
+    Dropped,
+    Delivered,
+    Failed,
+    Session,
+    Question,
+    Critic,
+    /// The result of the operator's own action in this screen.
+    Note,
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRow {
+    /// `HH:MM:SS` in the operator's offset.
+    pub time: String,
+    pub glyph: &'static str,
+    pub kind: RowKind,
+    pub verb: String,
+    pub item: Option<WorkItemRef>,
+    pub rest: String,
+    /// Lowercased text the filter matches against.
+    haystack: String,
+}
+
+impl EventRow {
+    pub fn new(
+        time: String,
+        glyph: &'static str,
+        kind: RowKind,
+        verb: impl Into<String>,
+        item: Option<WorkItemRef>,
+        rest: impl Into<String>,
+    ) -> Self {
+        let verb = clean_line(&verb.into()).into_owned();
+        let rest = clean_line(&rest.into()).into_owned();
+        let haystack = format!(
+            "{time} {verb} {} {rest}",
+            item.as_ref().map(short_ref).unwrap_or_default()
+        )
+        .to_lowercase();
+        Self {
+            time,
+            glyph,
+            kind,
+            verb,
+            item,
+            rest,
+            haystack,
+        }
+    }
+
+    /// Case-insensitive substring match; `needle` is already lowercase.
+    pub fn matches(&self, needle: &str) -> bool {
+        needle.is_empty() || self.haystack.contains(needle)
+    }
+}
+
+/// The bounded list behind the Events pane.
+#[derive(Debug, Clone, Default)]
+pub struct Feed {
+    rows: VecDeque<EventRow>,
+    /// Total rows ever added (to tell "new rows arrived" without comparing them).
+    added: u64,
+}
+
+impl Feed {
+    pub fn push(&mut self, row: EventRow) {
+        if self.rows.len() == FEED_CAPACITY {
+            self.rows.pop_front();
+        }
+        self.rows.push_back(row);
+        self.added += 1;
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    pub fn added(&self) -> u64 {
+        self.added
+    }
+
+    /// Matching rows, newest first.
+    pub fn newest_first<'a>(&'a self, needle: &'a str) -> impl Iterator<Item = &'a EventRow> {
+        self.rows.iter().rev().filter(move |r| r.matches(needle))
+    }
+
+    pub fn count_matching(&self, needle: &str) -> usize {
+        if needle.is_empty() {
+            self.rows.len()
+        } else {
+            self.rows.iter().filter(|r| r.matches(needle)).count()
+        }
+    }
+}
+
+fn hhmmss(ts: &str, offset: UtcOffset) -> String {
+    crate::time::parse_ts(ts)
+        .map(|t| {
+            let t = t.to_offset(offset);
+            format!("{:02}:{:02}:{:02}", t.hour(), t.minute(), t.second())
+        })
+        .unwrap_or_else(|| "--:--:--".into())
+}
+
+fn first_item(event: &Event) -> Option<WorkItemRef> {
+    event.work_items().find_map(|s| s.parse().ok())
+}
+
+/// Whether an event belongs in the pane: poll cycles live in the status bar and debug
+/// events (queueing) are noise at this level.
+pub fn shown(event: &Event) -> bool {
+    event.event != EventType::PollCycle && event.level > Level::Debug
+}
+
+/// The row for an event.
+pub fn describe(event: &Event, offset: UtcOffset) -> EventRow {
+    use EventType as T;
+    let time = hhmmss(&event.ts, offset);
+    let item = first_item(event);
+    let s = |k: &str| event.str_field(k).unwrap_or("").to_string();
+    let actor = event
+        .str_field("actor")
+        .map(|a| format!("@{a}"))
+        .unwrap_or_default();
+    let err = || {
+        event
+            .str_field("error")
+            .map(|e| format!(": {e}"))
+            .unwrap_or_default()
+    };
+    let (glyph, kind, verb, rest): (&'static str, RowKind, String, String) = match event.event {
+        T::RoutingRouted => {
+            let outcome = s("outcome");
+            let what = event.str_field("gh_event").unwrap_or("event");
+            (
+                "→",
+                RowKind::Routed,
+                "routed".into(),
+                join(&[&actor, what, &arrow(&outcome)]),
+            )
+        }
+        T::RoutingDropped => (
+            "⊘",
+            RowKind::Dropped,
+            s("reason"),
+            join(&[&actor, event.str_field("gh_event").unwrap_or("")]),
+        ),
+        T::DispatchSucceeded => {
+            let respawned = event.fields.get("respawned") == Some(&Value::Bool(true));
+            (
+                "✓",
+                RowKind::Delivered,
+                "delivered".into(),
+                join(&[&actor, if respawned { "(respawned)" } else { "" }]),
+            )
+        }
+        T::DispatchFailed => ("✗", RowKind::Failed, "delivery failed".into(), err()),
+        T::DispatchDropped => (
+            "⊘",
+            RowKind::Dropped,
+            "not delivered".into(),
+            format!("({})", s("reason")),
+        ),
+        T::DispatchQueued => ("·", RowKind::Other, "queued".into(), String::new()),
+        T::PollCycle => ("·", RowKind::Other, "poll".into(), String::new()),
+        T::PollError => (
+            "▲",
+            RowKind::Failed,
+            "poll error".into(),
+            join(&[&s("repo"), &err()]),
+        ),
+        T::PollCommentFailed => (
+            "✗",
+            RowKind::Failed,
+            "gave up on a comment".into(),
+            s("comment_url"),
+        ),
+        T::WebhookReceived => (
+            "↓",
+            RowKind::Other,
+            "webhook".into(),
+            join(&[&s("gh_event"), &s("action")]),
+        ),
+        T::WebhookRejected => (
+            "⊘",
+            RowKind::Dropped,
+            "webhook rejected".into(),
+            format!("({})", s("reason")),
+        ),
+        T::ControlStart | T::ControlStop | T::ControlPause | T::ControlResume => {
+            let word = event.event.as_str().trim_start_matches("control.");
+            ("◆", RowKind::Session, format!("{word} asked"), actor)
+        }
+        T::ControlAmbiguous => ("▲", RowKind::Dropped, "ambiguous command".into(), actor),
+        T::ControlRefused => (
+            "▲",
+            RowKind::Dropped,
+            format!("{} refused", s("keyword")),
+            format!("({})", s("reason")),
+        ),
+        T::SessionSpawned => ("◆", RowKind::Session, "started".into(), s("harness")),
+        T::SessionSpawnFailed => ("✗", RowKind::Failed, "start failed".into(), err()),
+        T::SessionRespawned => {
+            let resumed = event.fields.get("resumed") == Some(&Value::Bool(true));
+            let how = if resumed { "resumed" } else { "fresh" };
+            (
+                "◆",
+                RowKind::Session,
+                "respawned".into(),
+                format!("({how})"),
+            )
+        }
+        T::SessionResumeFailed => ("▲", RowKind::Failed, "resume failed".into(), err()),
+        T::SessionPaused => ("‖", RowKind::Session, "paused".into(), actor),
+        T::SessionResumed => ("▶", RowKind::Session, "resumed".into(), actor),
+        T::SessionStopped => ("■", RowKind::Session, "stopped".into(), actor),
+        T::SessionClosed => ("■", RowKind::Session, "closed".into(), s("state")),
+        T::SessionReset => ("◆", RowKind::Session, "reset".into(), String::new()),
+        T::SessionAwaitingInput => (
+            "?",
+            RowKind::Question,
+            "asks".into(),
+            crate::tui::text::truncate(&s("question"), 120).into_owned(),
+        ),
+        T::SessionReplySent => ("↩", RowKind::Delivered, "reply sent".into(), String::new()),
+        T::SessionReplyFailed => (
+            "✗",
+            RowKind::Failed,
+            "reply failed".into(),
+            format!("({}){}", s("reason"), err()),
+        ),
+        T::SessionQuestionDismissed => ("·", RowKind::Question, "question dismissed".into(), actor),
+        T::CriticStarted => (
+            "◇",
+            RowKind::Critic,
+            format!("{} started", s("critic")),
+            String::new(),
+        ),
+        T::CriticFinished => {
+            let ok = event.fields.get("ok") == Some(&Value::Bool(true));
+            let secs = event
+                .fields
+                .get("duration_seconds")
+                .and_then(Value::as_f64)
+                .map(crate::tui::text::clock)
+                .unwrap_or_default();
+            let cost = event
+                .fields
+                .get("cost_usd")
+                .and_then(Value::as_f64)
+                .map(crate::tui::text::cost)
+                .unwrap_or_default();
+            (
+                if ok { "✓" } else { "✗" },
+                if ok { RowKind::Critic } else { RowKind::Failed },
+                format!("{} {}", s("critic"), if ok { "passed" } else { "failed" }),
+                join(&[&secs, &cost, &err()]),
+            )
+        }
+        T::CriticPosted => (
+            "↗",
+            RowKind::Critic,
+            format!("{} posted", s("critic")),
+            String::new(),
+        ),
+        T::SupervisorStarted => (
+            "·",
+            RowKind::Other,
+            "supervisor started".into(),
+            s("warning"),
+        ),
+        T::SupervisorStopped => (
+            "·",
+            RowKind::Other,
+            "supervisor stopped".into(),
+            s("reason"),
+        ),
+        T::ConfigReloaded => ("·", RowKind::Other, "config reloaded".into(), String::new()),
+        T::ConfigReloadFailed => ("✗", RowKind::Failed, "config reload failed".into(), err()),
+        T::StateCorrupt => (
+            "▲",
+            RowKind::Failed,
+            "corrupt state moved aside".into(),
+            s("path"),
+        ),
+        T::ServerStarted => ("·", RowKind::Other, "webhook server".into(), s("listen")),
+        T::ServerFailed => ("✗", RowKind::Failed, "webhook server failed".into(), err()),
+    };
+    EventRow::new(time, glyph, kind, verb, item, rest)
+}
+
+fn arrow(outcome: &str) -> String {
+    if outcome.is_empty() {
+        String::new()
+    } else {
+        format!("→ {outcome}")
+    }
+}
+
+fn join(parts: &[&str]) -> String {
+    let mut out = String::new();
+    for p in parts.iter().filter(|p| !p.is_empty()) {
+        if !out.is_empty() && !p.starts_with(':') {
+            out.push(' ');
+        }
+        out.push_str(p);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::Source;
+
+    fn ev(t: EventType) -> Event {
+        let mut e = Event::new(Source::Poll, t);
+        e.ts = "2026-01-31T12:01:07.000Z".into();
+        e
+    }
+
+    #[test]
+    fn rows_say_what_happened_in_few_words() {
+        let row = describe(
+            &ev(EventType::DispatchSucceeded)
+                .with("work_item", "github:octo/repo#15")
+                .with("actor", "alice"),
+            UtcOffset::UTC,
+        );
+        assert_eq!((row.time.as_str(), row.glyph), ("12:01:07", "✓"));
+        assert_eq!(row.verb, "delivered");
+        assert_eq!(row.item, Some(WorkItemRef::new("octo", "repo", 15)));
+        assert_eq!(row.rest, "@alice");
+
+        let row = describe(
+            &ev(EventType::RoutingDropped)
+                .with("reason", "unauthorized-actor")
+                .with("actor", "mallory")
+                .with("gh_event", "issue_comment")
+                .with("work_items", vec!["github:octo/repo#15"]),
+            UtcOffset::UTC,
+        );
+        assert_eq!(row.kind, RowKind::Dropped);
+        assert_eq!(
+            (row.verb.as_str(), row.rest.as_str()),
+            ("unauthorized-actor", "@mallory issue_comment")
+        );
+        assert!(row.matches("mallory") && row.matches("#15") && row.matches("12:01"));
+        assert!(!row.matches("alice"));
+    }
+
+    #[test]
+    fn every_event_type_has_a_row() {
+        for t in EventType::ALL {
+            let row = describe(&ev(*t), UtcOffset::UTC);
+            assert!(
+                !row.verb.is_empty() || *t == EventType::RoutingDropped,
+                "{t}"
+            );
+        }
+    }
+
+    #[test]
+    fn text_from_outside_cannot_reach_the_terminal() {
+        let row = describe(
+            &ev(EventType::SessionAwaitingInput)
+                .with("work_item", "github:octo/repo#18")
+                .with("question", "ok?\u{1b}]52;c;ZXZpbA==\u{7}\nnext"),
+            UtcOffset::UTC,
+        );
+        assert!(!row.rest.chars().any(char::is_control), "{:?}", row.rest);
+    }
+
+    #[test]
+    fn the_feed_is_bounded_and_filters() {
+        let mut feed = Feed::default();
+        for i in 0..FEED_CAPACITY + 10 {
+            feed.push(EventRow::new(
+                "00:00:00".into(),
+                "·",
+                RowKind::Other,
+                format!("row {i}"),
+                None,
+                "",
+            ));
+        }
+        assert_eq!(feed.len(), FEED_CAPACITY);
+        assert_eq!(feed.added(), (FEED_CAPACITY + 10) as u64);
+        assert_eq!(
+            feed.newest_first("").next().unwrap().verb,
+            format!("row {}", FEED_CAPACITY + 9)
+        );
+        assert_eq!(feed.count_matching("row 10"), 111); // row 10, 100-109, 1000-1099 (0-9 fell off)
+    }
+
+    #[test]
+    fn poll_cycles_and_debug_events_stay_out() {
+        assert!(!shown(&ev(EventType::PollCycle)));
+        assert!(!shown(&ev(EventType::DispatchQueued).level(Level::Debug)));
+        assert!(shown(&ev(EventType::DispatchSucceeded)));
+    }
+}

@@ -1,0 +1,122 @@
+//! The bottom line: the result of the last action (for a few seconds), then the keys
+//! that matter in the focused pane or mode, read from the keymap. The hints invite the
+//! next step: with a question waiting the reply key reads "answer #18", and before any
+//! critic has run the critic key reads "run a critic".
+
+use super::app::{App, Focus, MessageLevel, Mode};
+use super::keymap::{Command, Hint};
+use super::text::{clean_line, tiny_ref, truncate, truncate_ref, width};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+const SEP: &str = " · ";
+
+/// The hints for the current mode and focus, with the inviting labels applied.
+pub fn hints(app: &App) -> Vec<Hint> {
+    let group = app.key_group();
+    let mut hints = app.keymap.hints(group);
+    if !matches!(app.mode, Mode::Normal) {
+        return hints;
+    }
+    let answering = match app.focus {
+        Focus::Questions => app.selected_question().map(|q| q.work_item.clone()),
+        _ => app
+            .selected_session()
+            .filter(|s| app.question_for(&s.work_item).is_some())
+            .map(|s| s.work_item.clone()),
+    };
+    for h in &mut hints {
+        match h.command {
+            Command::Reply => {
+                if let Some(item) = &answering {
+                    let tiny = tiny_ref(item, app.single_repo());
+                    h.label = format!("answer {}", truncate_ref(&tiny, 16));
+                }
+            }
+            Command::Critic if app.runs.is_empty() && !app.critics.is_empty() => {
+                h.label = "run a critic".into();
+            }
+            _ => {}
+        }
+    }
+    // Questions waiting elsewhere: offer the way to them first.
+    let waiting = app.questions.len();
+    if waiting > 0
+        && app.focus != Focus::Questions
+        && answering.is_none()
+        && let Some(key) = app.keymap.key_label(group, Command::FocusQuestions)
+    {
+        hints.insert(
+            0,
+            Hint {
+                command: Command::FocusQuestions,
+                key,
+                label: if waiting == 1 {
+                    "see the waiting question".into()
+                } else {
+                    format!("see {waiting} waiting questions")
+                },
+            },
+        );
+    }
+    if app.focus == Focus::Events && !app.filter.is_empty() {
+        hints.retain(|h| h.command != Command::Filter);
+    } else if app.filter.is_empty() {
+        hints.retain(|h| h.command != Command::ClearFilter);
+    }
+    hints
+}
+
+pub fn render(app: &App, frame: &mut Frame, area: Rect) {
+    if area.height == 0 || area.width == 0 {
+        return;
+    }
+    let t = &app.theme;
+    let avail = area.width as usize;
+    let mut spans = vec![Span::raw(" ")];
+    let mut used = 1;
+    if app.message_visible()
+        && let Some(m) = &app.message
+    {
+        let (glyph, style) = match m.level {
+            MessageLevel::Info => ("•", t.accent),
+            MessageLevel::Ok => ("✓", t.ok),
+            MessageLevel::Warn => ("▲", t.warn),
+            MessageLevel::Error => ("✗", t.error),
+        };
+        let text = truncate(
+            &format!("{glyph} {}", clean_line(&m.text)),
+            avail.saturating_sub(used),
+        )
+        .into_owned();
+        used += width(&text);
+        spans.push(Span::styled(text, style));
+        spans.push(Span::styled("  │ ", t.dim));
+        used += 4;
+    }
+    if let Mode::Filter { .. } = app.mode {
+        let text = "type to filter · ";
+        if used + width(text) < avail {
+            spans.push(Span::styled(text, t.hint));
+            used += width(text);
+        }
+    }
+    let mut shown = 0;
+    for h in hints(app) {
+        let sep = if shown == 0 { 0 } else { width(SEP) };
+        let need = sep + width(&h.key) + 1 + width(&h.label);
+        if used + need > avail {
+            continue;
+        }
+        if shown > 0 {
+            spans.push(Span::styled(SEP, t.dim));
+        }
+        shown += 1;
+        spans.push(Span::styled(h.key, t.key));
+        spans.push(Span::styled(format!(" {}", h.label), t.hint));
+        used += need;
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}

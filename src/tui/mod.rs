@@ -1,0 +1,43 @@
+//! The operator's screen (SPEC §11): a view over supervisor state and the event log.
+//!
+//! - [`backend::Backend`] is everything the screen needs from the rest of the product
+//!   (the supervisor, or a viewer of another one); [`fake::FakeBackend`] stands in for
+//!   it in tests.
+//! - [`app::App`] is the state; it changes only in [`update::update`], which turns an
+//!   [`action::Action`] into state and [`action::Effect`]s (I/O for the loop).
+//! - [`view::render`] draws `&App`; one module per pane.
+//! - [`run::event_loop`] is the tokio loop, generic over the ratatui backend;
+//!   [`terminal`] owns raw mode and restores the terminal on every exit path.
+//! - Keys and colors are data: [`keymap`] and [`theme`], embedded from `keymaps/` and
+//!   `themes/`, patched by the user's files in the config dir.
+
+pub mod action;
+pub mod app;
+pub mod backend;
+mod commands;
+mod critics;
+mod events_pane;
+pub mod fake;
+pub mod feed;
+mod footer;
+mod help;
+pub mod keymap;
+pub mod keys;
+pub mod layout;
+mod picker;
+mod popup;
+mod preview;
+mod questions;
+mod reply;
+pub mod run;
+pub mod sample;
+mod sessions;
+mod status;
+pub mod terminal;
+pub mod text;
+pub mod theme;
+pub mod update;
+pub mod view;
+
+pub use backend::Backend;
+pub use run::{RunOptions, run};

@@ -1,0 +1,287 @@
+//! The terminal guard: the only code that touches raw mode and the alternate screen.
+//! [`Restorer::restore`] is the one way back to a normal terminal — raw mode off,
+//! bracketed paste and mouse reporting off, main screen, cursor shown — and it runs on
+//! every exit path: normal return, error, a panic (via the hook installed by
+//! [`TerminalGuard`]), a signal, and around `tmux attach` (suspend/resume). The writer
+//! and raw-mode switch are injected so tests can check exactly what was restored.
+
+use super::action::Notification;
+use super::run::Console;
+use crossterm::cursor::{Hide, Show};
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, Event as TermEvent,
+    EventStream,
+};
+use crossterm::execute;
+use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen};
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use std::io::{self, Write};
+use std::panic::PanicHookInfo;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Switching the terminal's raw mode (process-wide in crossterm, hence a trait).
+pub trait RawMode: Send + Sync {
+    fn enable(&self) -> io::Result<()>;
+    fn disable(&self) -> io::Result<()>;
+}
+
+/// The real switch.
+pub struct CrosstermRawMode;
+
+impl RawMode for CrosstermRawMode {
+    fn enable(&self) -> io::Result<()> {
+        crossterm::terminal::enable_raw_mode()
+    }
+    fn disable(&self) -> io::Result<()> {
+        crossterm::terminal::disable_raw_mode()
+    }
+}
+
+struct Inner {
+    out: Mutex<Box<dyn Write + Send>>,
+    raw: Box<dyn RawMode>,
+    entered: AtomicBool,
+    restores: AtomicUsize,
+}
+
+/// Enters and restores the terminal. Clones share one state, so the panic hook, the
+/// event loop and the guard agree on whether the terminal is currently taken over.
+#[derive(Clone)]
+pub struct Restorer {
+    inner: Arc<Inner>,
+}
+
+impl Restorer {
+    pub fn new(out: Box<dyn Write + Send>, raw: Box<dyn RawMode>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                out: Mutex::new(out),
+                raw,
+                entered: AtomicBool::new(false),
+                restores: AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    /// The process's terminal.
+    pub fn stdout() -> Self {
+        Self::new(Box::new(io::stdout()), Box::new(CrosstermRawMode))
+    }
+
+    fn with_out<T>(
+        &self,
+        f: impl FnOnce(&mut Box<dyn Write + Send>) -> io::Result<T>,
+    ) -> io::Result<T> {
+        // A panic while the writer was held must not stop the restore.
+        let mut out = self.inner.out.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut out)
+    }
+
+    /// Raw mode, alternate screen, bracketed paste on, cursor hidden.
+    pub fn enter(&self) -> io::Result<()> {
+        self.inner.raw.enable()?;
+        self.inner.entered.store(true, Ordering::SeqCst);
+        self.with_out(|out| {
+            execute!(out, EnterAlternateScreen, EnableBracketedPaste, Hide)?;
+            out.flush()
+        })
+    }
+
+    /// Back to a normal terminal. Safe to call any number of times and from a panic:
+    /// only the first call after [`enter`](Self::enter) does anything, and every step is
+    /// attempted even if an earlier one failed.
+    pub fn restore(&self) -> io::Result<()> {
+        if !self.inner.entered.swap(false, Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.inner.restores.fetch_add(1, Ordering::SeqCst);
+        let raw = self.inner.raw.disable();
+        let screen = self.with_out(|out| {
+            execute!(
+                out,
+                DisableBracketedPaste,
+                DisableMouseCapture,
+                LeaveAlternateScreen,
+                Show
+            )?;
+            out.flush()
+        });
+        raw.and(screen)
+    }
+
+    pub fn is_entered(&self) -> bool {
+        self.inner.entered.load(Ordering::SeqCst)
+    }
+
+    /// How many times the terminal was actually restored.
+    pub fn restores(&self) -> usize {
+        self.inner.restores.load(Ordering::SeqCst)
+    }
+
+    /// Writes straight to the terminal (the bell).
+    pub fn write_raw(&self, bytes: &[u8]) -> io::Result<()> {
+        self.with_out(|out| {
+            out.write_all(bytes)?;
+            out.flush()
+        })
+    }
+}
+
+type Hook = Box<dyn Fn(&PanicHookInfo<'_>) + Sync + Send + 'static>;
+
+/// Holds the terminal for as long as it lives: entered on creation, restored on drop,
+/// with a panic hook that restores before the panic message is printed (so it is
+/// readable, on the main screen).
+pub struct TerminalGuard {
+    restorer: Restorer,
+    previous_hook: Option<Arc<Hook>>,
+}
+
+impl TerminalGuard {
+    pub fn enter(restorer: Restorer) -> io::Result<Self> {
+        let previous: Arc<Hook> = Arc::from(std::panic::take_hook());
+        let chained = Arc::clone(&previous);
+        let on_panic = restorer.clone();
+        std::panic::set_hook(Box::new(move |info| {
+            let _ = on_panic.restore();
+            chained(info);
+        }));
+        let guard = Self {
+            restorer,
+            previous_hook: Some(previous),
+        };
+        guard.restorer.enter()?;
+        Ok(guard)
+    }
+
+    pub fn restorer(&self) -> &Restorer {
+        &self.restorer
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        if let Err(e) = self.restorer.restore() {
+            tracing::warn!("restoring the terminal: {e}");
+        }
+        if let Some(previous) = self.previous_hook.take() {
+            std::panic::set_hook(Box::new(move |info| previous(info)));
+        }
+    }
+}
+
+/// The real console: crossterm input, the guard for suspend/resume, real processes.
+pub struct CrosstermConsole {
+    restorer: Restorer,
+    notify_send: Option<PathBuf>,
+}
+
+impl CrosstermConsole {
+    pub fn new(restorer: Restorer) -> Self {
+        Self {
+            restorer,
+            notify_send: find_in_path("notify-send"),
+        }
+    }
+}
+
+fn find_in_path(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(program))
+            .find(|p| p.is_file())
+    })
+}
+
+fn exit_error(argv: &[String], status: std::process::ExitStatus, stderr: &[u8]) -> io::Error {
+    let stderr = String::from_utf8_lossy(stderr);
+    let detail = stderr.trim();
+    io::Error::other(format!(
+        "`{}` exited with {status}{}{detail}",
+        argv.join(" "),
+        if detail.is_empty() { "" } else { ": " }
+    ))
+}
+
+impl Console for CrosstermConsole {
+    fn input(&mut self) -> BoxStream<'static, io::Result<TermEvent>> {
+        EventStream::new().boxed()
+    }
+
+    fn suspend(&mut self) -> io::Result<()> {
+        self.restorer.restore()
+    }
+
+    fn resume(&mut self) -> io::Result<()> {
+        self.restorer.enter()
+    }
+
+    fn run_foreground(&mut self, argv: Vec<String>) -> BoxFuture<'static, io::Result<()>> {
+        Box::pin(async move {
+            let (program, args) = argv
+                .split_first()
+                .ok_or_else(|| io::Error::other("empty command"))?;
+            let status = tokio::process::Command::new(program)
+                .args(args)
+                .status()
+                .await?;
+            if status.success() {
+                Ok(())
+            } else {
+                Err(exit_error(&argv, status, b""))
+            }
+        })
+    }
+
+    fn run_background(&mut self, argv: Vec<String>) -> BoxFuture<'static, io::Result<()>> {
+        Box::pin(async move {
+            let (program, args) = argv
+                .split_first()
+                .ok_or_else(|| io::Error::other("empty command"))?;
+            let out = tokio::process::Command::new(program)
+                .args(args)
+                .stdin(Stdio::null())
+                .output()
+                .await?;
+            if out.status.success() {
+                Ok(())
+            } else {
+                Err(exit_error(&argv, out.status, &out.stderr))
+            }
+        })
+    }
+
+    fn bell(&mut self) {
+        if let Err(e) = self.restorer.write_raw(b"\x07") {
+            tracing::debug!("bell: {e}");
+        }
+    }
+
+    fn desktop(&mut self, n: &Notification) {
+        let Some(program) = &self.notify_send else {
+            tracing::info!("notify-send not found; ringing the bell instead");
+            self.bell();
+            return;
+        };
+        // argv only; the child is reaped in the background and never blocks the screen.
+        let child = tokio::process::Command::new(program)
+            .args(["--app-name=the-loop", "--", &n.title, &n.body])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        match child {
+            Ok(mut child) => {
+                tokio::spawn(async move {
+                    let _ = child.wait().await;
+                });
+            }
+            Err(e) => tracing::warn!("notify-send: {e}"),
+        }
+    }
+}

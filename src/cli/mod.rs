@@ -5,6 +5,7 @@ pub mod ask_cmd;
 pub mod completions;
 pub mod config_cmd;
 pub mod critic_cmd;
+pub mod demo_cmd;
 pub mod events_cmd;
 pub mod excerpt_cmd;
 pub mod fake_agent;
@@ -55,6 +56,11 @@ pub enum Command {
     /// A stand-in agent for tests and the demo.
     #[command(hide = true)]
     FakeAgent(fake_agent::FakeAgentArgs),
+    /// Try the-loop on a simulated GitHub with a demo agent: no token, no network.
+    Demo(demo_cmd::DemoArgs),
+    /// The demo's built-in critic: reads review material, prints one JSON result.
+    #[command(hide = true)]
+    DemoCritic(demo_cmd::DemoCriticArgs),
 }
 
 /// What every command gets besides its own arguments.
@@ -111,6 +117,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Sessions(cmd) => sessions_cmd::run(cmd, &ctx),
         Command::Completions(args) => completions::run(args),
         Command::FakeAgent(args) => fake_agent::run(args),
+        Command::Demo(args) => demo_cmd::run(args),
+        Command::DemoCritic(args) => demo_cmd::run_critic(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

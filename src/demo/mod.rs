@@ -1,0 +1,284 @@
+//! `the-loop demo` (SPEC §12): the real screen against a simulated GitHub and a demo
+//! agent — no token, no network, no config.
+//!
+//! The demo process is an orchestrator. It makes a private world ([`env::World`]: a temp
+//! state root, a config, a private tmux socket name), starts the simulated GitHub
+//! in-process on loopback with the [`scenario`] repository, starts the demo agent's
+//! session for the watched issue (`the-loop sessions start`), and runs the screen as a
+//! child process — `the-loop tui`, its own executable — with the world's environment,
+//! on the operator's terminal. While the screen runs, the scenario plays its events.
+//! However the screen ends (quit, a crash) and whatever stops the demo (SIGINT, SIGTERM,
+//! SIGHUP), everything it started is taken down: the screen, the tmux server with the
+//! agents in it, the simulator, the temp state.
+
+pub mod critic;
+pub mod env;
+pub mod preflight;
+pub mod scenario;
+mod terminal;
+
+use env::{Cleanup, World};
+use preflight::TmuxProblem;
+use scenario::Pace;
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+use terminal::SavedTerminal;
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
+/// What to show while the demo runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Screen {
+    /// `the-loop tui` on this terminal.
+    Tui,
+    /// `the-loop run`: the same world without a screen (scripts, a look under the hood).
+    Headless,
+}
+
+impl Screen {
+    pub fn args(self) -> &'static [&'static str] {
+        match self {
+            Screen::Tui => &["tui"],
+            Screen::Headless => &["run"],
+        }
+    }
+
+    fn command(self) -> String {
+        format!("the-loop {}", self.args().join(" "))
+    }
+}
+
+/// How to run the demo.
+#[derive(Debug, Clone)]
+pub struct DemoOptions {
+    /// The executable every child runs (normally `std::env::current_exe()`).
+    pub exe: PathBuf,
+    pub pace: Pace,
+    pub screen: Screen,
+    /// Keep the temp state after the demo (its path is reported).
+    pub keep_state: bool,
+    /// Where the temp state root goes (normally `std::env::temp_dir()`).
+    pub temp_dir: PathBuf,
+}
+
+/// Why the demo could not run, or how it ended badly. Whatever it had started is
+/// already cleaned up when this is returned.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    #[error(transparent)]
+    Tmux(#[from] TmuxProblem),
+    #[error("cannot set up the demo's private state under {}: {error}", .dir.display())]
+    State { dir: PathBuf, error: io::Error },
+    #[error("cannot start the simulated GitHub on loopback: {0}")]
+    Sim(io::Error),
+    #[error("cannot script the simulated GitHub: {0}")]
+    Script(#[from] crate::github::sim::SimError),
+    #[error("cannot start the demo agent's session: {0}")]
+    Session(String),
+    #[error("cannot start the screen (`{command}`): {error}")]
+    Spawn { command: String, error: io::Error },
+    #[error("the screen (`{command}`) {status}; the demo has cleaned up after it")]
+    ScreenFailed { command: String, status: String },
+}
+
+/// How a demo that ran ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The screen exited normally (the operator quit).
+    Quit,
+    /// The demo was stopped by this signal.
+    Signal(&'static str),
+}
+
+/// What happened, for the goodbye line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub ending: Ending,
+    pub socket: String,
+    pub cleanup: Cleanup,
+}
+
+/// Runs the demo to its end; see the module docs. Blocks.
+pub fn run(options: DemoOptions) -> Result<Report, DemoError> {
+    preflight::require_tmux(None)?;
+    let state_error = |error| DemoError::State {
+        dir: options.temp_dir.clone(),
+        error,
+    };
+    let mut world =
+        World::create(&options.temp_dir, &options.exe, options.pace).map_err(state_error)?;
+    world.keep(options.keep_state);
+    preflight::sweep_stale(&options.temp_dir, world.root());
+    env::prepare_workdir(&world.workdir());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(state_error)?;
+    let result = runtime.block_on(stage(&mut world, &options));
+    // The simulator and the script stop with the runtime, before the files go.
+    drop(runtime);
+    let cleanup = world.cleanup();
+    result.map(|ending| Report {
+        ending,
+        socket: world.socket().to_string(),
+        cleanup,
+    })
+}
+
+/// Everything between the private world and its cleanup.
+async fn stage(world: &mut World, options: &DemoOptions) -> Result<Ending, DemoError> {
+    // Listening first: a signal during start-up must still lead to the cleanup.
+    let mut signals = Signals::new().map_err(|error| DemoError::State {
+        dir: world.root().to_path_buf(),
+        error,
+    })?;
+    let sim = tokio::select! {
+        started = start_world(world) => started?,
+        name = signals.recv() => return Ok(Ending::Signal(name)),
+    };
+    let script = tokio::spawn(scenario::play(
+        sim.control(),
+        world.events_path(),
+        options.pace,
+    ));
+    let ending = run_screen(world, options.screen, &mut signals).await;
+    script.abort();
+    drop(sim);
+    ending
+}
+
+/// The simulator with the scripted repository, the config pointing at it, and the demo
+/// agent's session on the watched issue.
+async fn start_world(world: &mut World) -> Result<crate::github::sim::SimHandle, DemoError> {
+    let sim = crate::github::sim::SimGithub::start()
+        .await
+        .map_err(DemoError::Sim)?;
+    scenario::seed(&sim)?;
+    world
+        .write_config(&sim.base_url())
+        .map_err(|error| DemoError::State {
+            dir: world.root().to_path_buf(),
+            error,
+        })?;
+    let item = scenario::issue_ref().to_string();
+    let mut cmd = world.command(["sessions", "start", item.as_str()]);
+    cmd.stdin(Stdio::null());
+    let output = tokio::process::Command::from(cmd)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| DemoError::Session(e.to_string()))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(DemoError::Session(
+            stderr.trim().trim_start_matches("the-loop: ").to_string(),
+        ));
+    }
+    Ok(sim)
+}
+
+/// Runs the screen until it exits or a signal stops the demo (the screen is then asked
+/// to stop with SIGTERM, and killed if it does not within a few seconds).
+async fn run_screen(
+    world: &World,
+    screen: Screen,
+    signals: &mut Signals,
+) -> Result<Ending, DemoError> {
+    let mut cmd = world.command(screen.args());
+    if screen == Screen::Headless {
+        // Its own process group: Ctrl-C reaches the demo alone, which stops it once.
+        use std::os::unix::process::CommandExt;
+        cmd.stdin(Stdio::null()).process_group(0);
+    }
+    let saved = SavedTerminal::capture();
+    let mut child = tokio::process::Command::from(cmd)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|error| DemoError::Spawn {
+            command: screen.command(),
+            error,
+        })?;
+    let (ending, status) = tokio::select! {
+        status = child.wait() => (Ending::Quit, status.ok()),
+        name = signals.recv() => (Ending::Signal(name), stop(&mut child).await),
+    };
+    let clean = status.is_some_and(|s| s.success());
+    saved.restore(clean);
+    match ending {
+        Ending::Quit if !clean => Err(DemoError::ScreenFailed {
+            command: screen.command(),
+            status: status.map_or_else(|| "could not be waited for".into(), describe),
+        }),
+        ending => Ok(ending),
+    }
+}
+
+/// SIGTERM, a grace period, then SIGKILL.
+async fn stop(child: &mut tokio::process::Child) -> Option<ExitStatus> {
+    if let Some(pid) = child.id() {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    match tokio::time::timeout(Duration::from_secs(5), child.wait()).await {
+        Ok(status) => status.ok(),
+        Err(_) => {
+            let _ = child.kill().await;
+            child.wait().await.ok()
+        }
+    }
+}
+
+/// `exited with code 1`, `was killed by signal 9`.
+fn describe(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with code {code}"),
+        (None, Some(signal)) => format!("was killed by signal {signal}"),
+        _ => format!("ended ({status})"),
+    }
+}
+
+/// The signals that stop the demo.
+struct Signals {
+    int: Signal,
+    term: Signal,
+    hup: Signal,
+}
+
+impl Signals {
+    fn new() -> io::Result<Self> {
+        Ok(Self {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    async fn recv(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.int.recv() => "SIGINT",
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.hup.recv() => "SIGHUP",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_statuses_are_described_plainly() {
+        assert_eq!(describe(ExitStatus::from_raw(1 << 8)), "exited with code 1");
+        assert_eq!(describe(ExitStatus::from_raw(9)), "was killed by signal 9");
+    }
+
+    #[test]
+    fn the_screen_is_the_tui_or_the_headless_supervisor() {
+        assert_eq!(Screen::Tui.args(), ["tui"]);
+        assert_eq!(Screen::Headless.command(), "the-loop run");
+    }
+}

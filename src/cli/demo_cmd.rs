@@ -13,18 +13,21 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// `the-loop demo --help`.
+pub const LONG_ABOUT: &str = "Try the-loop on a simulated GitHub with a demo agent: no token, no network, no config.
+
+A watched issue receives comments over the next half minute: from alice, the demo operator \
+(delivered to the demo agent), from a stranger trying a prompt injection (refused), from the tool itself \
+(refused). A review on the linked pull request is routed to the issue's session and makes \
+the agent ask you a question. Answer it inline, launch the demo critic, then quit with q. \
+Everything the demo starts (a private tmux server, the simulator, a temp state directory) \
+is removed when it ends.
+
+Needs tmux. THE_LOOP_DEMO_PACE=fast plays the script in seconds.";
+
 #[derive(Debug, clap::Args)]
-#[command(
-    long_about = "Try the-loop on a simulated GitHub: no token, no network, no config.\n\n\
-A watched issue receives comments over the next half minute — from you (delivered to the \
-demo agent), from a stranger trying a prompt injection (refused), from the tool itself \
-(refused) — and a review on the linked pull request makes the agent ask you a question. \
-Answer it inline, launch the demo critic, then quit with q. Everything the demo starts \
-(a private tmux server, the simulator, a temp state directory) is removed when it ends.\n\n\
-Needs tmux. Set THE_LOOP_DEMO_PACE=fast to play the script in seconds."
-)]
 pub struct DemoArgs {
-    /// Run the supervisor without the screen (`the-loop run`) and print where to look.
+    /// Run the supervisor without the screen (`the-loop run`); print where to look.
     #[arg(long)]
     pub headless: bool,
     /// Keep the demo's temp state (config, event log, agent log) and print where it is.
@@ -32,7 +35,10 @@ pub struct DemoArgs {
     pub keep_state: bool,
 }
 
-pub fn run(args: DemoArgs) -> CliResult {
+pub fn run(args: DemoArgs, ctx: &super::Ctx) -> CliResult {
+    if ctx.config_flag.is_some() {
+        eprintln!("the-loop: the demo brings its own config; --config is ignored");
+    }
     let pace = Pace::from_env().map_err(|e| usage(anyhow!(e)))?;
     let exe = std::env::current_exe()
         .map_err(|e| failed(anyhow!("cannot find the-loop's own executable: {e}")))?;
@@ -41,11 +47,6 @@ pub fn run(args: DemoArgs) -> CliResult {
     } else {
         Screen::Tui
     };
-    if screen == Screen::Headless {
-        eprintln!(
-            "the-loop demo: running headless (the supervisor without a screen); Ctrl-C stops it and cleans up"
-        );
-    }
     let options = DemoOptions {
         exe,
         pace,
@@ -55,14 +56,15 @@ pub fn run(args: DemoArgs) -> CliResult {
     };
     let report = demo::run(options).map_err(failed)?;
     goodbye(&report);
-    Ok(())
+    report.outcome.map(|_| ()).map_err(failed)
 }
 
 /// One or two lines after the screen is gone: what was cleaned up, and the next step.
 fn goodbye(report: &Report) {
-    let how = match report.ending {
-        Ending::Quit => "demo over".to_string(),
-        Ending::Signal(name) => format!("stopped by {name}"),
+    let how = match &report.outcome {
+        Ok(Ending::Quit) => "demo over".to_string(),
+        Ok(Ending::Signal(name)) => format!("stopped by {name}"),
+        Err(_) => "the demo did not finish".to_string(),
     };
     let Cleanup {
         removed,
@@ -86,7 +88,7 @@ fn goodbye(report: &Report) {
             dir.display()
         );
     }
-    if report.ending == Ending::Quit {
+    if matches!(report.outcome, Ok(Ending::Quit)) {
         eprintln!(
             "the-loop: for real use, `the-loop config init` writes a starter config (see README.md, \"Quick start\")"
         );

@@ -57,6 +57,7 @@ pub enum Command {
     #[command(hide = true)]
     FakeAgent(fake_agent::FakeAgentArgs),
     /// Try the-loop on a simulated GitHub with a demo agent: no token, no network.
+    #[command(long_about = demo_cmd::LONG_ABOUT)]
     Demo(demo_cmd::DemoArgs),
     /// The demo's built-in critic: reads review material, prints one JSON result.
     #[command(hide = true)]
@@ -117,7 +118,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Sessions(cmd) => sessions_cmd::run(cmd, &ctx),
         Command::Completions(args) => completions::run(args),
         Command::FakeAgent(args) => fake_agent::run(args),
-        Command::Demo(args) => demo_cmd::run(args),
+        Command::Demo(args) => demo_cmd::run(args, &ctx),
         Command::DemoCritic(args) => demo_cmd::run_critic(args),
     };
     match result {

@@ -92,15 +92,16 @@ pub enum Ending {
     Signal(&'static str),
 }
 
-/// What happened, for the goodbye line.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How a demo that got as far as its private world went, and what its cleanup did.
+#[derive(Debug)]
 pub struct Report {
-    pub ending: Ending,
+    pub outcome: Result<Ending, DemoError>,
     pub socket: String,
     pub cleanup: Cleanup,
 }
 
-/// Runs the demo to its end; see the module docs. Blocks.
+/// Runs the demo to its end; see the module docs. Blocks. An `Err` means nothing was
+/// started (tmux missing, no temp dir); from then on the [`Report`] says how it went.
 pub fn run(options: DemoOptions) -> Result<Report, DemoError> {
     preflight::require_tmux(None)?;
     let state_error = |error| DemoError::State {
@@ -112,18 +113,22 @@ pub fn run(options: DemoOptions) -> Result<Report, DemoError> {
     world.keep(options.keep_state);
     preflight::sweep_stale(&options.temp_dir, world.root());
     env::prepare_workdir(&world.workdir());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let outcome = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(state_error)?;
-    let result = runtime.block_on(stage(&mut world, &options));
-    // The simulator and the script stop with the runtime, before the files go.
-    drop(runtime);
-    let cleanup = world.cleanup();
-    result.map(|ending| Report {
-        ending,
+    {
+        Ok(runtime) => {
+            let outcome = runtime.block_on(stage(&mut world, &options));
+            // The simulator and the script stop with the runtime, before the files go.
+            drop(runtime);
+            outcome
+        }
+        Err(error) => Err(state_error(error)),
+    };
+    Ok(Report {
+        outcome,
         socket: world.socket().to_string(),
-        cleanup,
+        cleanup: world.cleanup(),
     })
 }
 
@@ -191,6 +196,7 @@ async fn run_screen(
         // Its own process group: Ctrl-C reaches the demo alone, which stops it once.
         use std::os::unix::process::CommandExt;
         cmd.stdin(Stdio::null()).process_group(0);
+        announce_headless(world);
     }
     let saved = SavedTerminal::capture();
     let mut child = tokio::process::Command::from(cmd)
@@ -213,6 +219,18 @@ async fn run_screen(
         }),
         ending => Ok(ending),
     }
+}
+
+/// Without a screen, the ways to look inside.
+fn announce_headless(world: &World) {
+    let home = world.root().display();
+    let exe = world.exe().display();
+    eprintln!(
+        "the-loop demo: running headless; Ctrl-C stops it and cleans up.\n  \
+         events: THE_LOOP_HOME={home} {exe} events --follow\n  \
+         agent:  tmux -L {} attach -r",
+        world.socket()
+    );
 }
 
 /// SIGTERM, a grace period, then SIGKILL.

@@ -138,6 +138,13 @@ impl EtagCache {
             .retain(|k, _| !k.to_ascii_lowercase().contains(&needle));
     }
 
+    /// Keeps only the entries whose key (`<identity> <url>`) passes `keep`: the poller
+    /// drops the ETag of one URL whose answer it must read in full, and stale `since=`
+    /// URLs its cursors have moved past.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.entries.retain(|k, _| keep(k));
+    }
+
     /// Adds `other`'s entries (a ledger loaded from disk); `other` wins on conflicts.
     pub fn merge(&mut self, other: EtagCache) {
         self.clock = self.clock.max(other.clock);
@@ -192,6 +199,16 @@ mod tests {
         assert_eq!(merged.len(), 1);
         c.forget_repo("OCTO/REPO");
         assert_eq!(c.len(), 1);
+    }
+
+    #[test]
+    fn retain_filters_by_key() {
+        let mut c = EtagCache::default();
+        c.insert("id https://h/repos/o/r/pulls/1/reviews".into(), page("1"));
+        c.insert("id https://h/repos/o/r/pulls/2/reviews".into(), page("2"));
+        c.retain(|k| !k.contains("/pulls/1/"));
+        assert_eq!(c.len(), 1);
+        assert!(c.get("id https://h/repos/o/r/pulls/2/reviews").is_some());
     }
 
     #[test]

@@ -12,6 +12,10 @@
 
 pub mod webhook;
 
+pub mod ledger;
+pub mod poller;
+pub mod shape;
+
 use futures::future::BoxFuture;
 use serde_json::Value;
 

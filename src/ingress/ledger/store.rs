@@ -1,0 +1,179 @@
+//! The in-process owner of every repository's ledger. The poller and the webhook path
+//! share one [`LedgerStore`]: each change happens under its lock and is written to disk
+//! (atomically) before the lock is released, so neither path can overwrite the other's
+//! notes and what is on disk is always a state the process was in.
+
+use super::{HandledKind, LEDGER_VERSION, Ledger, ledger_path, notes};
+use crate::events::{Event, EventLog, EventType, Level, Source};
+use crate::fsutil::{self, StateRead};
+use crate::paths::StatePaths;
+use std::collections::HashMap;
+use std::io;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Shared, cheap to clone.
+#[derive(Clone)]
+pub struct LedgerStore {
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl std::fmt::Debug for LedgerStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LedgerStore").finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    paths: StatePaths,
+    events: EventLog,
+    /// Keyed by the lower-cased `owner/name`.
+    repos: HashMap<String, Ledger>,
+}
+
+impl LedgerStore {
+    pub fn new(paths: StatePaths, events: EventLog) -> Self {
+        Self {
+            inner: Arc::new(Mutex::new(Inner {
+                paths,
+                events,
+                repos: HashMap::new(),
+            })),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` on the repo's ledger (loaded from disk on first use) without saving.
+    pub fn read<R>(&self, repo: &str, f: impl FnOnce(&Ledger) -> R) -> R {
+        let mut inner = self.lock();
+        f(inner.ledger(repo))
+    }
+
+    /// Runs `f` on the repo's ledger and writes the result to disk.
+    pub fn update<R>(&self, repo: &str, f: impl FnOnce(&mut Ledger) -> R) -> (R, io::Result<()>) {
+        let mut inner = self.lock();
+        let result = f(inner.ledger(repo));
+        let saved = inner.save(repo);
+        (result, saved)
+    }
+
+    /// Runs `f` on the repo's ledger without writing it (see [`save`](Self::save)).
+    pub fn modify<R>(&self, repo: &str, f: impl FnOnce(&mut Ledger) -> R) -> R {
+        let mut inner = self.lock();
+        f(inner.ledger(repo))
+    }
+
+    /// Writes the repo's ledger to disk.
+    pub fn save(&self, repo: &str) -> io::Result<()> {
+        self.lock().save(repo)
+    }
+
+    /// A copy of the repo's ledger (tests, the TUI).
+    pub fn snapshot(&self, repo: &str) -> Ledger {
+        self.read(repo, Ledger::clone)
+    }
+
+    /// Applies the `sessions reset` notes left for `repo` (see [`notes::forget_item`]) and
+    /// deletes them once the ledger that reflects them is on disk. Returns the numbers.
+    pub fn apply_forget_notes(&self, repo: &str) -> io::Result<Vec<u64>> {
+        let mut inner = self.lock();
+        let notes = notes::pending_forgets(&inner.paths, repo);
+        if notes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ledger = inner.ledger(repo);
+        for (number, _) in &notes {
+            ledger.forget_item(*number);
+        }
+        inner.save(repo)?;
+        for (_, path) in &notes {
+            let _ = std::fs::remove_file(path);
+        }
+        Ok(notes.into_iter().map(|(n, _)| n).collect())
+    }
+
+    /// The webhook path's shared dedupe (SPEC §4.2): true the first time a comment,
+    /// review comment or review id is handled by either ingress path (and records it),
+    /// false when the poller or an earlier webhook already has it. Call it for newly
+    /// created comments and submitted reviews only: an edit carries the same id.
+    pub fn first_handling(&self, repo: &str, kind: HandledKind, id: u64) -> bool {
+        let (first, saved) = self.update(repo, |l| l.claim(kind, id));
+        if let Err(e) = saved {
+            tracing::warn!(repo, error = %e, "poll ledger not written after a webhook claim");
+        }
+        first
+    }
+
+    /// Undoes [`first_handling`](Self::first_handling) when the webhook's delivery failed,
+    /// so the poller delivers the comment if its stream still covers it.
+    pub fn release(&self, repo: &str, kind: HandledKind, id: u64) -> bool {
+        let (released, saved) = self.update(repo, |l| l.release(kind, id));
+        if let Err(e) = saved {
+            tracing::warn!(repo, error = %e, "poll ledger not written after a release");
+        }
+        released
+    }
+}
+
+fn key(repo: &str) -> String {
+    repo.to_ascii_lowercase()
+}
+
+impl Inner {
+    fn ledger(&mut self, repo: &str) -> &mut Ledger {
+        let k = key(repo);
+        if !self.repos.contains_key(&k) {
+            let loaded = load(&self.paths, &self.events, repo);
+            self.repos.insert(k.clone(), loaded);
+        }
+        self.repos.entry(k).or_insert_with(|| Ledger::fresh(repo))
+    }
+
+    fn save(&mut self, repo: &str) -> io::Result<()> {
+        let path = ledger_path(&self.paths, repo);
+        match self.repos.get(&key(repo)) {
+            Some(ledger) => fsutil::atomic_write_json(&path, ledger),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Reads a ledger; a missing one is fresh, a corrupt one (or one written by a newer
+/// binary) is moved aside with a `state.corrupt` event, and the repo starts over as a
+/// first cycle (which reads no history, so nothing old is delivered).
+fn load(paths: &StatePaths, events: &EventLog, repo: &str) -> Ledger {
+    let path = ledger_path(paths, repo);
+    let corrupt = |moved_to: Option<std::path::PathBuf>, error: String| {
+        let _ = events.emit(
+            Event::new(Source::Poll, EventType::StateCorrupt)
+                .level(Level::Warning)
+                .with("path", path.display().to_string())
+                .with_opt("moved_to", moved_to.map(|p| p.display().to_string()))
+                .with("error", error),
+        );
+        Ledger::fresh(repo)
+    };
+    match fsutil::read_json_state::<Ledger>(&path) {
+        Ok(StateRead::Missing) => Ledger::fresh(repo),
+        Ok(StateRead::Ok(ledger)) if ledger.version > LEDGER_VERSION => {
+            let error = format!(
+                "ledger version {} is newer than this binary understands ({LEDGER_VERSION})",
+                ledger.version
+            );
+            corrupt(fsutil::move_aside(&path).ok(), error)
+        }
+        Ok(StateRead::Ok(mut ledger)) => {
+            ledger.repo = repo.to_string();
+            ledger
+        }
+        Ok(StateRead::Corrupt { moved_to, error }) => corrupt(Some(moved_to), error),
+        Err(e) => {
+            // Unreadable (permissions): start fresh in memory; the next save reports
+            // whether the file can be written at all.
+            tracing::warn!(path = %path.display(), error = %e, "poll ledger unreadable");
+            corrupt(None, format!("cannot read the ledger: {e}"))
+        }
+    }
+}

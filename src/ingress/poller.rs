@@ -1,0 +1,476 @@
+//! The poller (SPEC §4.1): per configured repository, per cycle, the conditional GETs
+//! that find new comments, review comments, reviews and closes on watched items; each
+//! shaped like its webhook twin and fed to the [`Ingest`]. The ledger
+//! ([`super::ledger`]) makes it exactly-once across cycles and restarts.
+//!
+//! A repository's cycle runs in three phases:
+//! 1. **fetch** (`fetch.rs`): the requests, nothing else; any failure discards the lot and
+//!    rolls the client's ETags back, so no answer is marked seen unprocessed;
+//! 2. **apply** (`apply.rs`): the answers folded into the ledger; every new event is
+//!    recorded as pending (with its payload) and the cursors and ETags move, in one write;
+//! 3. **feed** (`feed.rs`): the pending events go to the `Ingest` in order, each outcome
+//!    written as it settles; failures are retried next cycle, then given up.
+//!
+//! Idle cost: after the first cycle the watched items are not listed in full but asked
+//! for `since` the items cursor (closes, labels and comments all move an item's
+//! `updated_at`), so an idle cycle is one 304 for the items, one for the open pulls, one
+//! per comment stream and one per watched PR's reviews — whatever the number of watched
+//! issues. The full listing runs on the first cycle and hourly to reconcile.
+
+mod apply;
+mod feed;
+mod fetch;
+
+pub use fetch::{FULL_LISTING_EVERY, is_watched};
+
+use crate::config::{Config, RepoConfig};
+use crate::events::{Event, EventLog, EventType, Level, Source};
+use crate::github::{Client, Error, EtagCache, models};
+use crate::guard::{self, Allowlist};
+use crate::ingress::Ingest;
+use crate::ingress::ledger::{LedgerStore, Pending};
+use crate::paths::StatePaths;
+use crate::routing::{ControlKeywords, DropReason, Outcome, WorkItemRef, extract};
+use std::collections::{BTreeSet, HashSet};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use time::OffsetDateTime;
+use tokio::sync::watch;
+
+/// How far before its cursor a stream is re-read (ids dedupe the overlap): GitHub can
+/// make a write visible a little after the timestamp it carries.
+pub const CURSOR_OVERLAP: time::Duration = time::Duration::seconds(30);
+/// The longest wait between cycles after repeated failures (a rate-limit reset may be
+/// later; it is honoured in full).
+pub const MAX_BACKOFF: Duration = Duration::from_secs(600);
+
+/// "Which items have a session": the poller watches those for closure even after they
+/// leave the watched list. Called once per cycle.
+pub type SessionsFn = Arc<dyn Fn() -> Vec<WorkItemRef> + Send + Sync>;
+
+/// What one cycle did (also logged as `poll.cycle`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CycleReport {
+    pub repos: usize,
+    /// Watched items across repos.
+    pub items: usize,
+    /// HTTP requests made by the client during the cycle (304s included).
+    pub requests: u64,
+    pub not_modified: u64,
+    pub delivered: usize,
+    pub dropped: usize,
+    /// Deliveries that failed and will be retried.
+    pub failed: usize,
+    pub given_up: usize,
+    /// GitHub errors (`poll.error`) and ledger write failures.
+    pub errors: usize,
+    pub rate_remaining: Option<u64>,
+    pub duration: Duration,
+    /// GitHub asked us to wait until then.
+    pub rate_limited_until: Option<OffsetDateTime>,
+}
+
+/// Pushes a new config into a running poller (`Poller::run` consumes the poller).
+#[derive(Clone, Debug)]
+pub struct PollerHandle {
+    config: watch::Sender<Arc<Config>>,
+}
+
+impl PollerHandle {
+    /// Applied before the next cycle, which starts right away.
+    pub fn set_config(&self, config: Arc<Config>) {
+        self.config.send_replace(config);
+    }
+}
+
+pub struct Poller {
+    client: Arc<Client>,
+    config: Arc<Config>,
+    events: EventLog,
+    ingest: Arc<dyn Ingest>,
+    sessions: SessionsFn,
+    ledgers: LedgerStore,
+    /// Repos whose persisted ETags were handed to the client.
+    synced: HashSet<String>,
+    config_tx: watch::Sender<Arc<Config>>,
+    config_rx: watch::Receiver<Arc<Config>>,
+}
+
+impl Poller {
+    pub fn new(
+        client: Arc<Client>,
+        config: Arc<Config>,
+        paths: StatePaths,
+        events: EventLog,
+        ingest: Arc<dyn Ingest>,
+    ) -> Self {
+        let (config_tx, config_rx) = watch::channel(config.clone());
+        Self {
+            client,
+            config,
+            ledgers: LedgerStore::new(paths, events.clone()),
+            events,
+            ingest,
+            sessions: Arc::new(Vec::new),
+            synced: HashSet::new(),
+            config_tx,
+            config_rx,
+        }
+    }
+
+    /// Where "items with a session" come from (default: none).
+    pub fn with_sessions(mut self, sessions: SessionsFn) -> Self {
+        self.sessions = sessions;
+        self
+    }
+
+    /// Shares a ledger store created elsewhere (e.g. before the webhook route).
+    pub fn with_ledgers(mut self, ledgers: LedgerStore) -> Self {
+        self.ledgers = ledgers;
+        self.synced.clear();
+        self
+    }
+
+    /// The ledgers, for the webhook path's shared dedupe.
+    pub fn ledgers(&self) -> &LedgerStore {
+        &self.ledgers
+    }
+
+    pub fn handle(&self) -> PollerHandle {
+        PollerHandle {
+            config: self.config_tx.clone(),
+        }
+    }
+
+    pub fn config(&self) -> &Arc<Config> {
+        &self.config
+    }
+
+    pub fn set_config(&mut self, config: Arc<Config>) {
+        self.config_tx.send_replace(config.clone());
+        self.config_rx.mark_unchanged();
+        self.config = config;
+    }
+
+    /// One cycle over every configured repo. Never fails: errors are counted, logged
+    /// (`poll.error`) and the next repo goes on.
+    pub async fn cycle(&mut self) -> CycleReport {
+        let started = Instant::now();
+        let before = self.client.counters();
+        let config = self.config.clone();
+        let allowlist = Allowlist::new(&config.routing.authorized_users);
+        let keywords = ControlKeywords::new(&config.routing.keywords);
+        let all_sessions = (self.sessions)();
+        let mut report = CycleReport {
+            repos: config.repos.len(),
+            ..CycleReport::default()
+        };
+        for rc in &config.repos {
+            let sessions: BTreeSet<u64> = all_sessions
+                .iter()
+                .filter(|r| r.repo_full_name().eq_ignore_ascii_case(&rc.name))
+                .map(|r| r.number)
+                .collect();
+            let repo = Repo {
+                rc,
+                sessions: &sessions,
+                allowlist: &allowlist,
+                keywords: &keywords,
+                max_retries: config.polling.max_retries,
+            };
+            self.poll_repo(repo, &mut report).await;
+        }
+        let after = self.client.counters();
+        report.requests = after.requests.saturating_sub(before.requests);
+        report.not_modified = after.not_modified.saturating_sub(before.not_modified);
+        report.rate_remaining = self.client.rate_info().remaining;
+        report.duration = started.elapsed();
+        let _ = self.events.emit(
+            Event::new(Source::Poll, EventType::PollCycle)
+                .with("repos", report.repos)
+                .with("items", report.items)
+                .with("requests", report.requests)
+                .with("not_modified", report.not_modified)
+                .with("delivered", report.delivered)
+                .with("dropped", report.dropped)
+                .with("errors", report.errors)
+                .with_opt("rate_remaining", report.rate_remaining)
+                .with("duration_ms", report.duration.as_millis() as u64),
+        );
+        report
+    }
+
+    async fn poll_repo(&mut self, r: Repo<'_>, report: &mut CycleReport) {
+        let name = r.rc.name.as_str();
+        if let Err(e) = self.ledgers.apply_forget_notes(name) {
+            tracing::warn!(repo = name, error = %e, "could not apply forget notes");
+            report.errors += 1;
+        }
+        if self.synced.insert(name.to_ascii_lowercase()) {
+            // ETags are trusted only together with the ledger that holds their data.
+            let etags = self.ledgers.read(name, |l| l.etags.clone());
+            self.client.forget_etags(name);
+            self.client.restore_etags(etags);
+        }
+        let server_now = self
+            .client
+            .rate_info()
+            .date
+            .unwrap_or_else(OffsetDateTime::now_utc);
+        let plan = self.ledgers.read(name, |l| fetch::Plan::new(l, server_now));
+        if plan.first {
+            self.client.forget_etags(name);
+        }
+        feed::retry_notices(&self.client, &self.ledgers, name).await;
+
+        match fetch::fetch(&self.client, r.rc, &plan, r.sessions).await {
+            Ok(snap) => {
+                for e in &snap.lookup_errors {
+                    self.report_error(name, e, report);
+                }
+                let etags = prune_etags(self.client.etags_for_repo(name), &plan, &snap);
+                self.client.forget_etags(name);
+                self.client.restore_etags(etags.clone());
+                let ctx = apply::Ctx {
+                    rc: r.rc,
+                    allowlist: r.allowlist,
+                    keywords: r.keywords,
+                    sessions: r.sessions,
+                    etags,
+                };
+                let applied = self.ledgers.modify(name, |l| apply::apply(l, snap, ctx));
+                if applied.changed
+                    && let Err(e) = self.ledgers.save(name)
+                {
+                    tracing::warn!(repo = name, error = %e, "poll ledger not written");
+                    report.errors += 1;
+                }
+                for p in &applied.duplicates {
+                    self.log_duplicate(p);
+                    report.dropped += 1;
+                }
+            }
+            Err(e) => {
+                let etags = self.ledgers.read(name, |l| l.etags.clone());
+                self.client.forget_etags(name);
+                self.client.restore_etags(etags);
+                self.report_error(name, &e, report);
+            }
+        }
+
+        // Pending events need no GitHub: they are fed even when the fetch failed.
+        let (tally, gave_up) = feed::feed(&self.ledgers, &self.ingest, name, r.max_retries).await;
+        feed::give_up(&self.client, &self.ledgers, &self.events, name, gave_up).await;
+        report.delivered += tally.delivered;
+        report.dropped += tally.dropped;
+        report.failed += tally.failed;
+        report.given_up += tally.given_up;
+        report.items += self.ledgers.read(name, |l| l.watched().count());
+    }
+
+    fn report_error(&self, repo: &str, e: &Error, report: &mut CycleReport) {
+        report.errors += 1;
+        let (status, what) = describe_error(e);
+        let mut retry_in = None;
+        if let Error::RateLimited { reset } = e {
+            report.rate_limited_until =
+                Some(report.rate_limited_until.map_or(*reset, |r| r.max(*reset)));
+            retry_in = Some(until(*reset).as_millis() as u64);
+        }
+        let level = if e.is_transient() {
+            Level::Warning
+        } else {
+            Level::Error
+        };
+        let _ = self.events.emit(
+            Event::new(Source::Poll, EventType::PollError)
+                .level(level)
+                .with("repo", repo)
+                .with_opt("url", what)
+                .with_opt("status", status)
+                .with("error", e.to_string())
+                .with_opt("retry_in_ms", retry_in)
+                .with_opt("rate_remaining", self.client.rate_info().remaining),
+        );
+    }
+
+    /// The webhook path handled this comment first: logged as the router would.
+    fn log_duplicate(&self, p: &Pending) {
+        let event = p.to_event();
+        let outcome = Outcome::Dropped {
+            reason: DropReason::DuplicateDelivery,
+            work_items: extract::work_items(&event.gh_event, &event.payload),
+            actor: guard::actor_of(&event.gh_event, &event.payload)
+                .login()
+                .map(str::to_string),
+        };
+        let _ = self
+            .events
+            .emit(outcome.to_event(&event.as_inbound(), Source::Poll));
+    }
+
+    /// Cycles at `polling.intervalSeconds` (or GitHub's `x-poll-interval`, if longer),
+    /// backing off with jitter after failing cycles and until a rate-limit reset; never
+    /// gives up. A config pushed through [`PollerHandle`] starts a cycle at once.
+    /// Returns when `shutdown` completes (a cycle in progress is abandoned: what it had
+    /// not settled is still pending in the ledger).
+    pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        let mut failures: u32 = 0;
+        loop {
+            let delay = if self.config.polling.enabled && !self.config.repos.is_empty() {
+                let report = tokio::select! {
+                    _ = &mut shutdown => return,
+                    report = self.cycle() => report,
+                };
+                failures = if report.errors > 0 {
+                    failures.saturating_add(1)
+                } else {
+                    0
+                };
+                let rate = self.client.rate_info();
+                let reset_wait = report.rate_limited_until.map(until).or_else(|| {
+                    (rate.remaining == Some(0))
+                        .then(|| rate.wait_for_reset())
+                        .flatten()
+                });
+                next_delay(
+                    Duration::from_secs(self.config.polling.interval_seconds),
+                    rate.poll_interval,
+                    failures,
+                    reset_wait,
+                    rand::random::<f64>(),
+                )
+            } else {
+                MAX_BACKOFF
+            };
+            tokio::select! {
+                _ = &mut shutdown => return,
+                _ = tokio::time::sleep(delay) => {}
+                changed = self.config_rx.changed() => {
+                    if changed.is_ok() {
+                        self.config = self.config_rx.borrow_and_update().clone();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One repo's inputs for a cycle.
+struct Repo<'a> {
+    rc: &'a RepoConfig,
+    sessions: &'a BTreeSet<u64>,
+    allowlist: &'a Allowlist,
+    keywords: &'a ControlKeywords,
+    max_retries: u32,
+}
+
+/// The wait before the next cycle: the configured interval or GitHub's
+/// `x-poll-interval`, whichever is longer; doubled per consecutive failing cycle up to
+/// [`MAX_BACKOFF`]; at least until a rate-limit reset; plus up to 10% jitter
+/// (`jitter` in `0..1`) so that restarted supervisors do not poll in step.
+pub fn next_delay(
+    interval: Duration,
+    server_interval: Option<Duration>,
+    failures: u32,
+    rate_limit_wait: Option<Duration>,
+    jitter: f64,
+) -> Duration {
+    let base = interval
+        .max(server_interval.unwrap_or_default())
+        .max(Duration::from_secs(1));
+    let backoff = if failures == 0 {
+        base
+    } else {
+        base.saturating_mul(1 << failures.min(6))
+            .min(MAX_BACKOFF.max(base))
+    };
+    let wait = backoff.max(rate_limit_wait.unwrap_or_default());
+    wait + wait.mul_f64(0.1 * jitter.clamp(0.0, 1.0))
+}
+
+fn until(t: OffsetDateTime) -> Duration {
+    Duration::try_from(t - OffsetDateTime::now_utc()).unwrap_or(Duration::ZERO)
+}
+
+/// The status and request an error names (never a host or a token).
+fn describe_error(e: &Error) -> (Option<u16>, Option<String>) {
+    match e {
+        Error::Http { status, what, .. } => (Some(*status), Some(what.clone())),
+        Error::NotFound { what } => (Some(404), Some(what.clone())),
+        Error::Unauthorized { what, .. } => (Some(401), Some(what.clone())),
+        Error::NoToken { what } => (None, Some(what.clone())),
+        Error::Timeout { what, .. }
+        | Error::Transport { what, .. }
+        | Error::Decode { what, .. } => (None, Some(what.clone())),
+        Error::RateLimited { .. } | Error::InvalidRequest(_) => (None, None),
+    }
+}
+
+/// The repo's ETags without the `since=` URLs this cycle did not ask for (the cursors
+/// moved past them: they would never be sent again).
+fn prune_etags(mut etags: EtagCache, plan: &fetch::Plan, snap: &fetch::Snapshot) -> EtagCache {
+    let mut current: Vec<String> = [&snap.issue_comments, &snap.review_comments]
+        .into_iter()
+        .flatten()
+        .map(|s| models::format_timestamp(s.since))
+        .collect();
+    if matches!(snap.listing, fetch::Listing::Since(_)) {
+        current.push(models::format_timestamp(plan.since(plan.cursors.items)));
+    }
+    etags.retain(|key| {
+        let Some(url) = key
+            .split_once(' ')
+            .and_then(|(_, url)| reqwest::Url::parse(url).ok())
+        else {
+            return true;
+        };
+        let since = url.query_pairs().find(|(k, _)| k == "since");
+        since.is_none_or(|(_, v)| current.iter().any(|c| *c == v))
+    });
+    etags
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delay_is_the_interval_plus_jitter() {
+        let i = Duration::from_secs(30);
+        assert_eq!(next_delay(i, None, 0, None, 0.0), i);
+        assert_eq!(next_delay(i, None, 0, None, 1.0), Duration::from_secs(33));
+        let d = next_delay(i, None, 0, None, 0.5);
+        assert!(d > i && d < Duration::from_secs(33));
+    }
+
+    #[test]
+    fn delay_honours_the_server_interval_and_the_reset() {
+        let i = Duration::from_secs(30);
+        assert_eq!(
+            next_delay(i, Some(Duration::from_secs(60)), 0, None, 0.0),
+            Duration::from_secs(60)
+        );
+        assert_eq!(
+            next_delay(i, Some(Duration::from_secs(10)), 0, None, 0.0),
+            i
+        );
+        assert_eq!(
+            next_delay(i, None, 0, Some(Duration::from_secs(900)), 0.0),
+            Duration::from_secs(900)
+        );
+    }
+
+    #[test]
+    fn delay_backs_off_and_is_capped() {
+        let i = Duration::from_secs(30);
+        assert_eq!(next_delay(i, None, 1, None, 0.0), Duration::from_secs(60));
+        assert_eq!(next_delay(i, None, 2, None, 0.0), Duration::from_secs(120));
+        assert_eq!(next_delay(i, None, 30, None, 0.0), MAX_BACKOFF);
+        // An interval longer than the cap is never shortened.
+        let long = Duration::from_secs(3600);
+        assert_eq!(next_delay(long, None, 3, None, 0.0), long);
+    }
+}

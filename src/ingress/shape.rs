@@ -1,0 +1,374 @@
+//! Polled REST items re-shaped into the webhook payloads their twins carry (SPEC §4.1),
+//! so the router, the excerpt and the tests treat both ingress paths identically:
+//!
+//! - a conversation comment → `issue_comment` (`comment`, `issue`, `repository`,
+//!   `sender`); on a PR the `issue` also carries `pull_request.head.ref` and the PR body
+//!   from the pulls listing, which §5.2 needs to link the PR to the issue it closes;
+//! - an inline review comment → `pull_request_review_comment` (`comment`,
+//!   `pull_request`);
+//! - a review → `pull_request_review` `submitted`, its state lower-cased as webhooks
+//!   spell it; `PENDING` reviews are not events;
+//! - a closed item with a session → `issues` / `pull_request` `closed`.
+//!
+//! Items and pulls are kept in the ledger trimmed of URL templates, reactions and full
+//! user objects ([`trim_item`], [`trim_pull`]); comments and reviews are passed on whole.
+
+use crate::events::Source;
+use crate::github::models;
+use crate::ingress::InboundEvent;
+use crate::ingress::ledger::HandledKind;
+use serde_json::{Map, Value, json};
+use time::OffsetDateTime;
+
+/// `poll-comment-<id>`, `poll-review-comment-<id>`, `poll-review-<id>`; an edit is a
+/// new delivery of its own (as on the webhook path), `…-edited-<unix updated_at>`, so
+/// the router's delivery-id dedupe does not take it for the creation.
+pub fn delivery_id(kind: HandledKind, id: u64, edited_at: Option<OffsetDateTime>) -> String {
+    let base = match kind {
+        HandledKind::Comment => format!("poll-comment-{id}"),
+        HandledKind::ReviewComment => format!("poll-review-comment-{id}"),
+        HandledKind::Review => format!("poll-review-{id}"),
+    };
+    match edited_at {
+        Some(t) => format!("{base}-edited-{}", t.unix_timestamp()),
+        None => base,
+    }
+}
+
+/// The close of an item: unique per closing (an item can be closed, reopened, closed).
+pub fn close_delivery_id(item: &Value) -> String {
+    let id = models::id(item).unwrap_or(0);
+    let closed = item["closed_at"]
+        .as_str()
+        .and_then(crate::time::parse_ts)
+        .map_or(0, |t| t.unix_timestamp());
+    format!("poll-closed-{id}-{closed}")
+}
+
+const ITEM_FIELDS: &[&str] = &[
+    "url",
+    "html_url",
+    "id",
+    "node_id",
+    "number",
+    "title",
+    "user",
+    "labels",
+    "state",
+    "locked",
+    "draft",
+    "comments",
+    "created_at",
+    "updated_at",
+    "closed_at",
+    "closed_by",
+    "author_association",
+    "body",
+    "pull_request",
+];
+
+const PULL_FIELDS: &[&str] = &[
+    "url",
+    "id",
+    "node_id",
+    "html_url",
+    "number",
+    "state",
+    "locked",
+    "title",
+    "user",
+    "body",
+    "labels",
+    "draft",
+    "merged",
+    "merged_at",
+    "head",
+    "base",
+    "created_at",
+    "updated_at",
+    "closed_at",
+    "author_association",
+];
+
+fn pick(v: &Value, fields: &[&str]) -> Map<String, Value> {
+    let mut out = Map::new();
+    for f in fields {
+        if let Some(x) = v.get(*f) {
+            out.insert((*f).to_string(), x.clone());
+        }
+    }
+    out
+}
+
+/// A user object cut to what anything reads: `login`, `id`, `type`.
+fn trim_user(user: &Value) -> Value {
+    if !user.is_object() {
+        return user.clone();
+    }
+    Value::Object(pick(user, &["login", "id", "type"]))
+}
+
+fn trim_labels(labels: &Value) -> Value {
+    match labels.as_array() {
+        Some(list) => list
+            .iter()
+            .map(|l| Value::Object(pick(l, &["id", "name"])))
+            .collect(),
+        None => labels.clone(),
+    }
+}
+
+/// An entry of the issues listing, kept in the ledger: the fields the router, the
+/// excerpt and the poller read.
+pub fn trim_item(item: &Value) -> Value {
+    let mut out = pick(item, ITEM_FIELDS);
+    for key in ["user", "closed_by"] {
+        if let Some(u) = out.get_mut(key) {
+            *u = trim_user(u);
+        }
+    }
+    if let Some(l) = out.get_mut("labels") {
+        *l = trim_labels(l);
+    }
+    if let Some(p) = out.get_mut("pull_request") {
+        *p = Value::Object(pick(p, &["url", "html_url", "merged_at"]));
+    }
+    Value::Object(out)
+}
+
+/// An entry of the open-pulls listing, kept in the ledger. Open pulls are not merged,
+/// and webhook payloads say so (`merged: false`).
+pub fn trim_pull(pull: &Value) -> Value {
+    let mut out = pick(pull, PULL_FIELDS);
+    if let Some(u) = out.get_mut("user") {
+        *u = trim_user(u);
+    }
+    if let Some(l) = out.get_mut("labels") {
+        *l = trim_labels(l);
+    }
+    for side in ["head", "base"] {
+        if let Some(s) = out.get_mut(side) {
+            *s = Value::Object(pick(s, &["label", "ref", "sha"]));
+        }
+    }
+    if !out.contains_key("merged") {
+        out.insert("merged".into(), Value::Bool(models::is_merged(pull)));
+    }
+    Value::Object(out)
+}
+
+/// `repository` as webhooks carry it, as far as the poller knows it: the name, and the
+/// web URL (its host tells the router which GitHub the item lives on).
+pub fn repository(repo: &str, item: &Value) -> Value {
+    let (owner, name) = repo.split_once('/').unwrap_or((repo, ""));
+    let html_url = models::html_url(item)
+        .and_then(|u| {
+            let cut = u.find("/issues/").or_else(|| u.find("/pull/"))?;
+            Some(u[..cut].to_string())
+        })
+        .unwrap_or_else(|| format!("https://github.com/{repo}"));
+    json!({
+        "name": name,
+        "full_name": repo,
+        "owner": {"login": owner},
+        "html_url": html_url,
+    })
+}
+
+/// The PR as a `pull_request` block: the pulls-listing entry, else what the issue
+/// listing knows of it (no head branch then).
+fn pull_request_block(item: &Value, pull: Option<&Value>) -> Value {
+    if let Some(p) = pull {
+        return p.clone();
+    }
+    let mut out = pick(
+        item,
+        &[
+            "url",
+            "id",
+            "html_url",
+            "number",
+            "state",
+            "title",
+            "user",
+            "body",
+            "labels",
+            "draft",
+            "created_at",
+            "updated_at",
+            "closed_at",
+        ],
+    );
+    if let Some(api) = item["pull_request"]["url"].as_str() {
+        out.insert("url".into(), Value::String(api.to_string()));
+    }
+    out.insert("merged".into(), Value::Bool(models::is_merged(item)));
+    out.insert(
+        "merged_at".into(),
+        item["pull_request"]["merged_at"].clone(),
+    );
+    Value::Object(out)
+}
+
+/// The watched item as an `issue` block; for a PR with the head branch and body the
+/// pulls listing has (GitHub's own `issue_comment` payload lacks the branch).
+fn issue_block(item: &Value, pull: Option<&Value>) -> Value {
+    let mut issue = item.clone();
+    if let (Some(p), Some(obj)) = (pull, issue.as_object_mut()) {
+        if let Some(body) = p.get("body") {
+            obj.insert("body".into(), body.clone());
+        }
+        if let Some(head) = p["head"]["ref"].as_str()
+            && let Some(block) = obj.get_mut("pull_request").and_then(Value::as_object_mut)
+        {
+            block.insert("head".into(), json!({ "ref": head }));
+        }
+    }
+    issue
+}
+
+fn event(gh_event: &str, action: &str, delivery_id: String, payload: Value) -> InboundEvent {
+    InboundEvent {
+        source: Source::Poll,
+        gh_event: gh_event.to_string(),
+        action: action.to_string(),
+        delivery_id,
+        payload,
+    }
+}
+
+fn action(edited_at: Option<OffsetDateTime>) -> &'static str {
+    if edited_at.is_some() {
+        "edited"
+    } else {
+        "created"
+    }
+}
+
+/// A conversation comment on a watched item. `edited_at`: the comment's new
+/// `updated_at` when it is an edit of a comment already resolved.
+pub fn issue_comment(
+    repo: &str,
+    item: &Value,
+    pull: Option<&Value>,
+    comment: &Value,
+    edited_at: Option<OffsetDateTime>,
+) -> InboundEvent {
+    let id = models::id(comment).unwrap_or(0);
+    let action = action(edited_at);
+    let payload = json!({
+        "action": action,
+        "issue": issue_block(item, pull),
+        "comment": comment,
+        "repository": repository(repo, item),
+        "sender": comment["user"],
+    });
+    event(
+        "issue_comment",
+        action,
+        delivery_id(HandledKind::Comment, id, edited_at),
+        payload,
+    )
+}
+
+/// An inline review comment on a watched PR.
+pub fn review_comment(
+    repo: &str,
+    item: &Value,
+    pull: Option<&Value>,
+    comment: &Value,
+    edited_at: Option<OffsetDateTime>,
+) -> InboundEvent {
+    let id = models::id(comment).unwrap_or(0);
+    let action = action(edited_at);
+    let payload = json!({
+        "action": action,
+        "comment": comment,
+        "pull_request": pull_request_block(item, pull),
+        "repository": repository(repo, item),
+        "sender": comment["user"],
+    });
+    event(
+        "pull_request_review_comment",
+        action,
+        delivery_id(HandledKind::ReviewComment, id, edited_at),
+        payload,
+    )
+}
+
+/// A submitted review on a watched PR; `None` for a `PENDING` (unsubmitted) one.
+pub fn review(
+    repo: &str,
+    item: &Value,
+    pull: Option<&Value>,
+    review: &Value,
+) -> Option<InboundEvent> {
+    let state = models::state(review).unwrap_or("");
+    if is_pending_review(review) {
+        return None;
+    }
+    let mut review = review.clone();
+    review["state"] = Value::String(state.to_ascii_lowercase());
+    let id = models::id(&review).unwrap_or(0);
+    let payload = json!({
+        "action": "submitted",
+        "review": review,
+        "pull_request": pull_request_block(item, pull),
+        "repository": repository(repo, item),
+        "sender": review["user"],
+    });
+    Some(event(
+        "pull_request_review",
+        "submitted",
+        delivery_id(HandledKind::Review, id, None),
+        payload,
+    ))
+}
+
+/// A review that is not submitted yet: not an event, and not resolved either (it will
+/// be submitted under the same id).
+pub fn is_pending_review(review: &Value) -> bool {
+    models::state(review).is_some_and(|s| s.eq_ignore_ascii_case("PENDING"))
+}
+
+/// An item with a session closed (or merged): `issues` / `pull_request` `closed`. The
+/// router ends the session without an actor check (a close only ends sessions).
+pub fn close(repo: &str, item: &Value, pull: Option<&Value>) -> InboundEvent {
+    let sender = &item["closed_by"];
+    let (gh_event, payload) = if models::is_pull_request(item) {
+        let mut pr = pull_request_block(item, pull);
+        pr["state"] = Value::String("closed".into());
+        pr["merged"] = Value::Bool(models::is_merged(item));
+        (
+            "pull_request",
+            json!({
+                "action": "closed",
+                "number": item["number"],
+                "pull_request": pr,
+                "repository": repository(repo, item),
+                "sender": sender,
+            }),
+        )
+    } else {
+        (
+            "issues",
+            json!({
+                "action": "closed",
+                "issue": item,
+                "repository": repository(repo, item),
+                "sender": sender,
+            }),
+        )
+    };
+    let mut payload = payload;
+    if sender.is_null()
+        && let Some(obj) = payload.as_object_mut()
+    {
+        obj.remove("sender");
+    }
+    event(gh_event, "closed", close_delivery_id(item), payload)
+}
+
+#[cfg(test)]
+#[path = "shape_tests.rs"]
+mod tests;

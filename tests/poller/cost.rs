@@ -1,0 +1,197 @@
+//! What an idle cycle costs, the dedupe shared with the webhook path, `sessions reset`,
+//! and the run loop.
+
+use super::support::*;
+use std::sync::Arc;
+use std::time::Duration;
+use the_loop::events::EventType;
+use the_loop::github::sim::{IssueSpec, PullSpec, SimGithub};
+use the_loop::ingress::ledger::{HandledKind, forget_item};
+
+/// `issues` labeled issues and 20 labeled PRs (plus unlabeled noise), polled until
+/// steady; then one idle cycle's (requests, 304s).
+async fn idle_cost(issues: u64) -> (u64, u64) {
+    let sim = SimGithub::start().await.unwrap();
+    for n in 0..issues {
+        let spec = IssueSpec::new(&format!("issue {n}")).labels(&["the-loop"]);
+        sim.add_issue(REPO, spec).unwrap();
+    }
+    for n in 0..20 {
+        let spec = PullSpec::new(&format!("pr {n}"), &format!("issue-{}-fix", n + 1))
+            .labels(&["the-loop"]);
+        sim.add_pull(REPO, spec).unwrap();
+    }
+    for n in 0..10 {
+        sim.add_issue(REPO, IssueSpec::new(&format!("noise {n}")))
+            .unwrap();
+    }
+    let mut h = Harness::new(sim).await;
+    for _ in 0..3 {
+        h.cycle().await;
+    }
+    let (report, stats) = h.measured_cycle().await;
+    assert_eq!(report.items as u64, issues + 20);
+    assert_eq!(report.errors, 0);
+    assert_eq!(
+        (report.requests, report.not_modified),
+        (stats.total, stats.not_modified),
+        "poll.cycle counts what GitHub saw"
+    );
+    (stats.total, stats.not_modified)
+}
+
+#[tokio::test]
+async fn an_idle_cycle_costs_the_same_for_10_100_and_500_watched_issues() {
+    let mut costs = Vec::new();
+    for issues in [10, 100, 500] {
+        let (requests, not_modified) = idle_cost(issues).await;
+        eprintln!("idle cycle, {issues} issues + 20 PRs: {requests} requests, {not_modified} 304s");
+        costs.push((requests, not_modified));
+    }
+    // Items since the cursor, the open pulls, two comment streams, 20 PRs' reviews:
+    // every one a 304, free of rate limit.
+    assert_eq!(costs, vec![(24, 24); 3]);
+}
+
+#[tokio::test]
+async fn a_comment_the_webhook_handled_first_is_not_fed_again() {
+    let mut h = Harness::new(seeded_sim().await).await;
+    h.cycle().await;
+    let by_webhook = h
+        .sim
+        .add_comment(REPO, 15, "alice", "Seen by webhook.")
+        .unwrap();
+    let ledgers = h.poller.ledgers().clone();
+    assert!(ledgers.first_handling(REPO, HandledKind::Comment, by_webhook));
+    let by_poll = h
+        .sim
+        .add_comment(REPO, 15, "alice", "Seen by poll.")
+        .unwrap();
+    h.cycle().await;
+    assert_eq!(h.ingest.fed_ids(), vec![format!("poll-comment-{by_poll}")]);
+    // The poller's own ids answer the webhook's question too.
+    assert!(!ledgers.first_handling(REPO, HandledKind::Comment, by_poll));
+    let dropped = h.events_of(EventType::RoutingDropped);
+    assert_eq!(dropped.len(), 1);
+    assert_eq!(
+        dropped[0].fields["reason"],
+        serde_json::json!("duplicate-delivery")
+    );
+    assert_eq!(
+        dropped[0].fields["delivery_id"],
+        serde_json::json!(format!("poll-comment-{by_webhook}"))
+    );
+    assert_eq!(dropped[0].fields["actor"], serde_json::json!("alice"));
+}
+
+#[tokio::test]
+async fn reset_forgets_an_item_which_is_baselined_again() {
+    let mut h = Harness::new(seeded_sim().await).await;
+    h.cycle().await;
+    let first = h
+        .sim
+        .add_comment(REPO, 15, "alice", "Before the reset.")
+        .unwrap();
+    h.cycle().await;
+    forget_item(&h.paths, REPO, 15).unwrap();
+    let (_, stats) = h.measured_cycle().await;
+    assert_eq!(
+        stats.path("/repos/octo/repo/issues/15/comments"),
+        1,
+        "re-baselined"
+    );
+    let second = h
+        .sim
+        .add_comment(REPO, 15, "alice", "After the reset.")
+        .unwrap();
+    h.cycle().await;
+    h.cycle().await;
+    assert_eq!(
+        h.ingest.delivered(),
+        vec![
+            format!("poll-comment-{first}"),
+            format!("poll-comment-{second}")
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_run_loop_polls_until_shutdown_and_takes_a_new_config() {
+    let h = Harness::new(seeded_sim().await).await;
+    h.sim
+        .add_issue(
+            "octo/other",
+            IssueSpec::new("Elsewhere").labels(&["the-loop"]),
+        )
+        .unwrap();
+    let mut feed = h.events.subscribe();
+    let Harness {
+        poller,
+        config,
+        sim,
+        ..
+    } = h;
+    let handle = poller.handle();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(poller.run(async {
+        let _ = stopped.await;
+    }));
+    let first = tokio::time::timeout(Duration::from_secs(10), next_cycle(&mut feed))
+        .await
+        .unwrap();
+    assert_eq!(first.fields["repos"], serde_json::json!(1));
+    let mut more = config.clone();
+    more.repos.push(the_loop::config::RepoConfig {
+        name: "octo/other".into(),
+        ..more.repos[0].clone()
+    });
+    handle.set_config(Arc::new(more));
+    // The new config starts a cycle at once (the interval is 5 s).
+    let second = tokio::time::timeout(Duration::from_secs(4), next_cycle(&mut feed))
+        .await
+        .unwrap();
+    assert_eq!(second.fields["repos"], serde_json::json!(2));
+    assert_eq!(second.fields["items"], serde_json::json!(3));
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .unwrap()
+        .unwrap();
+    drop(sim);
+}
+
+async fn next_cycle(
+    feed: &mut tokio::sync::broadcast::Receiver<the_loop::events::Event>,
+) -> the_loop::events::Event {
+    loop {
+        let e = feed.recv().await.unwrap();
+        if e.event == EventType::PollCycle {
+            return e;
+        }
+    }
+}
+
+#[tokio::test]
+async fn reset_of_a_pr_baselines_its_reviews_again() {
+    use the_loop::github::sim::ReviewState;
+    let mut h = Harness::new(seeded_sim().await).await;
+    h.cycle().await;
+    let old = h
+        .sim
+        .add_review(REPO, 16, "alice", ReviewState::Commented, "Before.")
+        .unwrap();
+    h.cycle().await;
+    h.cycle().await;
+    forget_item(&h.paths, REPO, 16).unwrap();
+    h.cycle().await;
+    h.cycle().await;
+    let new = h
+        .sim
+        .add_review(REPO, 16, "alice", ReviewState::Approved, "After.")
+        .unwrap();
+    h.cycle().await;
+    assert_eq!(
+        h.ingest.delivered(),
+        vec![format!("poll-review-{old}"), format!("poll-review-{new}")]
+    );
+}

@@ -245,9 +245,12 @@ fn action(edited_at: Option<OffsetDateTime>) -> &'static str {
     }
 }
 
-/// A conversation comment on a watched item. `edited_at`: the comment's new
-/// `updated_at` when it is an edit of a comment already resolved.
-pub fn issue_comment(
+/// A comment on a watched item: a conversation comment as `issue_comment` (with the
+/// item as `issue`), an inline review comment as `pull_request_review_comment` (with the
+/// PR as `pull_request`). `edited_at`: the comment's new `updated_at` when it is an edit
+/// of a comment already resolved.
+pub fn comment(
+    kind: HandledKind,
     repo: &str,
     item: &Value,
     pull: Option<&Value>,
@@ -256,43 +259,25 @@ pub fn issue_comment(
 ) -> InboundEvent {
     let id = models::id(comment).unwrap_or(0);
     let action = action(edited_at);
-    let payload = json!({
-        "action": action,
-        "issue": issue_block(item, pull),
-        "comment": comment,
-        "repository": repository(repo, item),
-        "sender": comment["user"],
-    });
+    let (gh_event, container, block) = match kind {
+        HandledKind::ReviewComment => (
+            "pull_request_review_comment",
+            "pull_request",
+            pull_request_block(item, pull),
+        ),
+        _ => ("issue_comment", "issue", issue_block(item, pull)),
+    };
+    let mut payload = Map::new();
+    payload.insert("action".into(), json!(action));
+    payload.insert(container.into(), block);
+    payload.insert("comment".into(), comment.clone());
+    payload.insert("repository".into(), repository(repo, item));
+    payload.insert("sender".into(), comment["user"].clone());
     event(
-        "issue_comment",
+        gh_event,
         action,
-        delivery_id(HandledKind::Comment, id, edited_at),
-        payload,
-    )
-}
-
-/// An inline review comment on a watched PR.
-pub fn review_comment(
-    repo: &str,
-    item: &Value,
-    pull: Option<&Value>,
-    comment: &Value,
-    edited_at: Option<OffsetDateTime>,
-) -> InboundEvent {
-    let id = models::id(comment).unwrap_or(0);
-    let action = action(edited_at);
-    let payload = json!({
-        "action": action,
-        "comment": comment,
-        "pull_request": pull_request_block(item, pull),
-        "repository": repository(repo, item),
-        "sender": comment["user"],
-    });
-    event(
-        "pull_request_review_comment",
-        action,
-        delivery_id(HandledKind::ReviewComment, id, edited_at),
-        payload,
+        delivery_id(kind, id, edited_at),
+        Value::Object(payload),
     )
 }
 

@@ -45,8 +45,8 @@ fn assert_same(a: &Value, b: &Value, pointers: &[&str]) {
 #[test]
 fn a_conversation_comment_is_its_webhook_twin() {
     let item = trim_item(&rest_list("issues.list", 0));
-    let comment = rest_list("issues.comments.list", 0);
-    let e = issue_comment("octo/repo", &item, None, &comment, None);
+    let c = rest_list("issues.comments.list", 0);
+    let e = super::comment(HandledKind::Comment, "octo/repo", &item, None, &c, None);
     let twin = fixture("webhook/issue_comment.created");
     assert_eq!(
         (e.gh_event.as_str(), e.action.as_str()),
@@ -79,12 +79,13 @@ fn a_conversation_comment_is_its_webhook_twin() {
 #[test]
 fn a_pr_comment_carries_the_head_branch_and_body_so_the_pr_links_to_its_issue() {
     let item = trim_item(&rest_list("issues.list", 1));
-    let comment = rest_list("issues.comments.list", 1);
-    let e = issue_comment(
+    let c = rest_list("issues.comments.list", 1);
+    let e = super::comment(
+        HandledKind::Comment,
         "octo/repo",
         &item,
         Some(&trim_pull(&pull_16())),
-        &comment,
+        &c,
         None,
     );
     assert_eq!(
@@ -108,7 +109,14 @@ fn a_pr_comment_carries_the_head_branch_and_body_so_the_pr_links_to_its_issue() 
     pull["body"] = json!("A refactor.");
     let mut bare = item.clone();
     bare["body"] = json!("A refactor.");
-    let e = issue_comment("octo/repo", &bare, Some(&trim_pull(&pull)), &comment, None);
+    let e = super::comment(
+        HandledKind::Comment,
+        "octo/repo",
+        &bare,
+        Some(&trim_pull(&pull)),
+        &c,
+        None,
+    );
     assert_eq!(routed_event(&e).work_items().len(), 2);
     let twin = fixture("webhook/issue_comment.created.on_pr");
     assert_eq!(
@@ -162,12 +170,13 @@ fn a_review_is_its_webhook_twin_with_the_state_lower_cased() {
 #[test]
 fn a_review_comment_is_its_webhook_twin() {
     let item = trim_item(&rest_list("issues.list", 1));
-    let comment = rest_list("pulls.comments.list", 0);
-    let e = review_comment(
+    let c = rest_list("pulls.comments.list", 0);
+    let e = super::comment(
+        HandledKind::ReviewComment,
         "octo/repo",
         &item,
         Some(&trim_pull(&pull_16())),
-        &comment,
+        &c,
         None,
     );
     let twin = fixture("webhook/pull_request_review_comment.created");
@@ -194,7 +203,14 @@ fn a_review_comment_is_its_webhook_twin() {
         routed("pull_request_review_comment", "created", &twin)
     );
     // Without the pulls listing the block is built from the issue entry.
-    let e = review_comment("octo/repo", &item, None, &comment, None);
+    let e = super::comment(
+        HandledKind::ReviewComment,
+        "octo/repo",
+        &item,
+        None,
+        &c,
+        None,
+    );
     assert_eq!(e.payload.pointer("/pull_request/number"), Some(&json!(16)));
     assert_eq!(
         e.payload.pointer("/pull_request/merged"),
@@ -205,9 +221,9 @@ fn a_review_comment_is_its_webhook_twin() {
 #[test]
 fn an_edit_is_its_own_delivery_and_not_actionable_by_default() {
     let item = trim_item(&rest_list("issues.list", 0));
-    let comment = rest_list("issues.comments.list", 0);
+    let c = rest_list("issues.comments.list", 0);
     let t = crate::time::parse_ts("2026-11-02T11:05:00Z").unwrap();
-    let e = issue_comment("octo/repo", &item, None, &comment, Some(t));
+    let e = super::comment(HandledKind::Comment, "octo/repo", &item, None, &c, Some(t));
     assert_eq!(e.action, "edited");
     assert_eq!(e.payload["action"], json!("edited"));
     assert_eq!(

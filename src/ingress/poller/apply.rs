@@ -219,7 +219,7 @@ pub(super) fn apply(ledger: &mut Ledger, snap: Snapshot, ctx: Ctx<'_>) -> Applie
         if let Some(c) = command {
             let at = models::updated_at(c).unwrap_or(snap.date);
             let pull = ledger.pulls.get(n);
-            let event = shape::issue_comment(&repo, &entry.item, pull, c, None);
+            let event = shape::comment(HandledKind::Comment, &repo, &entry.item, pull, c, None);
             candidates.push(candidate(PendingKind::Comment, *n, c, at, event));
         }
     }
@@ -325,10 +325,7 @@ fn stream_entry(
         Seen::Edited => Some(updated),
     };
     let pull = ledger.pulls.get(&n);
-    let event = match kind {
-        HandledKind::Comment => shape::issue_comment(repo, &entry.item, pull, c, edited_at),
-        _ => shape::review_comment(repo, &entry.item, pull, c, edited_at),
-    };
+    let event = shape::comment(kind, repo, &entry.item, pull, c, edited_at);
     Some(candidate(kind.into(), n, c, updated, event))
 }
 

@@ -7,6 +7,7 @@ pub mod critic_cmd;
 pub mod events_cmd;
 pub mod excerpt_cmd;
 pub mod fake_agent;
+pub mod run_cmd;
 pub mod sessions_cmd;
 
 use clap::{Parser, Subcommand};
@@ -41,6 +42,8 @@ pub enum Command {
     /// List, run and post critics: one-shot reviewers from the operator config.
     #[command(subcommand)]
     Critic(critic_cmd::CriticCommand),
+    /// Run the supervisor without a screen: poll, serve webhooks, dispatch.
+    Run(run_cmd::RunArgs),
     /// List, start, pause, resume, stop, attach to or reset agent sessions.
     #[command(subcommand)]
     Sessions(sessions_cmd::SessionsCommand),
@@ -100,6 +103,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Excerpt(args) => excerpt_cmd::run(args, &ctx),
         Command::Events(args) => events_cmd::run(args, &ctx),
         Command::Critic(cmd) => critic_cmd::run(cmd, &ctx),
+        Command::Run(args) => run_cmd::run(args, &ctx),
         Command::Sessions(cmd) => sessions_cmd::run(cmd, &ctx),
         Command::Completions(args) => completions::run(args),
         Command::FakeAgent(args) => fake_agent::run(args),

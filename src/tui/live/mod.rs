@@ -151,7 +151,9 @@ impl LiveBackend {
 
     /// A viewer reloads its config when the supervisor logged that it did.
     fn follow_reloads(&self, generation: u64) {
-        let Supervision::Viewer { config } = &self.supervision;
+        let Supervision::Viewer { config } = &self.supervision else {
+            return;
+        };
         let mut seen = self.config_seen.lock().unwrap_or_else(|e| e.into_inner());
         if *seen == generation {
             return;

@@ -20,6 +20,9 @@ use std::time::{Duration, Instant};
 /// by `<pid>-<random>`: a later demo can tell a dead demo's leftovers by the pid.
 pub const PREFIX: &str = "the-loop-demo-";
 
+/// The placeholder session that keeps the demo's tmux server up.
+pub const KEEPALIVE: &str = "the-loop-demo";
+
 /// The name of the demo's built-in critic.
 pub const CRITIC: &str = "demo-critic";
 
@@ -132,8 +135,47 @@ impl World {
         S: AsRef<OsStr>,
     {
         let mut cmd = Command::new(&self.exe);
-        cmd.args(args)
-            .env(paths::ENV_HOME, &self.root)
+        cmd.args(args);
+        self.environment(&mut cmd);
+        cmd
+    }
+
+    /// Starts the demo's tmux server with its own config (not the operator's
+    /// `~/.tmux.conf`), so detached sessions get `cols`×`rows` windows and the agent
+    /// draws at about the size the screen's preview shows it. The server's environment
+    /// is the demo's, so the agents in its panes reach the simulator with the demo
+    /// token. A placeholder session ([`KEEPALIVE`], an idle `cat`) holds the server up:
+    /// a server without sessions answers "no current target" to the session probe.
+    /// On an old tmux that lacks an option the server still starts, with its defaults.
+    pub fn start_tmux(&self, cols: u16, rows: u16) -> io::Result<()> {
+        let conf = self.root.join("tmux.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "# The demo's private tmux server (your ~/.tmux.conf is not read).\n\
+                 set -g default-size {cols}x{rows}\n"
+            ),
+        )?;
+        let mut cmd = Command::new("tmux");
+        cmd.arg("-L")
+            .arg(&self.socket)
+            .arg("-f")
+            .arg(&conf)
+            .args(["new-session", "-d", "-s", KEEPALIVE, "cat"])
+            .stdin(Stdio::null());
+        self.environment(&mut cmd);
+        match output_within(cmd, Duration::from_secs(10)) {
+            Some(out) if out.status.success() => Ok(()),
+            Some(out) => Err(io::Error::other(format!(
+                "tmux could not start: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))),
+            None => Err(io::Error::other("tmux did not start within 10 s")),
+        }
+    }
+
+    fn environment(&self, cmd: &mut Command) {
+        cmd.env(paths::ENV_HOME, &self.root)
             .env(paths::ENV_CONFIG, self.config_path())
             .env(paths::ENV_TMUX_SOCKET, &self.socket)
             .env("GH_TOKEN", scenario::TOKEN)
@@ -145,7 +187,6 @@ impl World {
         if let Some(url) = &self.api_url {
             cmd.env(paths::ENV_API_URL, url);
         }
-        cmd
     }
 
     /// Takes everything down: the tmux server and the processes in its panes (waited
@@ -335,10 +376,9 @@ pub(crate) fn stop_server(target: &TmuxTarget<'_>) -> TmuxStop {
     let server: Option<i32> = tmux(target, &["display-message", "-p", "#{pid}"])
         .filter(|o| o.status.success())
         .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok());
-    let was_running = server.is_some() || !panes.is_empty();
-    if was_running {
-        let _ = tmux(target, &["kill-server"]);
-    }
+    // Unconditionally: a server that did not answer the questions above may still run.
+    let killed_server = tmux(target, &["kill-server"]).is_some_and(|o| o.status.success());
+    let was_running = server.is_some() || !panes.is_empty() || killed_server;
     // kill-server hangs up every pane; give their processes a moment, then make sure.
     let mut pids = panes.clone();
     pids.extend(server);

@@ -167,6 +167,10 @@ async fn start_world(world: &mut World) -> Result<crate::github::sim::SimHandle,
             dir: world.root().to_path_buf(),
             error,
         })?;
+    let (cols, rows) = agent_size(crossterm::terminal::size().ok());
+    world
+        .start_tmux(cols, rows)
+        .map_err(|e| DemoError::Session(e.to_string()))?;
     let item = scenario::issue_ref().to_string();
     let mut cmd = world.command(["sessions", "start", item.as_str()]);
     cmd.stdin(Stdio::null());
@@ -182,6 +186,13 @@ async fn start_world(world: &mut World) -> Result<crate::github::sim::SimHandle,
         ));
     }
     Ok(sim)
+}
+
+/// The agent's window: about the size of the screen's preview on a terminal of `size`
+/// (wide layout: two thirds of the width, half the height), within sane bounds.
+fn agent_size(size: Option<(u16, u16)>) -> (u16, u16) {
+    let (w, h) = size.unwrap_or((120, 40));
+    ((w / 5 * 3).clamp(80, 200), (h / 2).clamp(24, 60))
 }
 
 /// Runs the screen until it exits or a signal stops the demo (the screen is then asked
@@ -292,6 +303,18 @@ mod tests {
     fn exit_statuses_are_described_plainly() {
         assert_eq!(describe(ExitStatus::from_raw(1 << 8)), "exited with code 1");
         assert_eq!(describe(ExitStatus::from_raw(9)), "was killed by signal 9");
+    }
+
+    #[test]
+    fn the_agent_draws_at_about_the_preview_size() {
+        assert_eq!(agent_size(Some((160, 48))), (96, 24));
+        assert_eq!(
+            agent_size(Some((80, 24))),
+            (80, 24),
+            "never below a classic terminal"
+        );
+        assert_eq!(agent_size(Some((400, 200))), (200, 60));
+        assert_eq!(agent_size(None), (80, 24));
     }
 
     #[test]

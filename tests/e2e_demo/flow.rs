@@ -86,8 +86,7 @@ fn the_demo_shows_the_guards_takes_an_answer_and_a_critic_and_leaves_nothing() {
         || {
             let screen = outer.screen();
             pids.extend(outer.demo_processes(demo));
-            (screen.contains("reply sent") && !screen.contains("Should the retry cap"))
-                .then_some(())
+            (screen.contains("↩ reply sent") && screen.contains("No open questions")).then_some(())
         },
         || outer.screen(),
     );

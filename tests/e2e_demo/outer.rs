@@ -60,8 +60,13 @@ impl Outer {
             "THE_LOOP_DEMO_PACE=fast",
             "-e",
             "TERM=xterm-256color",
+            // tmux does not always report a pane's exit status (3.3a), so a shell
+            // around the demo writes it down.
+            "sh",
+            "-c",
+            "\"$0\" demo; echo $? > \"$1\"",
             BIN,
-            "demo",
+            &outer.status_file().to_string_lossy(),
             ";",
             "set-option",
             "-t",
@@ -95,16 +100,37 @@ impl Outer {
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
-    /// The demo process (the pane's command).
-    pub fn demo_pid(&self) -> i32 {
+    fn status_file(&self) -> PathBuf {
+        self.dir.path().join("exit-status")
+    }
+
+    /// The pane's shell: it leads the terminal session the demo runs in.
+    pub fn session_leader(&self) -> i32 {
         self.display("#{pane_pid}").parse().unwrap()
     }
 
-    /// The pane's exit status once the demo has exited.
+    /// The demo process (the pane shell's child).
+    pub fn demo_pid(&self) -> i32 {
+        let shell = self.session_leader();
+        wait_until(
+            "the demo process",
+            Duration::from_secs(10),
+            || {
+                let children =
+                    std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).ok()?;
+                children.split_whitespace().next()?.parse().ok()
+            },
+            || self.screen(),
+        )
+    }
+
+    /// The demo's exit status, once it has exited.
     pub fn exit_status(&self) -> Option<i32> {
-        (self.display("#{pane_dead}") == "1")
-            .then(|| self.display("#{pane_dead_status}").parse().ok())
-            .flatten()
+        std::fs::read_to_string(self.status_file())
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
     }
 
     pub fn alternate_screen(&self) -> bool {
@@ -170,7 +196,7 @@ impl Outer {
     /// (the demo, the screen, critics), and the demo tmux server with every process in
     /// its panes' sessions.
     pub fn demo_processes(&self, demo_pid: i32) -> BTreeSet<i32> {
-        let mut sessions = vec![demo_pid];
+        let mut sessions = vec![self.session_leader()];
         let mut pids = BTreeSet::from([demo_pid]);
         for socket in self.demo_sockets() {
             let s = socket.to_string_lossy().into_owned();
@@ -192,8 +218,9 @@ impl Outer {
                 }
             }
         }
+        let leader = self.session_leader();
         for (pid, sid) in process_sessions() {
-            if sessions.contains(&sid) {
+            if sessions.contains(&sid) && pid != leader {
                 pids.insert(pid);
             }
         }

@@ -188,11 +188,21 @@ async fn start_world(world: &mut World) -> Result<crate::github::sim::SimHandle,
     Ok(sim)
 }
 
-/// The agent's window: about the size of the screen's preview on a terminal of `size`
-/// (wide layout: two thirds of the width, half the height), within sane bounds.
+/// The agent's window: the size of the screen's preview on a terminal of `size` (as
+/// the screen lays itself out), so the agent's lines neither wrap nor get cut there.
 fn agent_size(size: Option<(u16, u16)>) -> (u16, u16) {
-    let (w, h) = size.unwrap_or((120, 40));
-    ((w / 5 * 3).clamp(80, 200), (h / 2).clamp(24, 60))
+    use crate::tui::app::{App, AppSettings};
+    let Some((w, h)) = size else {
+        return (80, 24);
+    };
+    let app = App::new(AppSettings::builtin(), time::OffsetDateTime::now_utc());
+    let layout = crate::tui::layout::compute(&app, ratatui::layout::Rect::new(0, 0, w, h));
+    layout.pane.map_or((80, 24), |pane| {
+        (
+            pane.width.saturating_sub(2).clamp(40, 250),
+            pane.height.saturating_sub(2).clamp(10, 80),
+        )
+    })
 }
 
 /// Runs the screen until it exits or a signal stops the demo (the screen is then asked
@@ -306,14 +316,17 @@ mod tests {
     }
 
     #[test]
-    fn the_agent_draws_at_about_the_preview_size() {
-        assert_eq!(agent_size(Some((160, 48))), (96, 24));
-        assert_eq!(
-            agent_size(Some((80, 24))),
-            (80, 24),
-            "never below a classic terminal"
-        );
-        assert_eq!(agent_size(Some((400, 200))), (200, 60));
+    fn the_agent_draws_at_the_preview_size() {
+        // The wide layout: the preview is the top right, inside its border.
+        assert_eq!(agent_size(Some((160, 48))), (102, 23));
+        assert_eq!(agent_size(Some((100, 32))), (58, 14));
+        // Narrow terminals stack the panes.
+        let (w, h) = agent_size(Some((80, 40)));
+        assert_eq!(w, 78);
+        assert!((10..40).contains(&h), "{h}");
+        // Too small for more than one pane (the preview is not on screen), or no
+        // terminal at all: a classic 80×24.
+        assert_eq!(agent_size(Some((20, 5))), (80, 24));
         assert_eq!(agent_size(None), (80, 24));
     }
 

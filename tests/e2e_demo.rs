@@ -9,6 +9,8 @@
 mod docs;
 #[path = "e2e_demo/flow.rs"]
 mod flow;
+#[path = "e2e_demo/headless.rs"]
+mod headless;
 #[path = "e2e_demo/outer.rs"]
 mod outer;
 #[path = "e2e_demo/signals.rs"]

@@ -54,9 +54,16 @@ pub fn run(args: DemoArgs, ctx: &super::Ctx) -> CliResult {
         keep_state: args.keep_state,
         temp_dir: std::env::temp_dir(),
     };
-    let report = demo::run(options).map_err(failed)?;
+    let report = demo::run(options).map_err(demo_error)?;
     goodbye(&report);
-    report.outcome.map(|_| ()).map_err(failed)
+    report.outcome.map(|_| ()).map_err(demo_error)
+}
+
+fn demo_error(error: demo::DemoError) -> super::CliError {
+    super::CliError {
+        code: error.exit_code(),
+        error: error.into(),
+    }
 }
 
 /// One or two lines after the screen is gone: what was cleaned up, and the next step.

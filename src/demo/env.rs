@@ -23,6 +23,9 @@ pub const PREFIX: &str = "the-loop-demo-";
 /// The placeholder session that keeps the demo's tmux server up.
 pub const KEEPALIVE: &str = "the-loop-demo";
 
+/// The demo agent's harness name (it runs `the-loop fake-agent`).
+pub const AGENT: &str = "demo-agent";
+
 /// The name of the demo's built-in critic.
 pub const CRITIC: &str = "demo-critic";
 
@@ -274,9 +277,9 @@ routing:
 polling:
   intervalSeconds: 5
 sessions:
-  harness: fake
+  harness: {agent}
   harnesses:
-    fake:                         # the demo agent: takes pastes, asks when told to
+    {agent}:                   # takes pastes, shows them, asks when told to
       command: {exe}
       args: [fake-agent, --log, {log}, --ask-trigger, {trigger}, "--", "{{prompt}}"]
   tmux:
@@ -300,6 +303,7 @@ critics:
         trigger = quoted(scenario::ASK_TRIGGER),
         socket = quoted(c.socket),
         critic = CRITIC,
+        agent = AGENT,
     )
 }
 
@@ -524,8 +528,8 @@ mod tests {
         assert_eq!(parsed.polling.interval_seconds, 5);
         assert!(!parsed.server.enabled);
         assert_eq!(parsed.sessions.tmux.socket, "the-loop-demo-1-abc");
-        assert_eq!(parsed.sessions.harness, "fake");
-        let fake = &parsed.sessions.harnesses["fake"];
+        assert_eq!(parsed.sessions.harness, AGENT);
+        let fake = &parsed.sessions.harnesses[AGENT];
         assert_eq!(fake.command, "/tmp/x/bin/the-loop");
         assert_eq!(
             fake.args,

@@ -20,7 +20,7 @@ mod terminal;
 use env::{Cleanup, World};
 use preflight::TmuxProblem;
 use scenario::Pace;
-use std::io;
+use std::io::{self, IsTerminal};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
@@ -69,6 +69,10 @@ pub struct DemoOptions {
 pub enum DemoError {
     #[error(transparent)]
     Tmux(#[from] TmuxProblem),
+    #[error(
+        "the demo's screen needs a terminal on standard input and output; run `the-loop demo` in one, or `the-loop demo --headless` to run it without a screen"
+    )]
+    NoTerminal,
     #[error("cannot set up the demo's private state under {}: {error}", .dir.display())]
     State { dir: PathBuf, error: io::Error },
     #[error("cannot start the simulated GitHub on loopback: {0}")]
@@ -92,6 +96,16 @@ pub enum Ending {
     Signal(&'static str),
 }
 
+impl DemoError {
+    /// 2 for how the demo was invoked (no terminal), 1 otherwise (SPEC §1).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            DemoError::NoTerminal => 2,
+            _ => 1,
+        }
+    }
+}
+
 /// How a demo that got as far as its private world went, and what its cleanup did.
 #[derive(Debug)]
 pub struct Report {
@@ -104,6 +118,9 @@ pub struct Report {
 /// started (tmux missing, no temp dir); from then on the [`Report`] says how it went.
 pub fn run(options: DemoOptions) -> Result<Report, DemoError> {
     preflight::require_tmux(None)?;
+    if options.screen == Screen::Tui && !(io::stdin().is_terminal() && io::stdout().is_terminal()) {
+        return Err(DemoError::NoTerminal);
+    }
     let state_error = |error| DemoError::State {
         dir: options.temp_dir.clone(),
         error,

@@ -191,3 +191,18 @@ fn without_tmux_the_demo_says_how_to_install_it() {
     assert!(out.stdout.is_empty());
     assert_eq!(std::fs::read_dir(temp.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn without_a_terminal_the_demo_points_to_headless() {
+    let temp = tempfile::tempdir().unwrap();
+    let out = Command::new(super::outer::BIN)
+        .arg("demo")
+        .env("TMPDIR", temp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("needs a terminal"), "{stderr}");
+    assert!(stderr.contains("the-loop demo --headless"), "{stderr}");
+    assert_eq!(std::fs::read_dir(temp.path()).unwrap().count(), 0);
+}

@@ -277,7 +277,12 @@ sessions:
 
     /// Every event-log line.
     pub fn events(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.home.join("events.jsonl"))
+        Self::read_events(&self.home.join("events.jsonl"))
+    }
+
+    /// Every line of an event log.
+    pub fn read_events(path: &Path) -> Vec<Value> {
+        std::fs::read_to_string(path)
             .unwrap_or_default()
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())

@@ -9,6 +9,7 @@ pub mod events_cmd;
 pub mod excerpt_cmd;
 pub mod fake_agent;
 pub mod reply_cmd;
+pub mod run_cmd;
 pub mod sessions_cmd;
 
 use clap::{Parser, Subcommand};
@@ -47,6 +48,8 @@ pub enum Command {
     Ask(ask_cmd::AskArgs),
     /// Answer into a session: paste a reply into the agent's pane.
     Reply(reply_cmd::ReplyArgs),
+    /// Run the supervisor without a screen: poll, serve webhooks, dispatch.
+    Run(run_cmd::RunArgs),
     /// List, start, pause, resume, stop, attach to or reset agent sessions.
     #[command(subcommand)]
     Sessions(sessions_cmd::SessionsCommand),
@@ -108,6 +111,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Critic(cmd) => critic_cmd::run(cmd, &ctx),
         Command::Ask(args) => ask_cmd::run(args, &ctx),
         Command::Reply(args) => reply_cmd::run(args, &ctx),
+        Command::Run(args) => run_cmd::run(args, &ctx),
         Command::Sessions(cmd) => sessions_cmd::run(cmd, &ctx),
         Command::Completions(args) => completions::run(args),
         Command::FakeAgent(args) => fake_agent::run(args),

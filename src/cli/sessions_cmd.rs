@@ -73,8 +73,9 @@ pub fn run(cmd: SessionsCommand, ctx: &Ctx) -> CliResult {
     let registry = Registry::new(&paths, events.clone(), Source::Cli);
     let tmux = RealTmux::from_config(&loaded.config.sessions.tmux);
     let socket = tmux.socket().clone();
-    let sessions = Sessions::new(Arc::new(tmux), registry, events, settings);
-    // The poll ledger's forget hook is wired here once the poller provides it.
+    let ledger = crate::supervisor::PollLedgerHook::new(paths.clone());
+    let sessions =
+        Sessions::new(Arc::new(tmux), registry, events, settings).with_ledger(Arc::new(ledger));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -95,6 +95,14 @@ impl Dispatcher {
         }
     }
 
+    /// Forgets a delivery id in the router's dedupe, so an event that was routed but
+    /// never settled (the process died in between) is routed again when it is fed
+    /// again. The supervisor calls it at start for every event still pending in the
+    /// poll ledger.
+    pub fn release_delivery(&self, delivery_id: &str) {
+        self.inner.dedupe().release(delivery_id);
+    }
+
     /// Sessions with a running worker.
     pub fn busy_lanes(&self) -> usize {
         self.inner.lanes.active()

@@ -1,4 +1,476 @@
 //! The supervisor process (`the-loop tui` / `the-loop run`): the one process that polls,
 //! serves webhooks and dispatches. Only one runs per state root (SPEC §11.6).
+//!
+//! [`Supervisor::start`] wires the parts built elsewhere: the config (and its watcher),
+//! the lock, the event log, the GitHub client, tmux, the session lifecycle and its
+//! dispatcher (the one `Ingest`), the poller and the optional HTTP server. It returns a
+//! [`SupervisorHandle`] — what a screen needs (status, events, the sessions) and the
+//! way to stop it. `the-loop run` and, later, the TUI both start it.
+//!
+//! Nothing is lost on shutdown: polling stops, a cycle with queued deliveries and the
+//! webhook deliveries in flight get a bounded time to settle, and anything that did not
+//! settle stays pending (poll ledger) or is released (webhook claims) so the next start
+//! retries it.
 
+mod handle;
+mod http;
+mod ingest;
+mod ledger_hook;
 pub mod lock;
+mod polling;
+mod reload;
+mod status;
+
+pub use handle::{CycleEnd, ShutdownReport, StopReason, SupervisorHandle};
+pub use http::{RouteContext, RouteFactory};
+pub use ingest::LedgerClaims;
+pub use ledger_hook::PollLedgerHook;
+pub use status::{CycleSummary, NO_TOKEN_WARNING, ServerState, SupervisorStatus};
+
+use crate::config::watch::{ConfigWatch, WatchError};
+use crate::config::{self, ConfigError, LoadedConfig};
+use crate::events::{Event, EventLog, EventType, Level, Source};
+use crate::github::{self, Client};
+use crate::ingress::Ingest;
+use crate::ingress::ledger::LedgerStore;
+use crate::ingress::poller::Poller;
+use crate::paths::StatePaths;
+use crate::routing::prompt::PromptError;
+use crate::session::{Dispatcher, DispatcherError, Registry, Sessions, Settings};
+use crate::tmux::RealTmux;
+use axum::Router;
+use http::HttpServer;
+use ingest::{PollIngest, WebhookIngest};
+use lock::{LockError, SupervisorLock};
+use polling::PollLoop;
+use reload::Targets;
+use status::{StatusCell, SupervisorStatus as Status, WarningSources};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// How long shutdown waits for queued deliveries before leaving them to the next start.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(15);
+
+/// Who runs the supervisor, which decides what it starts and how its events are signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Inside `the-loop tui`.
+    Tui,
+    /// `the-loop run`: poll, serve and dispatch until stopped.
+    Run,
+    /// `the-loop run --once`: no background polling, no server, no config watch; the
+    /// caller runs one cycle with [`SupervisorHandle::poll_once`].
+    RunOnce,
+}
+
+impl Mode {
+    /// The `mode` field of `supervisor.*` events.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Tui => "tui",
+            Mode::Run => "run",
+            Mode::RunOnce => "run-once",
+        }
+    }
+
+    fn source(self) -> Source {
+        match self {
+            Mode::Tui => Source::Tui,
+            Mode::Run | Mode::RunOnce => Source::Cli,
+        }
+    }
+
+    fn background(self) -> bool {
+        self != Mode::RunOnce
+    }
+}
+
+/// What [`Supervisor::start`] needs.
+pub struct SupervisorOptions {
+    pub mode: Mode,
+    /// The global `--config` flag.
+    pub config_flag: Option<PathBuf>,
+    pub paths: StatePaths,
+    /// Extra HTTP routes (the reply API), mounted beside the webhook route.
+    pub routes: Vec<RouteFactory>,
+    pub shutdown_grace: Duration,
+    /// Refuse to start without `repos` (`run`); the TUI starts anyway and says so.
+    pub require_repos: bool,
+}
+
+impl SupervisorOptions {
+    /// Defaults for `mode`: the state root from the environment, repos required for
+    /// `run`, the default grace.
+    pub fn new(mode: Mode) -> Self {
+        Self {
+            mode,
+            config_flag: None,
+            paths: StatePaths::from_env(),
+            routes: Vec::new(),
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            require_repos: mode != Mode::Tui,
+        }
+    }
+
+    pub fn config_flag(mut self, flag: Option<PathBuf>) -> Self {
+        self.config_flag = flag;
+        self
+    }
+
+    pub fn paths(mut self, paths: StatePaths) -> Self {
+        self.paths = paths;
+        self
+    }
+
+    /// Mounts a route built from the supervisor's parts, e.g.
+    /// `.route(|cx| reply_api::router(Arc::new(Replier::new(cx.sessions.clone()))))`.
+    pub fn route(
+        mut self,
+        build: impl Fn(&RouteContext) -> Router + Send + Sync + 'static,
+    ) -> Self {
+        self.routes.push(Arc::new(build));
+        self
+    }
+
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+}
+
+/// Why the supervisor did not start. [`StartError::exit_code`] maps it to SPEC §1.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(
+        "no repos configured{}: add one under `repos:` (e.g. `- name: owner/repo`); `the-loop config init` writes a commented starter",
+        .path.as_ref().map(|p| format!(" in {}", p.display())).unwrap_or_default()
+    )]
+    NoRepos { path: Option<PathBuf> },
+    #[error("{}", locked_message(*.pid))]
+    Locked {
+        /// The holder's pid, as its lock file says (absent while it is being written).
+        pid: Option<u32>,
+    },
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    #[error("{0}; fix sessions.promptTemplate / sessions.spawnPromptTemplate in the config")]
+    Templates(PromptError),
+    #[error("{0}")]
+    Github(github::Error),
+    #[error(transparent)]
+    Dispatcher(#[from] DispatcherError),
+}
+
+fn locked_message(pid: Option<u32>) -> String {
+    let who = pid.map_or_else(String::new, |pid| format!(" (pid {pid})"));
+    format!("another supervisor is running{who}; use `the-loop tui` to attach as a viewer")
+}
+
+impl StartError {
+    /// 2 for configuration problems, 1 otherwise (SPEC §1).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Config(_) | Self::NoRepos { .. } | Self::Templates(_) | Self::Github(_) => 2,
+            Self::Locked { .. } | Self::Lock(_) | Self::Dispatcher(_) => 1,
+        }
+    }
+}
+
+/// Starts supervisors; see the module docs.
+pub struct Supervisor;
+
+impl Supervisor {
+    /// Loads the config, takes the lock, wires every part and starts the background
+    /// work (unless [`Mode::RunOnce`]). Must run inside a tokio runtime.
+    pub async fn start(options: SupervisorOptions) -> Result<SupervisorHandle, StartError> {
+        let loaded = config::load(options.config_flag.as_deref())?;
+        if options.require_repos && loaded.config.repos.is_empty() {
+            return Err(StartError::NoRepos {
+                path: loaded.path.clone(),
+            });
+        }
+        let paths = options.paths.clone();
+        let settings = Settings::new(&loaded.config, loaded.path.clone(), &paths)
+            .map_err(StartError::Templates)?;
+        let client =
+            Arc::new(Client::from_config(&loaded.config.github).map_err(StartError::Github)?);
+        let Some(lock) = SupervisorLock::try_acquire(&paths)? else {
+            let pid = lock::read_holder(&paths).map(|h| h.pid);
+            return Err(StartError::Locked { pid });
+        };
+        let parts = Parts::build(&options, &loaded, settings, client, lock).await?;
+        Ok(parts.launch(options, loaded).await)
+    }
+}
+
+/// The wired parts, before anything runs.
+struct Parts {
+    mode: Mode,
+    paths: StatePaths,
+    lock: SupervisorLock,
+    events: EventLog,
+    client: Arc<Client>,
+    ledgers: LedgerStore,
+    sessions: Arc<Sessions>,
+    dispatcher: Dispatcher,
+    anonymous: bool,
+}
+
+impl Parts {
+    async fn build(
+        options: &SupervisorOptions,
+        loaded: &LoadedConfig,
+        settings: Settings,
+        client: Arc<Client>,
+        lock: SupervisorLock,
+    ) -> Result<Self, StartError> {
+        let paths = options.paths.clone();
+        let events = EventLog::open(&paths);
+        let ledgers = LedgerStore::new(paths.clone(), events.clone());
+        let tmux = RealTmux::from_config(&loaded.config.sessions.tmux);
+        let registry = Registry::new(&paths, events.clone(), Source::Dispatch);
+        let hook = PollLedgerHook::with_store(paths.clone(), ledgers.clone());
+        let sessions = Arc::new(
+            Sessions::new(Arc::new(tmux), registry, events.clone(), settings)
+                .with_ledger(Arc::new(hook)),
+        );
+        let dispatcher = Dispatcher::new(Arc::clone(&sessions), &loaded.config, &paths)?;
+        recover(&paths, loaded, &ledgers, &dispatcher);
+        // Resolves the token now (`gh auth token` at most once) so the warning is known.
+        let anonymous = !client.has_token().await;
+        Ok(Self {
+            mode: options.mode,
+            paths,
+            lock,
+            events,
+            client,
+            ledgers,
+            sessions,
+            dispatcher,
+            anonymous,
+        })
+    }
+
+    async fn launch(self, options: SupervisorOptions, loaded: LoadedConfig) -> SupervisorHandle {
+        let mode = self.mode;
+        let config = Arc::new(loaded.config.clone());
+        let (config_tx, config_rx) = watch::channel(Arc::clone(&config));
+        let (loaded_tx, _) = watch::channel(Arc::new(loaded.clone()));
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let status = StatusCell::new(Status::default());
+        status.set_config(&loaded);
+
+        let dispatcher: Arc<dyn Ingest> = Arc::new(self.dispatcher.clone());
+        let poll_ingest = Arc::new(PollIngest::new(Arc::clone(&dispatcher)));
+        let registry = self.sessions.registry().clone();
+        let poller = Poller::new(
+            Arc::clone(&self.client),
+            Arc::clone(&config),
+            self.paths.clone(),
+            self.events.clone(),
+            poll_ingest.clone(),
+        )
+        .with_ledgers(self.ledgers.clone())
+        .with_sessions(Arc::new(move || open_sessions(&registry)));
+        let poll = Arc::new(PollLoop::new(
+            poller,
+            poll_ingest,
+            Arc::clone(&self.client),
+            config_rx,
+            status.clone(),
+        ));
+
+        let context = RouteContext {
+            sessions: Arc::clone(&self.sessions),
+            github: Arc::clone(&self.client),
+            events: self.events.clone(),
+            paths: self.paths.clone(),
+        };
+        let routes = options.routes.iter().map(|build| build(&context)).collect();
+        let webhook = Arc::new(WebhookIngest::new(
+            dispatcher,
+            Some(self.ledgers.clone()),
+            Some(ingest::inflight_path(&self.paths)),
+        ));
+        let http = mode.background().then(|| {
+            Arc::new(HttpServer::new(
+                webhook,
+                self.ledgers.clone(),
+                routes,
+                self.events.clone(),
+                status.clone(),
+            ))
+        });
+
+        let mut sources = WarningSources {
+            config: loaded.warnings.clone(),
+            server: None,
+            anonymous: self.anonymous,
+            restart: None,
+        };
+        if let Some(http) = &http {
+            sources.server = http.apply(&config).await;
+        }
+        status.set_warnings(&sources);
+        let warnings = Arc::new(Mutex::new(sources));
+
+        let server_addr = match &http {
+            Some(http) => http.local_addr().await,
+            None => None,
+        };
+        let listed = status.get().warnings;
+        let _ = self.events.emit(
+            Event::new(mode.source(), EventType::SupervisorStarted)
+                .level(if listed.is_empty() {
+                    Level::Info
+                } else {
+                    Level::Warning
+                })
+                .with("mode", mode.as_str())
+                .with("repos", config.repos.len())
+                .with("authorized_users", config.routing.authorized_users.len())
+                .with("polling", config.polling.enabled)
+                .with("poll_interval_seconds", config.polling.interval_seconds)
+                .with_opt("server", server_addr.map(|a| a.to_string()))
+                .with("anonymous", self.anonymous)
+                .with_opt("warning", (!listed.is_empty()).then(|| listed.join("; "))),
+        );
+
+        let mut tasks = Vec::new();
+        let mut poll_task = None;
+        if mode.background() {
+            let (poll, stop, grace) = (Arc::clone(&poll), stop_rx.clone(), options.shutdown_grace);
+            poll_task = Some(tokio::spawn(async move { poll.run(stop, grace).await }));
+            match ConfigWatch::start(loaded.clone(), self.events.clone(), mode.source()) {
+                Ok(watcher) => {
+                    let targets = Targets {
+                        dispatcher: self.dispatcher.clone(),
+                        paths: self.paths.clone(),
+                        config: config_tx.clone(),
+                        loaded: loaded_tx.clone(),
+                        started_with: Arc::clone(&config),
+                        http: http.clone(),
+                        status: status.clone(),
+                        warnings: Arc::clone(&warnings),
+                    };
+                    tasks.push(tokio::spawn(reload::follow(
+                        targets,
+                        watcher,
+                        stop_rx.clone(),
+                    )));
+                }
+                Err(WatchError::NoFile) => {
+                    tracing::info!("no config file: running on defaults, nothing to watch");
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "config changes will not be applied live");
+                    let mut w = warnings.lock().unwrap_or_else(|e| e.into_inner());
+                    w.config.push(e.to_string());
+                    status.set_warnings(&w);
+                }
+            }
+        }
+
+        SupervisorHandle::new(handle::Running {
+            mode,
+            paths: self.paths,
+            lock: self.lock,
+            events: self.events,
+            client: self.client,
+            ledgers: self.ledgers,
+            sessions: self.sessions,
+            dispatcher: self.dispatcher,
+            status,
+            config: config_tx,
+            loaded: loaded_tx,
+            poll,
+            poll_task,
+            tasks,
+            http,
+            stop: stop_tx,
+            grace: options.shutdown_grace,
+        })
+    }
+}
+
+/// What a previous supervisor left unsettled — it died, or its shutdown ran out of
+/// time — is made deliverable again before anything is fed: the claims of webhook
+/// deliveries in flight are released, and the delivery ids of events still pending in
+/// the poll ledger are taken out of the router's dedupe (they were routed, never
+/// settled; without this the re-feed would be dropped as a duplicate).
+fn recover(
+    paths: &StatePaths,
+    loaded: &LoadedConfig,
+    ledgers: &LedgerStore,
+    dispatcher: &Dispatcher,
+) {
+    let claims = ingest::recover_webhook_claims(paths, ledgers);
+    let mut pending = 0;
+    for repo in &loaded.config.repos {
+        let ids = ledgers.read(&repo.name, |l| {
+            l.pending
+                .iter()
+                .map(|p| p.delivery_id.clone())
+                .collect::<Vec<_>>()
+        });
+        pending += ids.len();
+        for id in ids {
+            dispatcher.release_delivery(&id);
+        }
+    }
+    if claims + pending > 0 {
+        tracing::info!(
+            claims,
+            pending,
+            "retrying what the previous supervisor left unsettled"
+        );
+    }
+}
+
+/// The items whose sessions are open: the poller follows them for their closure.
+fn open_sessions(registry: &Registry) -> Vec<crate::routing::WorkItemRef> {
+    match registry.list() {
+        Ok(records) => records
+            .into_iter()
+            .filter(|r| r.status.is_open())
+            .map(|r| r.work_item)
+            .collect(),
+        Err(e) => {
+            tracing::warn!(error = %e, "session registry unreadable; closes not followed this cycle");
+            Vec::new()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_errors_map_to_exit_codes_and_say_what_to_do() {
+        let locked = StartError::Locked { pid: Some(4242) };
+        assert_eq!(locked.exit_code(), 1);
+        assert_eq!(
+            locked.to_string(),
+            "another supervisor is running (pid 4242); use `the-loop tui` to attach as a viewer"
+        );
+        let no_repos = StartError::NoRepos {
+            path: Some("/etc/the-loop.yaml".into()),
+        };
+        assert_eq!(no_repos.exit_code(), 2);
+        assert!(
+            no_repos
+                .to_string()
+                .starts_with("no repos configured in /etc/the-loop.yaml: add one under `repos:`")
+        );
+        assert!(
+            StartError::Locked { pid: None }
+                .to_string()
+                .starts_with("another supervisor is running;")
+        );
+    }
+}

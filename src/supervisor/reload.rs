@@ -1,0 +1,90 @@
+//! Live reload (SPEC §2): the config watcher publishes each valid change (and each
+//! failure); this task pushes a new config into every part that reads it — the poll
+//! loop, the dispatcher's router, the session lifecycle — and restarts the HTTP server
+//! when the `server` section changed.
+
+use super::http::HttpServer;
+use super::polling::stopped;
+use super::status::{StatusCell, WarningSources, restart_warning};
+use crate::config::watch::{ConfigWatch, changed_sections};
+use crate::config::{Config, LoadedConfig};
+use crate::paths::StatePaths;
+use crate::session::{Dispatcher, Settings};
+use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
+
+/// Everything a reload touches.
+pub(crate) struct Targets {
+    pub dispatcher: Dispatcher,
+    pub paths: StatePaths,
+    /// The poll loop reads the config in force from here.
+    pub config: watch::Sender<Arc<Config>>,
+    pub loaded: watch::Sender<Arc<LoadedConfig>>,
+    /// The config the supervisor started with: what a restart-only change is against.
+    pub started_with: Arc<Config>,
+    pub http: Option<Arc<HttpServer>>,
+    pub status: StatusCell,
+    pub warnings: Arc<Mutex<WarningSources>>,
+}
+
+impl Targets {
+    /// Applies a config the watcher accepted.
+    pub async fn apply(&self, new: Arc<LoadedConfig>) {
+        let old = self.loaded.borrow().clone();
+        let sections = changed_sections(&old.config, &new.config);
+        self.dispatcher.set_config(&new.config);
+        let template_warning = match Settings::new(&new.config, new.path.clone(), &self.paths) {
+            Ok(settings) => {
+                self.dispatcher.sessions().set_settings(settings);
+                None
+            }
+            Err(e) => Some(format!(
+                "{e}; the previous prompt templates stay in use until this is fixed"
+            )),
+        };
+        self.config.send_replace(Arc::new(new.config.clone()));
+        self.loaded.send_replace(new.clone());
+        self.status.set_config(&new);
+
+        let server_warning = match &self.http {
+            Some(http) if sections.contains(&"server") => Some(http.apply(&new.config).await),
+            _ => None,
+        };
+        let sources = {
+            let mut w = self.warnings.lock().unwrap_or_else(|e| e.into_inner());
+            w.config = new.warnings.clone();
+            w.config.extend(template_warning);
+            if let Some(server) = server_warning {
+                w.server = server;
+            }
+            w.restart = restart_warning(&self.started_with, &new.config);
+            w.clone()
+        };
+        self.status.set_warnings(&sources);
+    }
+}
+
+/// Follows the watcher until `stop` turns true (or the watcher is gone).
+pub(crate) async fn follow(targets: Targets, watch: ConfigWatch, mut stop: watch::Receiver<bool>) {
+    let mut config = watch.config();
+    let mut error = watch.error();
+    loop {
+        tokio::select! {
+            _ = stopped(&mut stop) => return,
+            changed = config.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                let new = config.borrow_and_update().clone();
+                targets.apply(new).await;
+            }
+            changed = error.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                let current = error.borrow_and_update().clone();
+                targets.status.update(|s| s.reload_error = current);
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Figures, printed (run with `--nocapture`): the requests and 304s of an idle cycle of
+//! the real supervisor (`run --once`, so each cycle is a fresh process restoring its
+//! ETags from the ledger) for 10, 100 and 500 watched issues + 20 PRs; and, ignored by
+//! default because it takes a minute, the time from a comment becoming visible to its
+//! paste completing at the configured 5 s interval. Nothing here asserts a time.
+
+use crate::e2e::{LABEL, REPO, Setup, World};
+use serde_json::Value;
+use std::time::Duration;
+use the_loop::github::sim::{IssueSpec, PullSpec};
+
+fn once(w: &World) -> Value {
+    let out = w.cli(&["run", "--once"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_cycle_costs_the_same_for_10_100_and_500_watched_issues() {
+    let mut costs = Vec::new();
+    for issues in [10u64, 100, 500] {
+        let w = World::new(Setup::default()).await;
+        for n in 1..=issues {
+            let spec = IssueSpec::new(&format!("issue {n}")).labels(&[LABEL]);
+            w.sim.add_issue(REPO, spec).unwrap();
+        }
+        for n in 0..20 {
+            let spec =
+                PullSpec::new(&format!("pr {n}"), &format!("issue-{}-fix", n + 1)).labels(&[LABEL]);
+            w.sim.add_pull(REPO, spec).unwrap();
+        }
+        let first = once(&w);
+        assert_eq!(first["items"], issues + 20);
+        once(&w); // settles the cursors the first cycle started
+        let idle = once(&w);
+        println!(
+            "idle cycle, {issues} issues + 20 PRs: {} requests, {} × 304 (first cycle: {} requests)",
+            idle["requests"], idle["not_modified"], first["requests"]
+        );
+        assert_eq!(
+            idle["requests"], idle["not_modified"],
+            "idle means all 304: {idle}"
+        );
+        costs.push(idle["requests"].as_u64().unwrap());
+    }
+    assert!(
+        costs.windows(2).all(|w| w[0] == w[1]),
+        "the idle cost must not grow with the watched issues: {costs:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: about a minute; run with --ignored --nocapture"]
+async fn latency_from_comment_to_paste_at_the_configured_interval() {
+    let w = World::supervising(Setup::default(), 15).await;
+
+    let mut total = Vec::new();
+    let mut after_poll = Vec::new();
+    for i in 0..8u64 {
+        // Spread the comments over the interval (a fixed, uneven step).
+        tokio::time::sleep(Duration::from_millis(1300 + 700 * (i % 5))).await;
+        let body = format!("LATENCY-{i}-TEXT");
+        let id = w.comment(15, "alice", &body);
+        let created = w
+            .sim
+            .comments_on(REPO, 15)
+            .into_iter()
+            .find(|c| c.id == id)
+            .unwrap()
+            .created_at;
+        let delivery = format!("poll-comment-{id}");
+        let ok = w
+            .wait_event("dispatch.succeeded", |e| {
+                e["delivery_id"] == delivery.as_str()
+            })
+            .await;
+        let routed = w
+            .wait_event("routing.routed", |e| e["delivery_id"] == delivery.as_str())
+            .await;
+        let ts = |e: &Value| the_loop::time::parse_ts(e["ts"].as_str().unwrap()).unwrap();
+        total.push((ts(&ok) - created).whole_milliseconds());
+        after_poll.push((ts(&ok) - ts(&routed)).whole_milliseconds());
+    }
+    let stats = |v: &[i128]| {
+        let mean = v.iter().sum::<i128>() / v.len() as i128;
+        format!(
+            "min {} ms, mean {mean} ms, max {} ms",
+            v.iter().min().unwrap(),
+            v.iter().max().unwrap()
+        )
+    };
+    println!(
+        "comment visible → paste complete (5 s interval): {}",
+        stats(&total)
+    );
+    println!("routed → paste complete: {}", stats(&after_poll));
+}

@@ -90,6 +90,17 @@ async fn the_handle_reports_status_serves_extra_routes_and_restarts_the_server_o
         .unwrap();
     assert_eq!(health.status(), 200);
 
+    // The operator's reply route is always mounted: a reply never spawns a session.
+    let reply = http
+        .post(format!("http://{addr}/api/v1/sessions/reply"))
+        .json(&serde_json::json!({"ref": "github:octo/repo#999", "text": "hello"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 404);
+    let body: serde_json::Value = reply.json().await.unwrap();
+    assert!(body["error"].is_string(), "{body}");
+
     // One supervisor per state root.
     match Supervisor::start(options()).await {
         Err(StartError::Locked { pid }) => assert_eq!(pid, Some(std::process::id())),

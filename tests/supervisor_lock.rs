@@ -38,6 +38,16 @@ fn helper_process() {
     }
 }
 
+/// The tests here take the lock and spawn processes; run them one at a time so no
+/// test's fork can hold a copy of another test's lock descriptor (see below).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Takes the lock once it is free. Other tests in this binary spawn processes; a child
 /// forked in another thread holds a copy of every descriptor until it execs (where
 /// close-on-exec drops it), so a just-released lock can stay held for that instant.
@@ -90,6 +100,7 @@ fn answer(helper: &mut Helper) -> String {
 
 #[test]
 fn a_second_acquire_in_the_same_process_fails_until_released() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let paths = StatePaths::new(dir.path().join("state"));
     let first = SupervisorLock::try_acquire(&paths)
@@ -109,6 +120,7 @@ fn a_second_acquire_in_the_same_process_fails_until_released() {
 
 #[test]
 fn another_process_cannot_acquire_while_held() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let paths = StatePaths::new(dir.path());
     let held = SupervisorLock::try_acquire(&paths).unwrap().unwrap();
@@ -121,6 +133,7 @@ fn another_process_cannot_acquire_while_held() {
 
 #[test]
 fn a_holder_killed_with_sigkill_releases_the_lock() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let paths = StatePaths::new(dir.path());
     let mut holder = helper("hold", dir.path());
@@ -142,6 +155,7 @@ fn a_holder_killed_with_sigkill_releases_the_lock() {
 /// the supervisor is gone.
 #[test]
 fn children_spawned_while_holding_do_not_inherit_the_lock() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let paths = StatePaths::new(dir.path());
     let held = SupervisorLock::try_acquire(&paths).unwrap().unwrap();
@@ -153,6 +167,7 @@ fn children_spawned_while_holding_do_not_inherit_the_lock() {
 
 #[test]
 fn an_unwritable_state_root_is_an_error_not_a_held_lock() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let blocker = dir.path().join("file");
     std::fs::write(&blocker, "").unwrap();

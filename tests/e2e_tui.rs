@@ -9,6 +9,7 @@ mod tmux_server;
 mod tui_world;
 
 use serde_json::Value;
+use the_loop::guard::is_self_authored;
 use the_loop::session::reply::framed;
 use tui_world::*;
 
@@ -119,7 +120,18 @@ async fn the_operator_runs_the_loop_from_the_screen() {
     screen
         .wait_text(&format!("saw {DIFF_MARK} in the diff"))
         .await;
+    // `P` posts the findings on the work item, marked so the loop never reads them back.
+    screen.keys(&["P"]);
+    screen.wait_text("Posted diffcheck's findings").await;
     screen.keys(&["Escape"]);
+    let posted = world.sim.comments_on(REPO, 15);
+    let review = posted
+        .iter()
+        .find(|c| c.body.contains("critic review"))
+        .expect("the critic's findings on the issue");
+    assert!(review.body.contains(DIFF_MARK), "{}", review.body);
+    assert!(is_self_authored(Some(&review.body)), "{}", review.body);
+    assert_eq!(world.events_named("critic.posted").len(), 1);
     let finished = world.events_named("critic.finished");
     assert_eq!(finished.len(), 1, "{finished:?}");
     assert_eq!(finished[0]["ok"], true);
@@ -129,20 +141,65 @@ async fn the_operator_runs_the_loop_from_the_screen() {
         "envelope saved: {saved}"
     );
 
-    // Quit both: each exits 0 and leaves the terminal as it found it.
-    for s in [&viewer, &screen] {
-        s.keys(&["q"]);
-        assert_eq!(s.wait_exit().await, 0);
-        assert_eq!(
-            s.format("#{alternate_on}"),
-            "0",
-            "left the alternate screen"
-        );
-        assert_eq!(s.format("#{cursor_flag}"), "1", "the cursor is shown");
-    }
+    // Quit the supervisor: it exits 0, leaves the terminal as it found it, and stops the
+    // supervisor; the viewer notices that nothing supervises any more.
+    screen.keys(&["q"]);
+    assert_eq!(screen.wait_exit().await, 0);
+    assert_restored(&screen);
     let stopped = world.events_named("supervisor.stopped");
     assert_eq!(stopped.len(), 1, "{stopped:?}");
     assert_eq!(stopped[0]["reason"], "quit");
-    // Only the supervisor polled: the viewer never started one.
+    viewer.wait_text("no supervisor is running").await;
+    viewer.keys(&["q"]);
+    assert_eq!(viewer.wait_exit().await, 0);
+    assert_restored(&viewer);
+    // Only one supervisor ever ran: the viewer never polled.
     assert_eq!(world.events_named("supervisor.started").len(), 1);
+}
+
+fn assert_restored(screen: &Screen) {
+    assert_eq!(
+        screen.format("#{alternate_on}"),
+        "0",
+        "left the alternate screen"
+    );
+    assert_eq!(screen.format("#{cursor_flag}"), "1", "the cursor is shown");
+}
+
+/// A config error is reported on the plain terminal with its position, before the
+/// screen is taken: exit 2, nothing drawn, nothing started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_config_is_reported_before_the_screen_is_taken() {
+    let world = TuiWorld::new().await;
+    std::fs::write(
+        &world.config,
+        "repos:\n  - name: octo/repo\n    colour: blue\n",
+    )
+    .unwrap();
+    let screen = world.open_screen("broken", &[]);
+    assert_eq!(screen.wait_exit().await, 2);
+    let text = screen.text();
+    assert!(text.contains("colour"), "names the bad key: {text}");
+    assert!(text.contains(":3:"), "with its line: {text}");
+    assert_restored(&screen);
+    assert!(world.events_named("supervisor.started").is_empty());
+}
+
+/// Without a terminal there is no screen to draw: a usage error that points at `run`.
+#[test]
+fn without_a_terminal_it_says_what_to_use_instead() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(tmux_server::BIN)
+        .arg("tui")
+        .env("THE_LOOP_HOME", dir.path())
+        .env("THE_LOOP_CONFIG", dir.path().join("none.yaml"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("needs a terminal") && err.contains("the-loop run"),
+        "{err}"
+    );
 }

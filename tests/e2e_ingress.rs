@@ -17,6 +17,8 @@ mod cli;
 mod delivery;
 #[path = "e2e_ingress/faults.rs"]
 mod faults;
+#[path = "e2e_ingress/in_process.rs"]
+mod in_process;
 #[path = "e2e_ingress/lifecycle.rs"]
 mod lifecycle;
 #[path = "e2e_ingress/measure.rs"]

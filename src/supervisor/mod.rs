@@ -290,7 +290,15 @@ impl Parts {
             events: self.events.clone(),
             paths: self.paths.clone(),
         };
-        let routes = options.routes.iter().map(|build| build(&context)).collect();
+        // The operator's reply route (SPEC §8.2) is part of every supervisor's server;
+        // callers may mount more beside it.
+        let reply = Arc::new(
+            crate::session::reply::Replier::new(Arc::clone(&context.sessions))
+                .with_github(Arc::clone(&context.github)),
+        );
+        let routes = std::iter::once(crate::session::reply_api::router(reply))
+            .chain(options.routes.iter().map(|build| build(&context)))
+            .collect();
         let webhook = Arc::new(WebhookIngest::new(
             dispatcher,
             Some(self.ledgers.clone()),

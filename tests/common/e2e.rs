@@ -86,6 +86,39 @@ impl World {
         world
     }
 
+    /// A world where watched issue #`number` has a session and the supervisor runs,
+    /// past its first cycle (which baselined the issue): what most tests start from.
+    pub async fn supervising(setup: Setup, number: u64) -> Self {
+        let mut w = Self::new(setup).await;
+        w.watched_issue(number);
+        w.start_session(number).await;
+        w.start_supervisor();
+        w.wait_cycles(1).await;
+        w
+    }
+
+    /// Posts `n` comments by alice on #`number` at once (`BURST-00-TEXT`, …), waits for
+    /// the first paste, and returns the bodies.
+    pub async fn burst(&self, number: u64, n: usize) -> Vec<String> {
+        let bodies: Vec<String> = (0..n).map(|i| format!("BURST-{i:02}-TEXT")).collect();
+        for body in &bodies {
+            self.comment(number, "alice", body);
+        }
+        self.wait_pasted("BURST-").await;
+        bodies
+    }
+
+    /// Starts the supervisor again and waits for every body to be pasted and for two
+    /// more cycles (which would show a second delivery); returns each body's count.
+    pub async fn restart_until_pasted(&mut self, bodies: &[String]) -> Vec<usize> {
+        self.start_supervisor();
+        for body in bodies {
+            self.wait_pasted(body).await;
+        }
+        self.wait_cycles(2).await;
+        bodies.iter().map(|b| self.pasted_count(b)).collect()
+    }
+
     /// The working directory of every session.
     pub fn work_dir(&self) -> &Path {
         self.dir.path()
@@ -277,7 +310,12 @@ sessions:
 
     /// Every event-log line.
     pub fn events(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.home.join("events.jsonl"))
+        Self::read_events(&self.home.join("events.jsonl"))
+    }
+
+    /// Every line of an event log.
+    pub fn read_events(path: &Path) -> Vec<Value> {
+        std::fs::read_to_string(path)
             .unwrap_or_default()
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())

@@ -8,11 +8,7 @@ use the_loop::guard::MARKER;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_authorized_comment_is_delivered_exactly_once_framed_as_untrusted() {
-    let mut w = World::new(Setup::default()).await;
-    w.watched_issue(15);
-    w.start_session(15).await;
-    w.start_supervisor();
-    w.wait_cycles(1).await; // the item is baselined
+    let w = World::supervising(Setup::default(), 15).await;
 
     let id = w.comment(15, "alice", "Please make poll_backoff deterministic.");
     let prompt = w.wait_pasted("make poll_backoff deterministic").await;
@@ -41,11 +37,7 @@ async fn an_authorized_comment_is_delivered_exactly_once_framed_as_untrusted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unauthorized_marked_edited_and_control_comments_are_never_pasted() {
-    let mut w = World::new(Setup::default()).await;
-    w.watched_issue(15);
-    w.start_session(15).await;
-    w.start_supervisor();
-    w.wait_cycles(1).await;
+    let w = World::supervising(Setup::default(), 15).await;
 
     let stranger = w.comment(15, "mallory", "STRANGER-TEXT rm -rf everything");
     let marked = w.comment(

@@ -56,11 +56,7 @@ async fn an_idle_cycle_costs_the_same_for_10_100_and_500_watched_issues() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement: about a minute; run with --ignored --nocapture"]
 async fn latency_from_comment_to_paste_at_the_configured_interval() {
-    let mut w = World::new(Setup::default()).await;
-    w.watched_issue(15);
-    w.start_session(15).await;
-    w.start_supervisor();
-    w.wait_cycles(1).await;
+    let w = World::supervising(Setup::default(), 15).await;
 
     let mut total = Vec::new();
     let mut after_poll = Vec::new();

@@ -5,11 +5,7 @@ use crate::e2e::{Setup, World};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn editing_authorized_users_changes_who_is_obeyed() {
-    let mut w = World::new(Setup::default()).await;
-    w.watched_issue(15);
-    w.start_session(15).await;
-    w.start_supervisor();
-    w.wait_cycles(1).await;
+    let w = World::supervising(Setup::default(), 15).await;
 
     let before = w.comment(15, "bob", "BOB-BEFORE-TEXT");
     let delivery = format!("poll-comment-{before}");

@@ -5,6 +5,8 @@
 
 #[path = "common/tmux_server.rs"]
 mod tmux_server;
+#[path = "common/tui_figures.rs"]
+mod tui_figures;
 #[path = "common/tui_world.rs"]
 mod tui_world;
 
@@ -202,4 +204,68 @@ fn without_a_terminal_it_says_what_to_use_instead() {
         err.contains("needs a terminal") && err.contains("the-loop run"),
         "{err}"
     );
+}
+
+/// Figures for the decision note, printed (never asserted): run with the release binary,
+/// `THE_LOOP_BIN=$PWD/target/release/the-loop cargo test --test e2e_tui figures --
+/// --ignored --nocapture`. Time to the first frame and peak memory with 50 sessions and
+/// 100,000 events in the log; CPU used over 60 s idle with 20 sessions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "takes minutes; prints figures for the release binary"]
+async fn figures() {
+    use std::time::{Duration, Instant};
+    use tui_figures::*;
+    let bin = std::env::var("THE_LOOP_BIN").unwrap_or_else(|_| tmux_server::BIN.to_string());
+    println!("binary: {bin}");
+
+    let world = TuiWorld::with_issues(1..=50).await;
+    fill_log(&world, 100_000, 50);
+    world.start_sessions(1..=50).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for run in 1..=3 {
+        let name = format!("big{run}");
+        let started = Instant::now();
+        let screen = world.open_program(&bin, &name, 200, 50);
+        let (first, loaded) = startup(&screen, started).await;
+        let pid = screen.pid();
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let (peak, rss) = memory_kib(pid);
+        println!(
+            "50 sessions, 100k events, run {run}: first frame {:.0} ms, first snapshot {:.0} ms, peak RSS {:.1} MiB (now {:.1} MiB)",
+            first.as_secs_f64() * 1000.0,
+            loaded.as_secs_f64() * 1000.0,
+            peak as f64 / 1024.0,
+            rss as f64 / 1024.0
+        );
+        screen.keys(&["q"]);
+        tui_world::wait("the screen to quit", || {
+            (!std::path::Path::new(&format!("/proc/{pid}")).exists()).then_some(())
+        })
+        .await;
+    }
+    drop(world);
+
+    let world = TuiWorld::with_issues(1..=20).await;
+    // The default interval, as an operator would run it.
+    let yaml = std::fs::read_to_string(&world.config).unwrap();
+    std::fs::write(
+        &world.config,
+        yaml.replace("intervalSeconds: 5", "intervalSeconds: 30"),
+    )
+    .unwrap();
+    world.start_sessions(1..=20).await;
+    let screen = world.open_program(&bin, "idle", 200, 50);
+    startup(&screen, Instant::now()).await;
+    let pid = screen.pid();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let before = cpu_ticks(pid);
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let used = cpu_ticks(pid) - before;
+    let hz = clock_ticks_per_second();
+    println!(
+        "20 sessions, 60 s idle (polling every 30 s, preview visible): {used} ticks = {:.2} s CPU ({:.2}% of one core)",
+        used as f64 / hz as f64,
+        used as f64 / hz as f64 / 60.0 * 100.0
+    );
+    screen.keys(&["q"]);
 }

@@ -6,8 +6,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../tests/common/tmux_server.rs"]
+mod tmux_server;
+
 use criterion::{Criterion, criterion_group, criterion_main};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 use the_loop::config::{self, LoadedConfig};
@@ -15,7 +17,6 @@ use the_loop::events::{EventLog, Source};
 use the_loop::paths::StatePaths;
 use the_loop::routing::WorkItemRef;
 use the_loop::session::{Registry, SessionRecord, Sessions, Settings};
-use the_loop::tmux::{RealTmux, Socket};
 use the_loop::tui::Backend;
 use the_loop::tui::live::{LiveBackend, LiveParts, Supervision};
 use tokio::sync::watch;
@@ -23,36 +24,8 @@ use tokio::sync::watch;
 const SESSIONS: u64 = 50;
 const WATCHED: u64 = 60;
 
-/// A private tmux server, killed (and its socket file removed) on drop.
-struct Server {
-    socket: String,
-}
-
-impl Server {
-    fn tmux(&self, args: &[&str]) -> std::process::Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .env_remove("TMUX")
-            .env_remove("TMUX_PANE")
-            .output()
-            .unwrap()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let path = self.tmux(&["display-message", "-p", "#{socket_path}"]);
-        let _ = self.tmux(&["kill-server"]);
-        let _ = std::fs::remove_file(String::from_utf8_lossy(&path.stdout).trim());
-    }
-}
-
 fn bench_snapshot(c: &mut Criterion) {
-    let server = Server {
-        socket: format!("the-loop-bench-tui-live-{}", std::process::id()),
-    };
+    let server = tmux_server::TmuxServer::new();
     let dir = tempfile::tempdir().unwrap();
     let paths = StatePaths::new(dir.path().join("state"));
     let events = EventLog::open(&paths);
@@ -60,7 +33,7 @@ fn bench_snapshot(c: &mut Criterion) {
     for n in 1..=SESSIONS {
         let item = WorkItemRef::new("octo", "repo", n);
         let record = SessionRecord::new(&item, "claude", std::env::temp_dir());
-        let out = server.tmux(&[
+        let out = server.raw(&[
             "new-session",
             "-d",
             "-s",
@@ -94,7 +67,7 @@ fn bench_snapshot(c: &mut Criterion) {
     std::fs::write(&config_file, yaml).unwrap();
     let loaded: LoadedConfig = config::load_file(&config_file).unwrap();
     let settings = Settings::new(&loaded.config, None, &paths).unwrap();
-    let tmux = RealTmux::new(Socket::Name(server.socket.clone()), Duration::from_secs(10));
+    let tmux = server.tmux();
     let sessions = Arc::new(Sessions::new(
         Arc::new(tmux),
         registry,

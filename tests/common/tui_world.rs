@@ -162,43 +162,20 @@ critics:
             "unset TMUX TMUX_PANE; '{BIN}' tui {}; echo \"EXIT:$?\"; exec sleep 86400",
             args.join(" ")
         );
-        let out = self.tmux.raw(&[
-            "new-session",
-            "-d",
-            "-s",
-            name,
-            "-x",
-            &WIDTH.to_string(),
-            "-y",
-            &HEIGHT.to_string(),
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ]);
-        assert!(out.status.success(), "{out:?}");
-        Screen {
-            socket: self.tmux.socket.clone(),
-            target: format!("={name}:"),
-        }
+        self.new_session(name, WIDTH, HEIGHT, &["sh", "-c", &script])
     }
 
     /// Runs `program tui` directly as the pane's command (no shell, so `#{pane_pid}` is
     /// its pid), in a `width`×`height` session called `name`.
     pub fn open_program(&self, program: &str, name: &str, width: u16, height: u16) -> Screen {
-        let out = self.tmux.raw(&[
-            "new-session",
-            "-d",
-            "-s",
-            name,
-            "-x",
-            &width.to_string(),
-            "-y",
-            &height.to_string(),
-            "--",
-            program,
-            "tui",
-        ]);
+        self.new_session(name, width, height, &[program, "tui"])
+    }
+
+    fn new_session(&self, name: &str, width: u16, height: u16, command: &[&str]) -> Screen {
+        let (w, h) = (width.to_string(), height.to_string());
+        let mut args = vec!["new-session", "-d", "-s", name, "-x", &w, "-y", &h, "--"];
+        args.extend_from_slice(command);
+        let out = self.tmux.raw(&args);
         assert!(out.status.success(), "{out:?}");
         Screen {
             socket: self.tmux.socket.clone(),
@@ -275,14 +252,7 @@ pub struct Screen {
 
 impl Screen {
     fn tmux(&self, args: &[&str]) -> std::process::Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .env_remove("TMUX")
-            .env_remove("TMUX_PANE")
-            .output()
-            .expect("run tmux")
+        crate::tmux_server::raw_on(&self.socket, args)
     }
 
     /// The screen as plain text, one line per row.

@@ -18,7 +18,7 @@ use crate::config::{self, LoadedConfig};
 use crate::events::{EventLog, Source};
 use crate::github::Client;
 use crate::paths::StatePaths;
-use crate::session::{Registry, Replier, Sessions, Settings, reply_api};
+use crate::session::{Registry, Sessions, Settings};
 use crate::supervisor::{
     CycleEnd, Mode, StartError, StopReason, Supervisor, SupervisorHandle, SupervisorOptions,
 };
@@ -63,14 +63,10 @@ pub fn run(args: TuiArgs, ctx: &Ctx) -> CliResult {
 
 async fn screen(ctx: &Ctx, loaded: LoadedConfig, options: RunOptions) -> CliResult {
     let paths = StatePaths::from_env();
+    // The supervisor's server carries the reply route itself (SPEC §8.2).
     let supervisor = SupervisorOptions::new(Mode::Tui)
         .config_flag(ctx.config_flag.clone())
-        .paths(paths.clone())
-        .route(|cx| {
-            let replier =
-                Replier::new(Arc::clone(&cx.sessions)).with_github(Arc::clone(&cx.github));
-            reply_api::router(Arc::new(replier))
-        });
+        .paths(paths.clone());
     match Supervisor::start(supervisor).await {
         Ok(handle) => supervise(ctx, handle, options).await,
         Err(StartError::Locked { pid }) => {

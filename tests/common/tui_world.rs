@@ -51,15 +51,27 @@ impl TuiWorld {
     /// Issue #15 watched on the simulated GitHub; a git working tree with an uncommitted
     /// change; nothing running yet but the tmux server.
     pub async fn new() -> Self {
+        Self::with_issues([15]).await
+    }
+
+    /// Like [`new`](Self::new), with these issues watched (#15 is "Settle the retry cap").
+    pub async fn with_issues(numbers: impl IntoIterator<Item = u64>) -> Self {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let sim = SimGithub::start().await.unwrap();
         sim.require_token(Some(TOKEN));
         sim.set_bot_login(OPERATOR);
-        let spec = IssueSpec::new("Settle the retry cap")
-            .number(15)
-            .author("carol")
-            .labels(&["the-loop"]);
-        sim.add_issue(REPO, spec).unwrap();
+        for n in numbers {
+            let title = if n == 15 {
+                "Settle the retry cap".to_string()
+            } else {
+                format!("Issue {n}")
+            };
+            let spec = IssueSpec::new(&title)
+                .number(n)
+                .author("carol")
+                .labels(&["the-loop"]);
+            sim.add_issue(REPO, spec).unwrap();
+        }
 
         let dir = tempfile::tempdir().unwrap();
         let work = dir.path().join("work");
@@ -150,24 +162,47 @@ critics:
             "unset TMUX TMUX_PANE; '{BIN}' tui {}; echo \"EXIT:$?\"; exec sleep 86400",
             args.join(" ")
         );
-        let out = self.tmux.raw(&[
-            "new-session",
-            "-d",
-            "-s",
-            name,
-            "-x",
-            &WIDTH.to_string(),
-            "-y",
-            &HEIGHT.to_string(),
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ]);
+        self.new_session(name, WIDTH, HEIGHT, &["sh", "-c", &script])
+    }
+
+    /// Runs `program tui` directly as the pane's command (no shell, so `#{pane_pid}` is
+    /// its pid), in a `width`×`height` session called `name`.
+    pub fn open_program(&self, program: &str, name: &str, width: u16, height: u16) -> Screen {
+        self.new_session(name, width, height, &[program, "tui"])
+    }
+
+    fn new_session(&self, name: &str, width: u16, height: u16, command: &[&str]) -> Screen {
+        let (w, h) = (width.to_string(), height.to_string());
+        let mut args = vec!["new-session", "-d", "-s", name, "-x", &w, "-y", &h, "--"];
+        args.extend_from_slice(command);
+        let out = self.tmux.raw(&args);
         assert!(out.status.success(), "{out:?}");
         Screen {
             socket: self.tmux.socket.clone(),
             target: format!("={name}:"),
+        }
+    }
+
+    /// Starts sessions on these issues through the session module (as `sessions start`
+    /// does), without waiting for their agents.
+    pub async fn start_sessions(&self, numbers: impl IntoIterator<Item = u64>) {
+        use std::sync::Arc;
+        use the_loop::events::{EventLog, Source};
+        use the_loop::paths::StatePaths;
+        use the_loop::session::{Origin, PromptInputs, Registry, Sessions, Settings};
+        let loaded = the_loop::config::load_file(&self.config).unwrap();
+        let paths = StatePaths::new(&self.home);
+        let events = EventLog::open(&paths);
+        let settings = Settings::new(&loaded.config, Some(self.config.clone()), &paths).unwrap();
+        let registry = Registry::new(&paths, events.clone(), Source::Cli);
+        let sessions = Sessions::new(Arc::new(self.tmux.tmux()), registry, events, settings);
+        for n in numbers {
+            let item = item(n);
+            let inputs = PromptInputs::manual(&item, "test");
+            sessions
+                .start(&item, &inputs, &Origin::cli())
+                .await
+                .unwrap();
         }
     }
 
@@ -217,14 +252,7 @@ pub struct Screen {
 
 impl Screen {
     fn tmux(&self, args: &[&str]) -> std::process::Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .env_remove("TMUX")
-            .env_remove("TMUX_PANE")
-            .output()
-            .expect("run tmux")
+        crate::tmux_server::raw_on(&self.socket, args)
     }
 
     /// The screen as plain text, one line per row.
@@ -245,6 +273,11 @@ impl Screen {
     pub fn type_text(&self, text: &str) {
         let out = self.tmux(&["send-keys", "-l", "-t", &self.target, text]);
         assert!(out.status.success(), "send-keys -l: {out:?}");
+    }
+
+    /// The pid of the pane's program.
+    pub fn pid(&self) -> u32 {
+        self.format("#{pane_pid}").parse().expect("a pane pid")
     }
 
     /// A tmux format about the pane, e.g. `#{alternate_on}`.

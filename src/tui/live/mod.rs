@@ -72,8 +72,9 @@ pub struct LiveBackend {
     runs: CriticRuns,
     /// The picker's list, for the config it was built from.
     critic_specs: Mutex<Option<(Arc<LoadedConfig>, Vec<CriticSpecView>)>>,
-    /// The log's `config_generation` this screen's config matches (viewers).
-    config_seen: Mutex<u64>,
+    /// The log's `config_generation` this screen's config matches (viewers); `None`
+    /// until the first snapshot, whose config was loaded at start.
+    config_seen: Mutex<Option<u64>>,
 }
 
 impl LiveBackend {
@@ -99,7 +100,7 @@ impl LiveBackend {
             rows: SessionRows::default(),
             runs: CriticRuns::default(),
             critic_specs: Mutex::new(None),
-            config_seen: Mutex::new(0),
+            config_seen: Mutex::new(None),
         })
     }
 
@@ -155,10 +156,10 @@ impl LiveBackend {
             return;
         };
         let mut seen = self.config_seen.lock().unwrap_or_else(|e| e.into_inner());
-        if *seen == generation {
+        let first = seen.is_none();
+        if seen.replace(generation) == Some(generation) || first {
             return;
         }
-        *seen = generation;
         match crate::config::load(self.config_flag.as_deref()) {
             Ok(loaded) => {
                 match crate::session::Settings::new(
@@ -288,3 +289,6 @@ impl Backend for LiveBackend {
         Box::pin(async move { self.attach_plan(work_item, read_only) })
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -37,21 +37,27 @@ fn screen_pid(pids: &BTreeSet<i32>, demo: i32) -> i32 {
         .expect("the screen process")
 }
 
+/// The demo exits with `status`, leaves nothing, says `says`, and the terminal is back on
+/// its main screen.
+fn assert_ended(outer: &Outer, pids: &BTreeSet<i32>, status: i32, says: &str) {
+    let exit = outer.wait_exit(Duration::from_secs(30));
+    assert_eq!(exit, status, "{}", outer.screen());
+    assert_all_gone(outer, pids);
+    let screen = outer.screen();
+    assert!(screen.contains(says), "{screen}");
+    assert!(screen.contains("cleaned up"), "{screen}");
+    assert!(
+        !outer.alternate_screen(),
+        "the terminal is left on the alternate screen"
+    );
+}
+
 #[test]
 fn sigterm_stops_the_demo_and_cleans_up() {
     let outer = Outer::start_demo();
     let (demo, pids) = running(&outer);
     kill(Pid::from_raw(demo), Signal::SIGTERM).unwrap();
-    assert_eq!(
-        outer.wait_exit(Duration::from_secs(30)),
-        0,
-        "{}",
-        outer.screen()
-    );
-    assert_all_gone(&outer, &pids);
-    let screen = outer.screen();
-    assert!(screen.contains("stopped by SIGTERM"), "{screen}");
-    assert!(!outer.alternate_screen());
+    assert_ended(&outer, &pids, 0, "stopped by SIGTERM");
 }
 
 #[test]
@@ -60,18 +66,5 @@ fn a_crashed_screen_is_cleaned_up_after_and_the_terminal_restored() {
     let (demo, pids) = running(&outer);
     let tui = screen_pid(&pids, demo);
     kill(Pid::from_raw(tui), Signal::SIGKILL).unwrap();
-    assert_eq!(
-        outer.wait_exit(Duration::from_secs(30)),
-        1,
-        "{}",
-        outer.screen()
-    );
-    assert_all_gone(&outer, &pids);
-    let screen = outer.screen();
-    assert!(screen.contains("was killed by signal 9"), "{screen}");
-    assert!(screen.contains("cleaned up"), "{screen}");
-    assert!(
-        !outer.alternate_screen(),
-        "the demo left the alternate screen"
-    );
+    assert_ended(&outer, &pids, 1, "was killed by signal 9");
 }

@@ -6,7 +6,9 @@
 //! Children get their settings through `Command::env` — never `std::env::set_var`, which
 //! is `unsafe` in a threaded process and would leak into the operator's own setup.
 
+use super::config::{ConfigInputs, render_config};
 use super::scenario::{self, Pace};
+use super::tmux_server::{TmuxStop, output_within, socket_file, stop_tmux_server};
 use crate::paths;
 use std::ffi::OsStr;
 use std::fs::DirBuilder;
@@ -14,7 +16,7 @@ use std::io;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Every name the demo creates starts with this (temp dirs and tmux sockets), followed
 /// by `<pid>-<random>`: a later demo can tell a dead demo's leftovers by the pid.
@@ -231,205 +233,6 @@ pub struct Cleanup {
     pub kept: Option<PathBuf>,
 }
 
-/// How the demo's tmux server ended.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TmuxStop {
-    /// A server was running on the socket.
-    pub was_running: bool,
-    /// Pane processes that outlived `kill-server` and were killed.
-    pub killed: usize,
-}
-
-/// The inputs of the demo config.
-#[derive(Debug, Clone, Copy)]
-pub struct ConfigInputs<'a> {
-    pub api_url: &'a str,
-    pub workdir: &'a Path,
-    pub exe: &'a Path,
-    pub agent_log: &'a Path,
-    pub socket: &'a str,
-}
-
-/// A YAML string (JSON strings are YAML double-quoted scalars).
-fn quoted(text: &str) -> String {
-    serde_json::Value::from(text).to_string()
-}
-
-fn quoted_path(path: &Path) -> String {
-    quoted(&path.to_string_lossy())
-}
-
-/// The demo's operator config: one watched repo with one authorized login, a fast poll,
-/// the demo agent as the harness, no server, and the demo critic.
-pub fn render_config(c: &ConfigInputs<'_>) -> String {
-    let exe = quoted_path(c.exe);
-    format!(
-        r#"# The config of one `the-loop demo` run; it is deleted when the demo ends.
-# Real use starts from `the-loop config init` (see README.md).
-github:
-  apiUrl: {api}              # the simulated GitHub, in the demo process
-repos:
-  - name: {repo}
-    path: {workdir}
-    label: {label}
-routing:
-  authorizedUsers: [{operator}]     # {stranger} is not here: their comments are refused
-polling:
-  intervalSeconds: 5
-sessions:
-  harness: {agent}
-  harnesses:
-    {agent}:                   # takes pastes, shows them, asks when told to
-      command: {exe}
-      args: [fake-agent, --log, {log}, --ask-trigger, {trigger}, "--", "{{prompt}}"]
-  tmux:
-    socket: {socket}
-server:
-  enabled: false
-critics:
-  - name: {critic}
-    command: {exe}
-    args: [{critic}, "{{promptFile}}"]
-    outputFormat: json
-    timeoutSeconds: 60
-"#,
-        api = quoted(c.api_url),
-        repo = scenario::REPO,
-        workdir = quoted_path(c.workdir),
-        label = scenario::LABEL,
-        operator = scenario::OPERATOR,
-        stranger = scenario::STRANGER,
-        log = quoted_path(c.agent_log),
-        trigger = quoted(scenario::ASK_TRIGGER),
-        socket = quoted(c.socket),
-        critic = CRITIC,
-        agent = AGENT,
-    )
-}
-
-/// Where tmux puts a `-L` socket: `${TMUX_TMPDIR:-/tmp}/tmux-<uid>/<name>`. The uid is
-/// read from a directory this process created.
-pub fn socket_file(own_dir: &Path, socket: &str) -> Option<PathBuf> {
-    Some(socket_dir(own_dir)?.join(socket))
-}
-
-pub fn socket_dir(own_dir: &Path) -> Option<PathBuf> {
-    use std::os::unix::fs::MetadataExt;
-    let uid = std::fs::metadata(own_dir).ok()?.uid();
-    let base = std::env::var_os("TMUX_TMPDIR")
-        .filter(|d| !d.is_empty())
-        .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
-    Some(base.join(format!("tmux-{uid}")))
-}
-
-/// `tmux ARGS` on the demo's socket, outside any tmux the operator is in, bounded in time.
-fn tmux(target: &TmuxTarget<'_>, args: &[&str]) -> Option<std::process::Output> {
-    let mut cmd = Command::new("tmux");
-    match target {
-        TmuxTarget::Name(name) => cmd.arg("-L").arg(name),
-        TmuxTarget::File(path) => cmd.arg("-S").arg(path),
-    };
-    cmd.args(args)
-        .env_remove("TMUX")
-        .env_remove("TMUX_PANE")
-        .stdin(Stdio::null());
-    output_within(cmd, Duration::from_secs(5))
-}
-
-pub(crate) enum TmuxTarget<'a> {
-    Name(&'a str),
-    File(&'a Path),
-}
-
-/// Runs `cmd` with captured output; kills it and returns `None` after `limit`.
-fn output_within(mut cmd: Command, limit: Duration) -> Option<std::process::Output> {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .ok()?;
-    let start = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => return child.wait_with_output().ok(),
-            Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
-}
-
-/// Kills the server on `socket` and makes sure the processes of its panes are gone.
-pub fn stop_tmux_server(socket: &str) -> TmuxStop {
-    stop_server(&TmuxTarget::Name(socket))
-}
-
-pub(crate) fn stop_server(target: &TmuxTarget<'_>) -> TmuxStop {
-    let panes: Vec<i32> = tmux(target, &["list-panes", "-a", "-F", "#{pane_pid}"])
-        .filter(|o| o.status.success())
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .filter_map(|l| l.trim().parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    let server: Option<i32> = tmux(target, &["display-message", "-p", "#{pid}"])
-        .filter(|o| o.status.success())
-        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok());
-    // Unconditionally: a server that did not answer the questions above may still run.
-    let killed_server = tmux(target, &["kill-server"]).is_some_and(|o| o.status.success());
-    let was_running = server.is_some() || !panes.is_empty() || killed_server;
-    // kill-server hangs up every pane; give their processes a moment, then make sure.
-    let mut pids = panes.clone();
-    pids.extend(server);
-    let killed = reap(&pids, Duration::from_secs(3));
-    TmuxStop {
-        was_running,
-        killed,
-    }
-}
-
-/// Waits up to `limit` for `pids` to exit, then kills the process group of each one
-/// still alive (a pane's process leads its own group). Returns how many were killed.
-fn reap(pids: &[i32], limit: Duration) -> usize {
-    use nix::sys::signal::{Signal, kill, killpg};
-    use nix::unistd::Pid;
-    let start = Instant::now();
-    while pids.iter().any(|&p| alive(p)) && start.elapsed() < limit {
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    let mut killed = 0;
-    for &pid in pids.iter().filter(|&&p| alive(p)) {
-        let pid = Pid::from_raw(pid);
-        if killpg(pid, Signal::SIGKILL).is_err() {
-            let _ = kill(pid, Signal::SIGKILL);
-        }
-        killed += 1;
-    }
-    killed
-}
-
-/// The process exists and is not a zombie (a zombie is dead; only its parent's
-/// bookkeeping remains).
-pub fn alive(pid: i32) -> bool {
-    if pid <= 0 {
-        return false;
-    }
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the parenthesised command name, which may contain spaces.
-        Ok(stat) => stat
-            .rsplit_once(") ")
-            .and_then(|(_, rest)| rest.chars().next())
-            .is_some_and(|state| state != 'Z'),
-        Err(_) if Path::new("/proc/self/stat").exists() => false,
-        Err(_) => nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok(),
-    }
-}
-
 /// Removes a tree, again if a straggler recreated it a moment later.
 fn remove_tree(root: &Path) -> bool {
     for _ in 0..3 {
@@ -442,113 +245,9 @@ fn remove_tree(root: &Path) -> bool {
     !root.exists()
 }
 
-/// Fills the demo checkout: a small repository whose working tree holds an uncommitted
-/// change, so a critic launched from the demo has a real diff to review. Best effort:
-/// without git it is a plain directory holding the changed file.
-pub fn prepare_workdir(dir: &Path) {
-    let write = |rel: &str, text: &str| {
-        let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            let _ = std::fs::create_dir_all(parent);
-        }
-        let _ = std::fs::write(path, text);
-    };
-    write(
-        "README.md",
-        "# demo\n\nA retry helper, for `the-loop demo`.\n",
-    );
-    write("src/retry.rs", RETRY_BEFORE);
-    let git = |args: &[&str]| {
-        let mut cmd = Command::new("git");
-        cmd.args([
-            "-c",
-            "user.name=the-loop demo",
-            "-c",
-            "user.email=demo@example.invalid",
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .stdin(Stdio::null());
-        output_within(cmd, Duration::from_secs(10)).is_some_and(|o| o.status.success())
-    };
-    let _ = git(&["init", "-q"])
-        && git(&["add", "-A"])
-        && git(&["commit", "-q", "-m", "Retry with exponential backoff"]);
-    write("src/retry.rs", RETRY_AFTER);
-}
-
-const RETRY_BEFORE: &str =
-    "/// The delay before retry number `attempt` (0-based): doubles each time.
-pub fn backoff_ms(attempt: u32, base_ms: u64) -> u64 {
-    base_ms.saturating_mul(1 << attempt.min(20))
-}
-";
-
-const RETRY_AFTER: &str =
-    "/// The delay before retry number `attempt` (0-based): doubles each time, up to `cap_ms`.
-pub fn backoff_ms(attempt: u32, base_ms: u64, cap_ms: u64) -> u64 {
-    base_ms.saturating_mul(1 << attempt.min(20)).min(cap_ms)
-}
-";
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config;
-
-    fn inputs<'a>(dir: &'a Path, exe: &'a Path, log: &'a Path) -> ConfigInputs<'a> {
-        ConfigInputs {
-            api_url: "http://127.0.0.1:4321",
-            workdir: dir,
-            exe,
-            agent_log: log,
-            socket: "the-loop-demo-1-abc",
-        }
-    }
-
-    #[test]
-    fn the_demo_config_is_valid_and_says_what_the_demo_needs() {
-        let dir = Path::new("/tmp/demo work \"quoted\"/w");
-        let exe = Path::new("/tmp/x/bin/the-loop");
-        let log = Path::new("/tmp/x/fake-agent.jsonl");
-        let text = render_config(&inputs(dir, exe, log));
-        let parsed = config::parse_str(&text, Path::new("demo.yaml")).unwrap();
-        assert_eq!(parsed.github.api_url, "http://127.0.0.1:4321");
-        assert_eq!(parsed.repos.len(), 1);
-        assert_eq!(parsed.repos[0].name, scenario::REPO);
-        assert_eq!(parsed.repos[0].label, scenario::LABEL);
-        assert_eq!(parsed.repos[0].working_dir().as_deref(), Some(dir));
-        assert_eq!(parsed.routing.authorized_users, [scenario::OPERATOR]);
-        assert_eq!(parsed.polling.interval_seconds, 5);
-        assert!(!parsed.server.enabled);
-        assert_eq!(parsed.sessions.tmux.socket, "the-loop-demo-1-abc");
-        assert_eq!(parsed.sessions.harness, AGENT);
-        let fake = &parsed.sessions.harnesses[AGENT];
-        assert_eq!(fake.command, "/tmp/x/bin/the-loop");
-        assert_eq!(
-            fake.args,
-            [
-                "fake-agent",
-                "--log",
-                "/tmp/x/fake-agent.jsonl",
-                "--ask-trigger",
-                scenario::ASK_TRIGGER,
-                "--",
-                "{prompt}"
-            ]
-        );
-        let critics = crate::critic::entries(&parsed);
-        assert_eq!(critics.len(), 1);
-        let spec = critics[0].spec.as_ref().unwrap();
-        assert_eq!(critics[0].name.as_deref(), Some(CRITIC));
-        assert_eq!(spec.program(), "/tmp/x/bin/the-loop");
-    }
 
     #[test]
     fn a_world_is_private_and_gone_after_cleanup() {
@@ -609,31 +308,5 @@ mod tests {
         let report = world.cleanup();
         assert_eq!(report.kept.as_deref(), Some(world.root()));
         assert!(world.root().is_dir());
-    }
-
-    #[test]
-    fn the_checkout_has_a_change_to_review() {
-        let temp = tempfile::tempdir().unwrap();
-        prepare_workdir(temp.path());
-        let text = std::fs::read_to_string(temp.path().join("src/retry.rs")).unwrap();
-        assert!(text.contains("cap_ms"));
-        if temp.path().join(".git").is_dir() {
-            let diff = Command::new("git")
-                .args(["diff", "--stat"])
-                .current_dir(temp.path())
-                .output()
-                .unwrap();
-            assert!(String::from_utf8_lossy(&diff.stdout).contains("src/retry.rs"));
-        }
-    }
-
-    #[test]
-    fn liveness_reads_the_process_table() {
-        assert!(alive(std::process::id() as i32));
-        assert!(!alive(0));
-        let mut child = Command::new("true").spawn().unwrap();
-        let pid = child.id() as i32;
-        child.wait().unwrap();
-        assert!(!alive(pid));
     }
 }

@@ -11,11 +11,14 @@
 //! SIGHUP), everything it started is taken down: the screen, the tmux server with the
 //! agents in it, the simulator, the temp state.
 
+pub mod checkout;
+pub mod config;
 pub mod critic;
 pub mod env;
 pub mod preflight;
 pub mod scenario;
 mod terminal;
+pub mod tmux_server;
 
 use env::{Cleanup, World};
 use preflight::TmuxProblem;
@@ -129,7 +132,7 @@ pub fn run(options: DemoOptions) -> Result<Report, DemoError> {
         World::create(&options.temp_dir, &options.exe, options.pace).map_err(state_error)?;
     world.keep(options.keep_state);
     preflight::sweep_stale(&options.temp_dir, world.root());
-    env::prepare_workdir(&world.workdir());
+    checkout::prepare(&world.workdir());
     let outcome = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

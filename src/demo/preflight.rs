@@ -2,7 +2,8 @@
 //! line that installs it, not an error from deep inside a spawn), and what a killed
 //! demo left behind is swept away.
 
-use super::env::{PREFIX, TmuxTarget, alive, socket_dir, stop_server};
+use super::env::PREFIX;
+use super::tmux_server::{TmuxTarget, alive, socket_dir, stop_server};
 use crate::session::harness::find_program;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

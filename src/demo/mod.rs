@@ -10,6 +10,11 @@
 //! However the screen ends (quit, a crash) and whatever stops the demo (SIGINT, SIGTERM,
 //! SIGHUP), everything it started is taken down: the screen, the tmux server with the
 //! agents in it, the simulator, the temp state.
+//!
+//! - [`preflight`]: tmux is there (or how to install it); a killed demo's leftovers swept.
+//! - [`env`]: the world and the environment of its children; [`config`] its config;
+//!   [`checkout`] the repository the agent works in; [`tmux_server`] the takedown.
+//! - [`scenario`]: the scripted repository and its timeline; [`critic`]: the demo critic.
 
 pub mod checkout;
 pub mod config;

@@ -69,8 +69,8 @@ fn the_demo_shows_the_guards_takes_an_answer_and_a_critic_and_leaves_nothing() {
         "the injection is never shown as if it were delivered:\n{screen}"
     );
 
-    // 2. Answer inline: Questions, reply, type, send.
-    outer.keys(&["3"]);
+    // 2. Answer inline, with the keys the README gives: the selected session asks, so
+    //    the reply key answers it; type; send.
     outer.keys(&["r"]);
     wait_until(
         "the reply box",
@@ -108,8 +108,7 @@ fn the_demo_shows_the_guards_takes_an_answer_and_a_critic_and_leaves_nothing() {
     );
     assert_eq!(reply["bracketed"], true, "one clean bracketed paste");
 
-    // 3. The first critic launch: Sessions, critic key, pick the demo critic.
-    outer.keys(&["1"]);
+    // 3. The first critic launch: the critic key, then pick the demo critic.
     outer.keys(&["c"]);
     wait_until(
         "the critic picker",

@@ -36,6 +36,8 @@ pub const CRITIC: &str = "demo-critic";
 pub struct World {
     root: PathBuf,
     socket: String,
+    /// Where tmux puts the socket, learned while the root exists (the uid is read from it).
+    socket_file: Option<PathBuf>,
     exe: PathBuf,
     pace: Pace,
     api_url: Option<String>,
@@ -55,9 +57,11 @@ impl World {
         );
         let root = std::path::absolute(temp.join(&name))?;
         DirBuilder::new().mode(0o700).create(&root)?;
+        let socket_file = socket_file(&root, &name);
         let mut world = Self {
             root,
             socket: name,
+            socket_file,
             exe: PathBuf::new(),
             pace,
             api_url: None,
@@ -205,7 +209,11 @@ impl World {
             tmux: stop_tmux_server(&self.socket),
             ..Cleanup::default()
         };
-        if let Some(file) = socket_file(&self.root, &self.socket) {
+        // tmux never removes its socket file; a server that may still run keeps it, so
+        // it can be reached (and a later demo's sweep can take it down).
+        if let Some(file) = &self.socket_file
+            && report.tmux.gone
+        {
             let _ = std::fs::remove_file(file);
         }
         if self.keep {

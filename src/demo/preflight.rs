@@ -76,8 +76,7 @@ pub fn sweep_stale(temp: &Path, own_dir: &Path) -> Swept {
     let stale = |name: &str| demo_pid(name).is_some_and(|pid| pid != me && !alive(pid));
     if let Some(dir) = socket_dir(own_dir) {
         for (name, path) in entries(&dir) {
-            if stale(&name) {
-                stop_server(&TmuxTarget::File(&path));
+            if stale(&name) && stop_server(&TmuxTarget::File(&path)).gone {
                 let _ = std::fs::remove_file(&path);
                 swept.servers += 1;
             }

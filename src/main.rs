@@ -5,6 +5,10 @@ use the_loop::cli::{Cli, Command};
 fn main() -> ExitCode {
     // Parse first: `--help` and usage errors must stay instant and touch no files.
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Tui(_)) {
+        // Before any thread exists (the log writer starts one): see `init_local_offset`.
+        the_loop::time::init_local_offset();
+    }
     the_loop::secrets::register_from_env();
     // Completions print to stdout for a shell to source, and the fake agent stands in
     // for a harness inside a pane: neither should write the operator's log.

@@ -1,12 +1,28 @@
 //! Timestamps in the formats the event log and state files use.
 
-use time::OffsetDateTime;
+use std::sync::OnceLock;
 use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;
+use time::{OffsetDateTime, UtcOffset};
+
+static LOCAL_OFFSET: OnceLock<UtcOffset> = OnceLock::new();
+
+/// Reads the local UTC offset once, for [`local_offset`]. The `time` crate refuses to
+/// read it once the process has a second thread (a log writer, a tokio runtime), so
+/// `main` calls this first thing.
+pub fn init_local_offset() {
+    let _ =
+        LOCAL_OFFSET.get_or_init(|| UtcOffset::current_local_offset().unwrap_or(UtcOffset::UTC));
+}
+
+/// The offset [`init_local_offset`] read; UTC when it was not called or could not read it.
+pub fn local_offset() -> UtcOffset {
+    LOCAL_OFFSET.get().copied().unwrap_or(UtcOffset::UTC)
+}
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` (SPEC §10).
 pub fn format_ts(t: OffsetDateTime) -> String {
-    let t = t.to_offset(time::UtcOffset::UTC);
+    let t = t.to_offset(UtcOffset::UTC);
     let fmt =
         format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
     t.format(&fmt)

@@ -11,6 +11,7 @@ pub mod fake_agent;
 pub mod reply_cmd;
 pub mod run_cmd;
 pub mod sessions_cmd;
+pub mod tui_cmd;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -53,6 +54,8 @@ pub enum Command {
     /// List, start, pause, resume, stop, attach to or reset agent sessions.
     #[command(subcommand)]
     Sessions(sessions_cmd::SessionsCommand),
+    /// The operator's screen: supervise (or watch the running supervisor) and act.
+    Tui(tui_cmd::TuiArgs),
     /// Print shell completions.
     Completions(completions::CompletionsArgs),
     /// A stand-in agent for tests and the demo.
@@ -113,6 +116,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Reply(args) => reply_cmd::run(args, &ctx),
         Command::Run(args) => run_cmd::run(args, &ctx),
         Command::Sessions(cmd) => sessions_cmd::run(cmd, &ctx),
+        Command::Tui(args) => tui_cmd::run(args, &ctx),
         Command::Completions(args) => completions::run(args),
         Command::FakeAgent(args) => fake_agent::run(args),
     };

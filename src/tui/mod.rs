@@ -24,6 +24,7 @@ mod help;
 pub mod keymap;
 pub mod keys;
 pub mod layout;
+pub mod live;
 mod picker;
 mod popup;
 mod preview;

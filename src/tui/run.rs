@@ -153,7 +153,7 @@ pub async fn run(backend: Arc<dyn Backend>, options: RunOptions) -> anyhow::Resu
     let restorer = Restorer::stdout();
     guarded(restorer.clone(), async move {
         let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
-        terminal.clear()?;
+        full_redraw(&mut terminal)?;
         let mut app = options.app(OffsetDateTime::now_utc());
         let mut console = CrosstermConsole::new(restorer);
         let settings = LoopSettings {
@@ -185,6 +185,20 @@ pub async fn guarded<T>(
         tracing::error!("the TUI stopped: {e:#}");
     }
     result
+}
+
+/// Clears the screen and forgets the last frame, so the next draw paints every cell.
+/// Not `Terminal::clear`: that asks the terminal where its cursor is, and the answer can
+/// be lost or late right after a child (`tmux attach`) had the terminal — the resume then
+/// failed after two seconds.
+fn full_redraw<B>(terminal: &mut Terminal<B>) -> anyhow::Result<()>
+where
+    B: ratatui::backend::Backend,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    let area = terminal.size()?;
+    terminal.resize(ratatui::layout::Rect::new(0, 0, area.width, area.height))?;
+    Ok(())
 }
 
 #[cfg(unix)]
@@ -389,7 +403,7 @@ where
                     let result = console.run_foreground(argv).await;
                     console.resume()?;
                     *input = console.input();
-                    terminal.clear()?;
+                    full_redraw(terminal)?;
                     app.dirty = true;
                     result.map_err(|e| e.to_string())
                 }

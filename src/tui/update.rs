@@ -330,8 +330,19 @@ fn on_snapshot(app: &mut App, mut s: Snapshot, fx: &mut Vec<Effect>) {
     commands::selection_changed(app, fx);
 }
 
-/// `--attach X`: select the session named by a ref or a tmux session name.
+/// `--attach X`: select the session named by a ref or a tmux session name; a bare
+/// `--attach` (empty) selects the first row that has a session.
 fn focus_on(app: &mut App, wanted: &str) {
+    if wanted.trim().is_empty() {
+        match app.sessions.iter().position(|s| s.state.has_session()) {
+            Some(i) => {
+                app.session_index = i;
+                app.focus = super::app::Focus::Sessions;
+            }
+            None => say(app, MessageLevel::Info, "No session to focus yet"),
+        }
+        return;
+    }
     let wanted_ref = wanted
         .parse::<WorkItemRef>()
         .or_else(|_| format!("github:{wanted}").parse::<WorkItemRef>())

@@ -51,15 +51,20 @@ impl TmuxServer {
 
     /// Runs a raw tmux command on this server (for test set-up only).
     pub fn raw(&self, args: &[&str]) -> std::process::Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .env_remove("TMUX")
-            .env_remove("TMUX_PANE")
-            .output()
-            .expect("run tmux")
+        raw_on(&self.socket, args)
     }
+}
+
+/// Runs a raw tmux command on the server of `socket` (`tmux -L`), outside any tmux.
+pub fn raw_on(socket: &str, args: &[&str]) -> std::process::Output {
+    Command::new("tmux")
+        .arg("-L")
+        .arg(socket)
+        .args(args)
+        .env_remove("TMUX")
+        .env_remove("TMUX_PANE")
+        .output()
+        .expect("run tmux")
 }
 
 impl Drop for TmuxServer {

@@ -685,6 +685,25 @@ fn attach_focus_selects_the_named_session() {
 }
 
 #[test]
+fn a_bare_attach_focuses_the_first_session() {
+    let settings = AppSettings {
+        focus: Some(String::new()),
+        ..settings()
+    };
+    let mut snapshot = sample::snapshot(NOW);
+    // Rows with a session sort first, whatever order the backend sent.
+    snapshot.sessions.rotate_right(1);
+    assert!(!snapshot.sessions[0].state.has_session());
+    let app = app_from(settings.clone(), snapshot.clone(), 120, 32);
+    assert_eq!(app.session_index, 0);
+    assert!(app.sessions[0].state.has_session());
+    assert_eq!(message(&app), "", "no complaint about an empty name");
+    snapshot.sessions.truncate(1);
+    let app = app_from(settings, snapshot, 120, 32);
+    assert!(message(&app).contains("No session to focus yet"));
+}
+
+#[test]
 fn the_preview_is_wanted_only_when_visible_with_something_to_show() {
     let mut app = sample_app(120, 32);
     assert!(app.wants_preview());

@@ -1,0 +1,205 @@
+//! The operator's actions, each through the module every other entry point uses, with
+//! its outcome worded for the footer: refusals (nothing to do, not allowed in this
+//! state) as [`ActionError::Refused`], failures (tmux, GitHub, a process) as
+//! [`ActionError::Failed`].
+
+use super::LiveBackend;
+use crate::critic;
+use crate::events::Source;
+use crate::routing::WorkItemRef;
+use crate::session::reply::Report;
+use crate::session::{
+    Origin, PromptInputs, ReplyError, ReplyRequest, SessionError, SessionRecord, StartOutcome,
+    Toggle, Via, questions,
+};
+use crate::tui::backend::{ActionError, ActionResult, AttachPlan};
+use crate::tui::text::short_ref;
+
+fn refused(message: impl Into<String>) -> ActionError {
+    ActionError::Refused(message.into())
+}
+
+fn session_error(error: SessionError) -> ActionError {
+    match error {
+        SessionError::NoSession(_) | SessionError::Closed(_) => refused(error.to_string()),
+        // A configuration problem (harness, working directory) or an operational one.
+        _ => ActionError::Failed(error.to_string()),
+    }
+}
+
+impl LiveBackend {
+    fn record(&self, item: &WorkItemRef) -> Result<Option<SessionRecord>, ActionError> {
+        self.sessions
+            .registry()
+            .get(item)
+            .map_err(|e| ActionError::Failed(e.to_string()))
+    }
+
+    pub(super) async fn capture(&self, item: &WorkItemRef) -> Result<String, ActionError> {
+        let record = self.record(item)?;
+        let Some(pane) = self.rows.pane_of(item, record.as_ref()) else {
+            return Err(refused(format!("{} has no tmux pane", short_ref(item))));
+        };
+        self.sessions
+            .tmux()
+            .capture_pane(&pane, true)
+            .await
+            .map_err(|e| ActionError::Failed(e.to_string()))
+    }
+
+    pub(super) async fn do_reply(&self, item: &WorkItemRef, text: &str) -> ActionResult {
+        let request = ReplyRequest {
+            work_item: item.to_string(),
+            text: text.to_string(),
+            actor: None,
+            comment: true,
+            via: Via::Tui,
+        };
+        match self.replier.reply(request).await {
+            Ok(replied) => {
+                let to = short_ref(&replied.work_item);
+                Ok(match replied.report {
+                    Report::Posted { url } => {
+                        format!("Reply delivered to {to}; delivery report posted: {url}")
+                    }
+                    Report::Skipped => format!("Reply delivered to {to}"),
+                    Report::Failed { error } => {
+                        format!(
+                            "Reply delivered to {to}, but the delivery report was not posted: {error}"
+                        )
+                    }
+                })
+            }
+            Err(
+                e @ (ReplyError::BadRef(_)
+                | ReplyError::EmptyText
+                | ReplyError::NoSession(_)
+                | ReplyError::Closed(_)
+                | ReplyError::Paused(_)
+                | ReplyError::NoLivePane { .. }
+                | ReplyError::Busy { .. }),
+            ) => Err(refused(e.to_string())),
+            Err(e) => Err(ActionError::Failed(e.to_string())),
+        }
+    }
+
+    pub(super) async fn do_start(&self, item: &WorkItemRef) -> ActionResult {
+        let inputs = PromptInputs::manual(item, "the-loop tui");
+        match self.sessions.start(item, &inputs, &Origin::tui()).await {
+            Ok(StartOutcome::Spawned(record)) => Ok(format!(
+                "Started a session on {} (tmux session {})",
+                short_ref(&record.work_item),
+                record.tmux_session
+            )),
+            Ok(StartOutcome::AlreadyRunning(record)) => Err(refused(format!(
+                "{} already has a running session ({})",
+                short_ref(&record.work_item),
+                record.tmux_session
+            ))),
+            Err(e) => Err(session_error(e)),
+        }
+    }
+
+    pub(super) fn toggle(&self, item: &WorkItemRef, pause: bool) -> ActionResult {
+        let origin = Origin::tui();
+        let outcome = if pause {
+            self.sessions.pause(item, &origin)
+        } else {
+            self.sessions.resume(item, &origin)
+        };
+        let done = if pause { "paused" } else { "resumed" };
+        match outcome.map_err(session_error)? {
+            Toggle::Changed => Ok(format!(
+                "{} {}",
+                if pause { "Paused" } else { "Resumed" },
+                short_ref(item)
+            )),
+            Toggle::Unchanged => Err(refused(format!("{} was already {done}", short_ref(item)))),
+        }
+    }
+
+    pub(super) async fn do_stop(&self, item: &WorkItemRef) -> ActionResult {
+        let ended = self
+            .sessions
+            .stop(item, &Origin::tui())
+            .await
+            .map_err(session_error)?;
+        let item = short_ref(&ended.record.work_item);
+        Ok(if ended.already_closed {
+            format!("{item} was already stopped")
+        } else if ended.was_running {
+            format!(
+                "Stopped {item}; its tmux session {} is kept to read",
+                ended.record.tmux_session
+            )
+        } else {
+            format!("Stopped {item} (its agent had already exited)")
+        })
+    }
+
+    pub(super) fn dismiss(&self, item: &WorkItemRef) -> ActionResult {
+        let actor = crate::session::ask::local_user();
+        questions::dismiss(&self.events, Source::Tui, item, None, Some(&actor))
+            .map_err(|e| ActionError::Failed(format!("the dismissal was not recorded: {e}")))?;
+        Ok(format!("Dismissed the question on {}", short_ref(item)))
+    }
+
+    /// Starts a round in the session's working directory (the repo's, for a watched
+    /// item without a session).
+    pub(super) fn start_critic(&self, name: &str, item: &WorkItemRef) -> ActionResult {
+        let loaded = self.loaded();
+        let entries = critic::entries(&loaded.config);
+        let spec = critic::find(&entries, name).map_err(|e| refused(e.to_string()))?;
+        if !spec.enabled {
+            return Err(refused(format!(
+                "{name} is disabled: set `enabled: true` on its entry to run it"
+            )));
+        }
+        let cwd = match self.record(item)? {
+            Some(record) => record.cwd,
+            None => self
+                .sessions
+                .settings()
+                .repos
+                .iter()
+                .find(|r| r.name.eq_ignore_ascii_case(&item.repo_full_name()))
+                .and_then(crate::config::RepoConfig::working_dir)
+                .ok_or_else(|| {
+                    refused(format!(
+                        "{} has no session and its repo has no `path`: nowhere to review",
+                        short_ref(item)
+                    ))
+                })?,
+        };
+        if !cwd.is_dir() {
+            return Err(refused(format!(
+                "the working directory {} of {} does not exist",
+                cwd.display(),
+                short_ref(item)
+            )));
+        }
+        self.runs
+            .start(spec.clone(), item.clone(), cwd, self.recorder());
+        Ok(format!("{name} is reviewing {}", short_ref(item)))
+    }
+
+    pub(super) fn attach_plan(
+        &self,
+        item: &WorkItemRef,
+        read_only: bool,
+    ) -> Result<AttachPlan, ActionError> {
+        let Some(record) = self.record(item)? else {
+            return Err(refused(format!(
+                "{} has no session to attach to",
+                short_ref(item)
+            )));
+        };
+        let tmux_env = std::env::var("TMUX").ok();
+        Ok(super::attach::plan(
+            &self.socket,
+            &record.tmux_session,
+            read_only,
+            tmux_env.as_deref(),
+        ))
+    }
+}

@@ -1,0 +1,128 @@
+//! Leaving the screen for a moment: attaching to a session's tmux (SPEC §11.3) and
+//! opening a URL in the browser. Both are argv, never a shell.
+//!
+//! The attach command is the one `the-loop sessions attach` runs
+//! ([`sessions_cmd::attach_plan`]): `switch-client` when this screen already runs in a
+//! client of the sessions' tmux server (the screen keeps running in its own pane),
+//! otherwise `attach-session` in the foreground (the screen suspends until the operator
+//! detaches) — with `TMUX` unset when nesting inside another server.
+
+use crate::cli::sessions_cmd;
+use crate::session::harness::find_program;
+use crate::tmux::Socket;
+use crate::tui::backend::{ActionError, ActionResult, AttachPlan};
+use std::process::Stdio;
+
+/// The plan for attaching to tmux session `name`; `tmux_env` is `$TMUX`.
+pub fn plan(socket: &Socket, name: &str, read_only: bool, tmux_env: Option<&str>) -> AttachPlan {
+    let cmd = sessions_cmd::attach_plan(socket, name, read_only, tmux_env);
+    let switch = cmd.args.iter().any(|a| a == "switch-client");
+    let mut argv: Vec<String> = Vec::new();
+    if cmd.unset_tmux {
+        argv.extend(["env", "-u", "TMUX", "-u", "TMUX_PANE"].map(String::from));
+    }
+    argv.push("tmux".into());
+    argv.extend(cmd.args);
+    if switch {
+        AttachPlan::Background(argv)
+    } else {
+        AttachPlan::Foreground(argv)
+    }
+}
+
+/// The program that opens URLs here: `xdg-open` on Linux and the BSDs, `open` on macOS.
+fn opener() -> &'static str {
+    if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    }
+}
+
+/// Opens `url` in the browser, best effort: the opener is started detached, with no
+/// terminal, and not waited for. Only web URLs are opened.
+pub fn open_url(url: &str) -> ActionResult {
+    if !(url.starts_with("https://") || url.starts_with("http://")) {
+        return Err(ActionError::Refused(format!(
+            "not a web address, not opened: {url}"
+        )));
+    }
+    let program = opener();
+    let Some(path) = find_program(program, None) else {
+        return Err(ActionError::Refused(format!(
+            "`{program}` is not installed, so no browser can be opened from here; the address is {url}"
+        )));
+    };
+    let spawned = std::process::Command::new(path)
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    match spawned {
+        Ok(mut child) => {
+            // Reap it in the background so it does not linger as a zombie.
+            std::thread::spawn(move || child.wait());
+            Ok(format!("Opened {url}"))
+        }
+        Err(e) => Err(ActionError::Failed(format!(
+            "could not run `{program}`: {e}; the address is {url}"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outside_tmux_attaching_takes_the_terminal() {
+        let p = plan(&Socket::Name("s".into()), "loop-x", false, None);
+        assert_eq!(
+            p,
+            AttachPlan::Foreground(
+                ["tmux", "-L", "s", "attach-session", "-t", "=loop-x"]
+                    .map(String::from)
+                    .to_vec()
+            )
+        );
+        let p = plan(&Socket::Default, "loop-x", true, None);
+        assert_eq!(
+            p,
+            AttachPlan::Foreground(
+                ["tmux", "attach-session", "-t", "=loop-x", "-r"]
+                    .map(String::from)
+                    .to_vec()
+            )
+        );
+    }
+
+    #[test]
+    fn inside_the_same_server_the_client_switches_and_the_screen_stays() {
+        let env = "/tmp/tmux-1000/s,99,0";
+        let p = plan(&Socket::Name("s".into()), "loop-x", false, Some(env));
+        assert_eq!(
+            p,
+            AttachPlan::Background(
+                ["tmux", "-L", "s", "switch-client", "-t", "=loop-x"]
+                    .map(String::from)
+                    .to_vec()
+            )
+        );
+        // Read-only (or another server) nests, with TMUX unset so tmux allows it.
+        let p = plan(&Socket::Name("s".into()), "loop-x", true, Some(env));
+        let AttachPlan::Foreground(argv) = p else {
+            panic!("{p:?}")
+        };
+        assert_eq!(&argv[..6], ["env", "-u", "TMUX", "-u", "TMUX_PANE", "tmux"]);
+        assert!(argv.ends_with(&["-r".to_string()]));
+    }
+
+    #[test]
+    fn only_web_addresses_are_opened() {
+        let err = open_url("file:///etc/passwd").unwrap_err();
+        assert!(matches!(err, ActionError::Refused(_)), "{err:?}");
+        let err = open_url("--help").unwrap_err();
+        assert!(matches!(err, ActionError::Refused(_)), "{err:?}");
+    }
+}

@@ -1,0 +1,384 @@
+//! The Sessions pane's rows: every open session from the registry with its activity
+//! (`session::activity::observe`: one `list-panes -a` for all of them, a capture only of
+//! a window that had output), then the watched items without a session, read from the
+//! poller's ledgers — re-parsed only when a ledger file changed, so a refresh every
+//! second stays cheap with 50 sessions.
+
+use crate::config::Config;
+use crate::ingress::ledger::ledger_path;
+use crate::paths::StatePaths;
+use crate::routing::WorkItemRef;
+use crate::session::activity::{self, ActivityState, ActivityTracker, SessionActivity};
+use crate::session::registry::same_item;
+use crate::session::{OpenQuestions, SessionRecord, Sessions, Status};
+use crate::tmux::PaneId;
+use crate::tui::backend::{SessionState, SessionView};
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+/// The rows, and whether tmux failed to answer (states are then unknown).
+pub struct Rows {
+    pub sessions: Vec<SessionView>,
+    pub tmux_unknown: bool,
+}
+
+/// What the pane keeps between refreshes.
+#[derive(Default)]
+pub struct SessionRows {
+    tracker: tokio::sync::Mutex<ActivityTracker>,
+    /// The pane each session was last seen in, for captures between refreshes.
+    panes: Mutex<HashMap<WorkItemRef, PaneId>>,
+    watched: Mutex<WatchedCache>,
+}
+
+impl SessionRows {
+    /// The session's pane as last observed (falling back to the one its record names).
+    pub fn pane_of(&self, item: &WorkItemRef, record: Option<&SessionRecord>) -> Option<PaneId> {
+        let known = self
+            .panes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(item)
+            .cloned();
+        known.or_else(|| {
+            record
+                .and_then(|r| r.pane_id.as_deref())
+                .and_then(|p| PaneId::parse(p).ok())
+        })
+    }
+
+    pub async fn rows(
+        &self,
+        sessions: &Sessions,
+        config: &Config,
+        paths: &StatePaths,
+        questions: &OpenQuestions,
+    ) -> Rows {
+        let mut records = match sessions.registry().list() {
+            Ok(records) => records,
+            Err(e) => {
+                tracing::warn!(error = %e, "session registry unreadable");
+                Vec::new()
+            }
+        };
+        records.sort_by_key(|r| r.work_item.to_string());
+        let seen = {
+            let mut tracker = self.tracker.lock().await;
+            activity::observe(
+                sessions.tmux().as_ref(),
+                &records,
+                &mut tracker,
+                |item| questions.awaiting(item),
+                activity::unix_now(),
+            )
+            .await
+        };
+        let tmux_unknown = seen.iter().any(|a| a.state == ActivityState::Unknown);
+        {
+            let mut panes = self.panes.lock().unwrap_or_else(|e| e.into_inner());
+            panes.clear();
+            for a in &seen {
+                if let Some(pane) = &a.pane {
+                    panes.insert(a.work_item.clone(), pane.clone());
+                }
+            }
+        }
+        let watched = self
+            .watched
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .items(config, paths);
+        Rows {
+            sessions: merge(&records, &seen, watched),
+            tmux_unknown,
+        }
+    }
+}
+
+/// Open sessions first (by ref), then watched items that have none (closed sessions
+/// among them, since the start key applies to them again). A closed session of an item
+/// no longer watched is not listed.
+fn merge(
+    records: &[SessionRecord],
+    seen: &[SessionActivity],
+    watched: Vec<WatchedItem>,
+) -> Vec<SessionView> {
+    let title_of = |item: &WorkItemRef| {
+        watched
+            .iter()
+            .find(|w| same_item(&w.work_item, item))
+            .and_then(|w| w.title.clone())
+    };
+    let mut rows: Vec<SessionView> = records
+        .iter()
+        .zip(seen)
+        .filter(|(r, _)| r.status.is_open())
+        .map(|(record, activity)| SessionView {
+            work_item: record.work_item.clone(),
+            title: title_of(&record.work_item),
+            harness: Some(record.harness.clone()),
+            status: Some(record.status.as_str().to_string()),
+            state: state_of(record.status, activity.state),
+            idle_secs: activity.idle_seconds,
+            tmux_name: Some(record.tmux_session.clone()),
+            pane: activity
+                .pane
+                .as_ref()
+                .map(ToString::to_string)
+                .or_else(|| record.pane_id.clone()),
+            url: record.url.clone(),
+            cwd: Some(record.cwd.clone()),
+        })
+        .collect();
+    for item in watched {
+        if rows
+            .iter()
+            .any(|r| same_item(&r.work_item, &item.work_item))
+        {
+            continue;
+        }
+        let mut row = SessionView::watched(item.work_item);
+        row.title = item.title;
+        if let Some(url) = item.url {
+            row.url = url;
+        }
+        rows.push(row);
+    }
+    rows
+}
+
+/// The pane's state for an open session. tmux not answering is shown as what the record
+/// says (paused, else idle): never as dead, since the agent may well be running.
+fn state_of(status: Status, state: ActivityState) -> SessionState {
+    match state {
+        ActivityState::Working => SessionState::Working,
+        ActivityState::Idle => SessionState::Idle,
+        ActivityState::AwaitingInput => SessionState::AwaitingInput,
+        ActivityState::Dead => SessionState::Dead,
+        ActivityState::Paused => SessionState::Paused,
+        ActivityState::Closed => SessionState::NoSession,
+        ActivityState::Unknown if status == Status::Paused => SessionState::Paused,
+        ActivityState::Unknown => SessionState::Idle,
+    }
+}
+
+/// A watched item as the poller last listed it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WatchedItem {
+    pub work_item: WorkItemRef,
+    pub title: Option<String>,
+    pub url: Option<String>,
+}
+
+/// A file's modification time and size: when neither changed, neither did the file.
+type Stamp = Option<(SystemTime, u64)>;
+
+/// The ledgers' watched items, re-read only when a file's size or mtime changes.
+#[derive(Default)]
+struct WatchedCache {
+    files: HashMap<PathBuf, (Stamp, Vec<WatchedItem>)>,
+}
+
+impl WatchedCache {
+    fn items(&mut self, config: &Config, paths: &StatePaths) -> Vec<WatchedItem> {
+        let mut out = Vec::new();
+        let mut wanted = Vec::new();
+        for repo in &config.repos {
+            let path = ledger_path(paths, &repo.name);
+            let stamp = std::fs::metadata(&path)
+                .ok()
+                .and_then(|m| Some((m.modified().ok()?, m.len())));
+            let entry = self.files.entry(path.clone()).or_default();
+            if entry.0 != stamp || stamp.is_none() {
+                entry.1 = stamp.map_or_else(Vec::new, |_| read_watched(&path, &repo.name));
+                entry.0 = stamp;
+            }
+            out.extend(entry.1.iter().cloned());
+            wanted.push(path);
+        }
+        self.files.retain(|p, _| wanted.contains(p));
+        out
+    }
+}
+
+/// The parts of a ledger this pane reads; everything else is skipped unparsed.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct LedgerItems {
+    items: BTreeMap<u64, ItemEntryView>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ItemEntryView {
+    item: ItemView,
+    watched: bool,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ItemView {
+    title: Option<String>,
+    html_url: Option<String>,
+    state: Option<String>,
+}
+
+fn read_watched(path: &std::path::Path, repo: &str) -> Vec<WatchedItem> {
+    let Some((owner, name)) = repo.split_once('/') else {
+        return Vec::new();
+    };
+    let parsed = std::fs::read(path)
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| serde_json::from_slice::<LedgerItems>(&bytes).map_err(|e| e.to_string()));
+    match parsed {
+        Ok(ledger) => ledger
+            .items
+            .into_iter()
+            .filter(|(_, e)| e.watched && e.item.state.as_deref() != Some("closed"))
+            .map(|(number, e)| WatchedItem {
+                work_item: WorkItemRef::new(owner, name, number),
+                title: e.item.title,
+                url: e.item.html_url,
+            })
+            .collect(),
+        Err(e) => {
+            // The poller moves a corrupt ledger aside and says so; the pane just skips it.
+            tracing::debug!(path = %path.display(), error = %e, "ledger not readable for the Sessions pane");
+            Vec::new()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::RepoConfig;
+    use crate::tmux::Liveness;
+
+    fn item(n: u64) -> WorkItemRef {
+        WorkItemRef::new("octo", "repo", n)
+    }
+
+    fn record(n: u64, status: Status) -> SessionRecord {
+        let mut r = SessionRecord::new(&item(n), "claude", "/work".into());
+        r.status = status;
+        r
+    }
+
+    fn seen(n: u64, state: ActivityState) -> SessionActivity {
+        SessionActivity {
+            work_item: item(n),
+            state,
+            idle_seconds: Some(7),
+            pane: Some(PaneId::parse("%3").unwrap()),
+            liveness: Liveness::Live,
+            snapshot: None,
+        }
+    }
+
+    fn watched(n: u64) -> WatchedItem {
+        WatchedItem {
+            work_item: item(n),
+            title: Some(format!("Issue {n}")),
+            url: Some(format!("https://github.com/octo/repo/issues/{n}")),
+        }
+    }
+
+    #[test]
+    fn sessions_come_first_then_watched_items_without_one() {
+        let records = [
+            record(15, Status::Active),
+            record(16, Status::Closed),
+            record(17, Status::Paused),
+        ];
+        let seen = [
+            seen(15, ActivityState::AwaitingInput),
+            seen(16, ActivityState::Closed),
+            seen(17, ActivityState::Unknown),
+        ];
+        let rows = merge(&records, &seen, vec![watched(15), watched(16), watched(20)]);
+        let listed: Vec<(u64, SessionState)> =
+            rows.iter().map(|r| (r.work_item.number, r.state)).collect();
+        assert_eq!(
+            listed,
+            [
+                (15, SessionState::AwaitingInput),
+                (17, SessionState::Paused),
+                (16, SessionState::NoSession),
+                (20, SessionState::NoSession),
+            ]
+        );
+        assert_eq!(rows[0].title.as_deref(), Some("Issue 15"));
+        assert_eq!(rows[0].pane.as_deref(), Some("%3"));
+        assert_eq!(rows[0].idle_secs, Some(7));
+        assert_eq!(
+            rows[2].harness, None,
+            "a closed session is offered to start again"
+        );
+    }
+
+    #[test]
+    fn unknown_is_never_shown_as_dead() {
+        assert_eq!(
+            state_of(Status::Active, ActivityState::Unknown),
+            SessionState::Idle
+        );
+        assert_eq!(
+            state_of(Status::Active, ActivityState::Dead),
+            SessionState::Dead
+        );
+    }
+
+    #[test]
+    fn watched_items_come_from_the_ledger_and_follow_its_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(dir.path());
+        let config = Config {
+            repos: vec![RepoConfig {
+                name: "octo/repo".into(),
+                path: None,
+                label: "the-loop".into(),
+                issues: true,
+                pull_requests: true,
+            }],
+            ..Config::default()
+        };
+        let file = ledger_path(&paths, "octo/repo");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let write = |json: serde_json::Value| std::fs::write(&file, json.to_string()).unwrap();
+        write(serde_json::json!({
+            "version": 1, "repo": "octo/repo", "etags": {},
+            "items": {
+                "15": {"item": {"number": 15, "title": "Retry cap", "state": "open",
+                                "html_url": "https://github.com/octo/repo/issues/15"},
+                       "watched": true, "comments": {"1": "2026-01-01T00:00:00Z"}},
+                "16": {"item": {"number": 16, "title": "Gone", "state": "open"}, "watched": false},
+                "17": {"item": {"number": 17, "title": "Shut", "state": "closed"}, "watched": true}
+            }
+        }));
+        let mut cache = WatchedCache::default();
+        let items = cache.items(&config, &paths);
+        assert_eq!(items.len(), 1, "{items:?}");
+        assert_eq!(items[0].work_item, item(15));
+        assert_eq!(items[0].title.as_deref(), Some("Retry cap"));
+
+        write(serde_json::json!({"items": {
+            "15": {"item": {"title": "Retry cap"}, "watched": true},
+            "18": {"item": {"title": "New one, longer file"}, "watched": true}
+        }}));
+        let numbers: Vec<u64> = cache
+            .items(&config, &paths)
+            .iter()
+            .map(|w| w.work_item.number)
+            .collect();
+        assert_eq!(numbers, [15, 18]);
+        std::fs::write(&file, "{not json").unwrap();
+        assert!(
+            cache.items(&config, &paths).is_empty(),
+            "unreadable: skipped"
+        );
+    }
+}

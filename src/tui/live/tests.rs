@@ -1,0 +1,205 @@
+//! The live backend over real files (registry, ledger, event log, config) and the fake
+//! tmux, in the viewer role: what a snapshot shows, and that actions go through the
+//! shared modules and show up in the next snapshot.
+
+use super::*;
+use crate::events::{EventType, Source};
+use crate::session::{Registry, SessionRecord, Settings, Status};
+use crate::tmux::FakeTmux;
+use crate::tui::backend::{Role, SessionState};
+use std::time::Duration;
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    config: PathBuf,
+    tmux: Arc<FakeTmux>,
+    events: EventLog,
+    backend: Arc<LiveBackend>,
+}
+
+fn item(n: u64) -> WorkItemRef {
+    WorkItemRef::new("octo", "repo", n)
+}
+
+const CONFIG: &str =
+    "repos:\n  - {name: octo/repo, path: /tmp}\nrouting: {authorizedUsers: [alice]}\n";
+
+/// Sessions on #1 (live) and #2 (paused), #3 watched without one, a question on #1.
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, CONFIG).unwrap();
+    let loaded = crate::config::load_file(&config).unwrap();
+    let paths = StatePaths::new(dir.path().join("state"));
+    let events = EventLog::open(&paths);
+    let registry = Registry::new(&paths, events.clone(), Source::Cli);
+    let tmux = Arc::new(FakeTmux::new());
+    for (n, status) in [(1, Status::Active), (2, Status::Paused)] {
+        let mut record = SessionRecord::new(&item(n), "fake", dir.path().to_path_buf());
+        record.status = status;
+        tmux.add_session(&record.tmux_session, false);
+        registry.put(&record).unwrap();
+    }
+    let ledger = crate::ingress::ledger::ledger_path(&paths, "octo/repo");
+    std::fs::create_dir_all(ledger.parent().unwrap()).unwrap();
+    let watched =
+        |n: u64| serde_json::json!({"item": {"title": format!("Issue {n}")}, "watched": true});
+    std::fs::write(
+        &ledger,
+        serde_json::json!({"items": {"1": watched(1), "3": watched(3)}}).to_string(),
+    )
+    .unwrap();
+    events
+        .emit(
+            crate::events::Event::new(Source::Cli, EventType::SessionAwaitingInput)
+                .with("work_item", item(1).to_string())
+                .with("question", "Per repo or global?"),
+        )
+        .unwrap();
+    let settings = Settings::new(&loaded.config, Some(config.clone()), &paths).unwrap();
+    let sessions = Arc::new(Sessions::new(
+        Arc::clone(&tmux) as Arc<dyn crate::tmux::Tmux>,
+        registry,
+        events.clone(),
+        settings,
+    ));
+    let (config_tx, config_rx) = watch::channel(Arc::new(loaded));
+    let backend = LiveBackend::start(LiveParts {
+        paths,
+        config_flag: Some(config.clone()),
+        config: config_rx,
+        sessions,
+        github: Err("no GitHub here".into()),
+        events: events.clone(),
+        supervision: Supervision::Viewer { config: config_tx },
+    });
+    Fixture {
+        dir,
+        config,
+        tmux,
+        events,
+        backend,
+    }
+}
+
+/// Snapshots until `accept` holds (the follower picks events up within 200 ms).
+async fn snapshot_until(backend: &LiveBackend, accept: impl Fn(&Snapshot) -> bool) -> Snapshot {
+    for _ in 0..100 {
+        let snapshot = backend.snapshot().await;
+        if accept(&snapshot) {
+            return snapshot;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "the snapshot never showed it: {:?}",
+        backend.snapshot().await
+    );
+}
+
+#[tokio::test]
+async fn a_viewer_snapshot_shows_sessions_watched_items_questions_and_who_supervises() {
+    let f = fixture();
+    let s = f.backend.snapshot().await;
+    let rows: Vec<(u64, SessionState)> = s
+        .sessions
+        .iter()
+        .map(|r| (r.work_item.number, r.state))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (1, SessionState::AwaitingInput),
+            (2, SessionState::Paused),
+            (3, SessionState::NoSession)
+        ]
+    );
+    assert_eq!(s.sessions[0].title.as_deref(), Some("Issue 1"));
+    assert_eq!(s.questions.len(), 1);
+    assert_eq!(s.questions[0].question, "Per repo or global?");
+    assert_eq!(s.status.role, Role::Viewer { pid: None });
+    assert_eq!(s.status.repos, ["octo/repo"]);
+    assert!(
+        s.status
+            .config_warnings
+            .iter()
+            .any(|w| w.contains("no supervisor is running")),
+        "{:?}",
+        s.status.config_warnings
+    );
+    assert!(!s.status.allowlist_empty);
+    // The pane capture goes to the session's pane.
+    assert!(f.backend.capture_pane(&item(1)).await.is_ok());
+    let err = f.backend.capture_pane(&item(3)).await.unwrap_err();
+    assert!(matches!(err, ActionError::Refused(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn actions_go_through_the_shared_modules_and_show_in_the_next_snapshot() {
+    let f = fixture();
+    f.backend.snapshot().await;
+
+    let said = f.backend.pause(&item(1)).await.unwrap();
+    assert_eq!(said, "Paused octo/repo#1");
+    let again = f.backend.pause(&item(1)).await.unwrap_err();
+    assert!(matches!(again, ActionError::Refused(ref m) if m.contains("already paused")));
+    f.backend.resume(&item(2)).await.unwrap();
+    let s = snapshot_until(&f.backend, |s| s.sessions[1].state != SessionState::Paused).await;
+    assert_eq!(s.sessions[0].state, SessionState::Paused);
+
+    // A reply to a paused session is refused by the one reply path, and says why.
+    let refused = f.backend.reply(&item(1), "hello").await.unwrap_err();
+    assert!(
+        matches!(refused, ActionError::Refused(ref m) if m.contains("paused")),
+        "{refused:?}"
+    );
+    let none = f.backend.reply(&item(3), "hello").await.unwrap_err();
+    assert!(
+        matches!(none, ActionError::Refused(ref m) if m.contains("no session")),
+        "{none:?}"
+    );
+
+    f.backend.dismiss_question(&item(1)).await.unwrap();
+    snapshot_until(&f.backend, |s| s.questions.is_empty()).await;
+
+    let log = std::fs::read_to_string(f.events.path()).unwrap();
+    for name in [
+        "session.paused",
+        "session.resumed",
+        "session.question_dismissed",
+    ] {
+        let line = log.lines().find(|l| l.contains(name)).unwrap();
+        assert!(line.contains(r#""source":"tui""#), "{line}");
+    }
+    let _ = (&f.tmux, &f.dir);
+}
+
+#[tokio::test]
+async fn a_viewer_follows_the_supervisors_config_reloads() {
+    let f = fixture();
+    assert!(f.backend.snapshot().await.critics.is_empty());
+    let with_critic = format!(
+        "{CONFIG}critics:\n  - {{name: lint, command: sh, args: ['{{promptFile}}'], enabled: false}}\n"
+    );
+    std::fs::write(&f.config, with_critic).unwrap();
+    f.events
+        .emit(crate::events::Event::new(
+            Source::Cli,
+            EventType::ConfigReloaded,
+        ))
+        .unwrap();
+    let s = snapshot_until(&f.backend, |s| !s.critics.is_empty()).await;
+    assert_eq!(s.critics[0].name, "lint");
+    assert!(
+        s.critics[0]
+            .problem
+            .as_deref()
+            .unwrap_or("")
+            .contains("disabled")
+    );
+    let err = f.backend.run_critic("lint", &item(1)).await.unwrap_err();
+    assert!(
+        matches!(err, ActionError::Refused(ref m) if m.contains("disabled")),
+        "{err:?}"
+    );
+}

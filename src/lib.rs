@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod config;
 pub mod critic;
+pub mod demo;
 pub mod events;
 pub mod fsutil;
 pub mod github;

@@ -11,9 +11,13 @@ fn main() -> ExitCode {
     }
     the_loop::secrets::register_from_env();
     // Completions print to stdout for a shell to source, and the fake agent stands in
-    // for a harness inside a pane: neither should write the operator's log.
+    // for a harness inside a pane: neither should write the operator's log. Nor should
+    // the demo: its children log into its private state root, which the demo removes.
     let _log_guard = match cli.command {
-        Command::Completions(_) | Command::FakeAgent(_) => None,
+        Command::Completions(_)
+        | Command::FakeAgent(_)
+        | Command::Demo(_)
+        | Command::DemoCritic(_) => None,
         _ => the_loop::logging::init(&the_loop::paths::StatePaths::from_env()),
     };
     the_loop::cli::run(cli)

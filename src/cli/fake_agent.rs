@@ -296,18 +296,42 @@ impl Agent {
     }
 }
 
-/// A question about the line that holds the trigger, as an agent might phrase it.
+/// A question about the line that holds the trigger, as an agent might phrase it. When
+/// the trigger is followed by a question (`…ask the operator: per repo or global?`),
+/// that question is asked as written (the demo script relies on it).
 pub fn derive_question(text: &str, trigger: &str) -> String {
     let line = text
         .lines()
         .find(|l| l.contains(trigger))
         .unwrap_or(trigger);
+    if let Some(asked) = question_after(line, trigger) {
+        return asked;
+    }
     let about: String = line
         .chars()
         .filter(|c| !c.is_control() && !matches!(c, '"' | '\\' | '`'))
         .take(160)
         .collect();
     format!("How should I proceed with: {}?", about.trim())
+}
+
+/// The question right after the trigger on `line`, up to the end of its sentence or
+/// of the JSON string holding it; `None` unless it ends with `?`.
+fn question_after(line: &str, trigger: &str) -> Option<String> {
+    let (_, rest) = line.split_once(trigger)?;
+    let rest = rest.split(['"', '\\']).next().unwrap_or("");
+    let rest = rest
+        .trim_start_matches(|c: char| c == ':' || c == ',' || c.is_whitespace())
+        .trim_end();
+    if rest.chars().count() < 2 || !rest.ends_with('?') {
+        return None;
+    }
+    let mut chars = rest
+        .chars()
+        .filter(|c| !c.is_control() && *c != '`')
+        .take(160);
+    let first = chars.next()?;
+    Some(first.to_uppercase().chain(chars).collect())
 }
 
 /// Runs `the-loop ask --question QUESTION` from this process's own executable, with

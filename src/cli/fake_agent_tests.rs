@@ -88,3 +88,18 @@ fn the_question_is_about_the_line_with_the_trigger() {
     let long = format!("ASK {}", "x".repeat(500));
     assert!(derive_question(&long, "ASK").chars().count() < 200);
 }
+
+#[test]
+fn a_question_after_the_trigger_is_asked_as_written() {
+    let text =
+        "Event:\n  \"body\": \"Fine. Please ASK-OPERATOR: should the `cap` be global?\",\nend";
+    assert_eq!(
+        derive_question(text, "ASK-OPERATOR"),
+        "Should the cap be global?"
+    );
+    // A sentence that is not a question keeps the generic phrasing.
+    assert_eq!(
+        derive_question("ASK-OPERATOR: the cap.", "ASK-OPERATOR"),
+        "How should I proceed with: ASK-OPERATOR: the cap.?"
+    );
+}

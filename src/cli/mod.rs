@@ -5,6 +5,7 @@ pub mod ask_cmd;
 pub mod completions;
 pub mod config_cmd;
 pub mod critic_cmd;
+pub mod demo_cmd;
 pub mod events_cmd;
 pub mod excerpt_cmd;
 pub mod fake_agent;
@@ -61,6 +62,12 @@ pub enum Command {
     /// A stand-in agent for tests and the demo.
     #[command(hide = true)]
     FakeAgent(fake_agent::FakeAgentArgs),
+    /// Try the-loop on a simulated GitHub with a demo agent: no token, no network.
+    #[command(long_about = demo_cmd::LONG_ABOUT)]
+    Demo(demo_cmd::DemoArgs),
+    /// The demo's built-in critic: reads review material, prints one JSON result.
+    #[command(hide = true)]
+    DemoCritic(demo_cmd::DemoCriticArgs),
 }
 
 /// What every command gets besides its own arguments.
@@ -119,6 +126,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Tui(args) => tui_cmd::run(args, &ctx),
         Command::Completions(args) => completions::run(args),
         Command::FakeAgent(args) => fake_agent::run(args),
+        Command::Demo(args) => demo_cmd::run(args, &ctx),
+        Command::DemoCritic(args) => demo_cmd::run_critic(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

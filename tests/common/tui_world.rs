@@ -131,14 +131,9 @@ critics:
     /// this world's state root, config and token, nothing from the developer's.
     fn start_tmux(&self) {
         let status = Command::new("tmux")
-            .args([
-                "-L",
-                &self.tmux.socket,
-                "new-session",
-                "-d",
-                "-s",
-                "keepalive",
-            ])
+            // No user config: the default prefix (C-b) detaches in the attach test.
+            .args(["-L", &self.tmux.socket, "-f", "/dev/null"])
+            .args(["new-session", "-d", "-s", "keepalive"])
             .env("THE_LOOP_HOME", &self.home)
             .env("THE_LOOP_CONFIG", &self.config)
             .env("GH_TOKEN", TOKEN)

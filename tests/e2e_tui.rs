@@ -115,9 +115,9 @@ async fn the_operator_runs_the_loop_from_the_screen() {
                 .any(|s| t.contains(&format!("{s} diffcheck")))
         })
         .await;
-    screen.wait_text("diffcheck passed").await;
+    screen.wait_text("diffcheck reviewed").await;
     // The viewer sees the same round live, from the log.
-    viewer.wait_text("diffcheck passed").await;
+    viewer.wait_text("diffcheck reviewed").await;
     screen.keys(&["5", "Enter"]);
     screen
         .wait_text(&format!("saw {DIFF_MARK} in the diff"))

@@ -163,7 +163,7 @@ fn output_lines(app: &App, run: &CriticRunView, width: usize) -> Vec<Line<'stati
         Span::styled(" · ", t.dim),
     ];
     if result.ok {
-        head.push(Span::styled("✓ passed", t.ok));
+        head.push(Span::styled("✓ reviewed", t.ok));
     } else {
         head.push(Span::styled("✗ failed", t.error));
     }

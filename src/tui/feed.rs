@@ -276,7 +276,7 @@ pub fn describe(event: &Event, offset: UtcOffset) -> EventRow {
             (
                 if ok { "✓" } else { "✗" },
                 if ok { RowKind::Critic } else { RowKind::Failed },
-                format!("{} {}", s("critic"), if ok { "passed" } else { "failed" }),
+                format!("{} {}", s("critic"), if ok { "reviewed" } else { "failed" }),
                 join(&[&secs, &cost, &err()]),
             )
         }

@@ -122,7 +122,10 @@ fn the_demo_shows_the_guards_takes_an_answer_and_a_critic_and_leaves_nothing() {
         Duration::from_secs(60),
         || {
             pids.extend(outer.demo_processes(demo));
-            outer.screen().contains("demo-critic passed").then_some(())
+            outer
+                .screen()
+                .contains("demo-critic reviewed")
+                .then_some(())
         },
         || outer.screen(),
     );

@@ -32,11 +32,9 @@ use crate::ingress::ledger::{LedgerStore, Pending};
 use crate::paths::StatePaths;
 use crate::routing::{ControlKeywords, DropReason, Outcome, WorkItemRef, extract};
 use std::collections::{BTreeSet, HashSet};
-use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
-use tokio::sync::watch;
 
 /// How far before its cursor a stream is re-read (ids dedupe the overlap): GitHub can
 /// make a write visible a little after the timestamp it carries.
@@ -71,19 +69,6 @@ pub struct CycleReport {
     pub rate_limited_until: Option<OffsetDateTime>,
 }
 
-/// Pushes a new config into a running poller (`Poller::run` consumes the poller).
-#[derive(Clone, Debug)]
-pub struct PollerHandle {
-    config: watch::Sender<Arc<Config>>,
-}
-
-impl PollerHandle {
-    /// Applied before the next cycle, which starts right away.
-    pub fn set_config(&self, config: Arc<Config>) {
-        self.config.send_replace(config);
-    }
-}
-
 pub struct Poller {
     client: Arc<Client>,
     config: Arc<Config>,
@@ -93,8 +78,6 @@ pub struct Poller {
     ledgers: LedgerStore,
     /// Repos whose persisted ETags were handed to the client.
     synced: HashSet<String>,
-    config_tx: watch::Sender<Arc<Config>>,
-    config_rx: watch::Receiver<Arc<Config>>,
 }
 
 impl Poller {
@@ -105,7 +88,6 @@ impl Poller {
         events: EventLog,
         ingest: Arc<dyn Ingest>,
     ) -> Self {
-        let (config_tx, config_rx) = watch::channel(config.clone());
         Self {
             client,
             config,
@@ -114,8 +96,6 @@ impl Poller {
             ingest,
             sessions: Arc::new(Vec::new),
             synced: HashSet::new(),
-            config_tx,
-            config_rx,
         }
     }
 
@@ -137,19 +117,12 @@ impl Poller {
         &self.ledgers
     }
 
-    pub fn handle(&self) -> PollerHandle {
-        PollerHandle {
-            config: self.config_tx.clone(),
-        }
-    }
-
     pub fn config(&self) -> &Arc<Config> {
         &self.config
     }
 
+    /// Applied from the next cycle on (the supervisor's poll loop pushes reloads here).
     pub fn set_config(&mut self, config: Arc<Config>) {
-        self.config_tx.send_replace(config.clone());
-        self.config_rx.mark_unchanged();
         self.config = config;
     }
 
@@ -308,53 +281,6 @@ impl Poller {
         let _ = self
             .events
             .emit(outcome.to_event(&event.as_inbound(), Source::Poll));
-    }
-
-    /// Cycles at `polling.intervalSeconds` (or GitHub's `x-poll-interval`, if longer),
-    /// backing off with jitter after failing cycles and until a rate-limit reset; never
-    /// gives up. A config pushed through [`PollerHandle`] starts a cycle at once.
-    /// Returns when `shutdown` completes (a cycle in progress is abandoned: what it had
-    /// not settled is still pending in the ledger).
-    pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
-        tokio::pin!(shutdown);
-        let mut failures: u32 = 0;
-        loop {
-            let delay = if self.config.polling.enabled && !self.config.repos.is_empty() {
-                let report = tokio::select! {
-                    _ = &mut shutdown => return,
-                    report = self.cycle() => report,
-                };
-                failures = if report.errors > 0 {
-                    failures.saturating_add(1)
-                } else {
-                    0
-                };
-                let rate = self.client.rate_info();
-                let reset_wait = report.rate_limited_until.map(until).or_else(|| {
-                    (rate.remaining == Some(0))
-                        .then(|| rate.wait_for_reset())
-                        .flatten()
-                });
-                next_delay(
-                    Duration::from_secs(self.config.polling.interval_seconds),
-                    rate.poll_interval,
-                    failures,
-                    reset_wait,
-                    rand::random::<f64>(),
-                )
-            } else {
-                MAX_BACKOFF
-            };
-            tokio::select! {
-                _ = &mut shutdown => return,
-                _ = tokio::time::sleep(delay) => {}
-                changed = self.config_rx.changed() => {
-                    if changed.is_ok() {
-                        self.config = self.config_rx.borrow_and_update().clone();
-                    }
-                }
-            }
-        }
     }
 }
 

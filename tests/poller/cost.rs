@@ -2,8 +2,6 @@
 //! and the run loop.
 
 use super::support::*;
-use std::sync::Arc;
-use std::time::Duration;
 use the_loop::events::EventType;
 use the_loop::github::sim::{IssueSpec, PullSpec, SimGithub};
 use the_loop::ingress::ledger::{HandledKind, forget_item};
@@ -113,62 +111,6 @@ async fn reset_forgets_an_item_which_is_baselined_again() {
             format!("poll-comment-{second}")
         ]
     );
-}
-
-#[tokio::test]
-async fn the_run_loop_polls_until_shutdown_and_takes_a_new_config() {
-    let h = Harness::new(seeded_sim().await).await;
-    h.sim
-        .add_issue(
-            "octo/other",
-            IssueSpec::new("Elsewhere").labels(&["the-loop"]),
-        )
-        .unwrap();
-    let mut feed = h.events.subscribe();
-    let Harness {
-        poller,
-        config,
-        sim,
-        ..
-    } = h;
-    let handle = poller.handle();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(poller.run(async {
-        let _ = stopped.await;
-    }));
-    let first = tokio::time::timeout(Duration::from_secs(10), next_cycle(&mut feed))
-        .await
-        .unwrap();
-    assert_eq!(first.fields["repos"], serde_json::json!(1));
-    let mut more = config.clone();
-    more.repos.push(the_loop::config::RepoConfig {
-        name: "octo/other".into(),
-        ..more.repos[0].clone()
-    });
-    handle.set_config(Arc::new(more));
-    // The new config starts a cycle at once (the interval is 5 s).
-    let second = tokio::time::timeout(Duration::from_secs(4), next_cycle(&mut feed))
-        .await
-        .unwrap();
-    assert_eq!(second.fields["repos"], serde_json::json!(2));
-    assert_eq!(second.fields["items"], serde_json::json!(3));
-    stop.send(()).unwrap();
-    tokio::time::timeout(Duration::from_secs(5), task)
-        .await
-        .unwrap()
-        .unwrap();
-    drop(sim);
-}
-
-async fn next_cycle(
-    feed: &mut tokio::sync::broadcast::Receiver<the_loop::events::Event>,
-) -> the_loop::events::Event {
-    loop {
-        let e = feed.recv().await.unwrap();
-        if e.event == EventType::PollCycle {
-            return e;
-        }
-    }
 }
 
 #[tokio::test]

@@ -26,7 +26,7 @@ const KEEP_FILES: usize = 14;
 /// cannot be used; the program carries on without a log file.
 pub fn init(paths: &StatePaths) -> Option<WorkerGuard> {
     let dir = paths.logs_dir();
-    let appender = std::fs::create_dir_all(&dir)
+    let appender = crate::fsutil::create_private_dir_all(&dir)
         .map_err(|e| e.to_string())
         .and_then(|()| {
             RollingFileAppender::builder()
@@ -46,6 +46,14 @@ pub fn init(paths: &StatePaths) -> Option<WorkerGuard> {
             );
             return None;
         }
+    };
+    // The appender opens its files with the default mode: a new day's file is made
+    // private as soon as it exists (SPEC §14.5).
+    crate::fsutil::tighten(&dir);
+    let appender = PrivateFiles {
+        inner: appender,
+        dir: dir.clone(),
+        day: utc_day(),
     };
     let (writer, guard) = tracing_appender::non_blocking(Redacting(appender));
     let filter = env_filter(std::env::var(ENV_LOG).ok().as_deref());
@@ -106,6 +114,38 @@ impl<W: Write> Write for Redacting<W> {
     }
 }
 
+/// Days since the epoch in UTC, the appender's rotation clock.
+fn utc_day() -> i64 {
+    time::OffsetDateTime::now_utc()
+        .unix_timestamp()
+        .div_euclid(86_400)
+}
+
+/// The rolling appender, with the files it creates made 0600: after the first write of
+/// a new day (the appender has just opened that day's file), the log directory is
+/// tightened. The check is one clock read per line.
+struct PrivateFiles<W> {
+    inner: W,
+    dir: std::path::PathBuf,
+    day: i64,
+}
+
+impl<W: Write> Write for PrivateFiles<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let written = self.inner.write(buf)?;
+        let today = utc_day();
+        if today != self.day {
+            self.day = today;
+            crate::fsutil::tighten(&self.dir);
+        }
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +190,24 @@ mod tests {
             !text.contains('\u{1b}'),
             "no ANSI colours in a file: {text}"
         );
+    }
+
+    #[test]
+    fn a_new_days_log_file_is_made_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("the-loop.2026-12-02.log");
+        std::fs::write(&file, "").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let mut writer = PrivateFiles {
+            inner: Vec::new(),
+            dir: dir.path().to_path_buf(),
+            day: utc_day() - 1,
+        };
+        writer.write_all(b"a line\n").unwrap();
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(writer.day, utc_day());
     }
 
     #[test]

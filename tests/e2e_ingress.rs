@@ -23,6 +23,8 @@ mod in_process;
 mod lifecycle;
 #[path = "e2e_ingress/measure.rs"]
 mod measure;
+#[path = "e2e_ingress/private.rs"]
+mod private;
 #[path = "e2e_ingress/reload.rs"]
 mod reload;
 #[path = "e2e_ingress/webhook.rs"]

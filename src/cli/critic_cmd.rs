@@ -203,6 +203,7 @@ fn run_critic(args: RunArgs, ctx: &Ctx) -> CliResult {
         work_item: work_item.clone(),
         spec_dir: args.spec_dir,
         timeout,
+        child_env: loaded.config.child_env(),
     };
     let paths = StatePaths::from_env();
     let recorder = work_item

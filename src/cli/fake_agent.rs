@@ -373,10 +373,7 @@ fn preview(text: &str) -> String {
 pub fn run(args: FakeAgentArgs) -> CliResult {
     let log = match &args.log {
         Some(path) => {
-            let file = File::options()
-                .create(true)
-                .append(true)
-                .open(path)
+            let file = crate::fsutil::open_private(File::options().create(true).append(true), path)
                 .map_err(|e| {
                     super::usage(anyhow::anyhow!(
                         "cannot open the log {}: {e}; pass a writable --log path",

@@ -50,7 +50,7 @@ pub fn run(args: ReplyArgs, ctx: &Ctx) -> CliResult {
     let settings = Settings::new(&loaded.config, loaded.path.clone(), &paths).map_err(usage)?;
     let events = EventLog::open(&paths);
     let registry = Registry::new(&paths, events.clone(), Source::Cli);
-    let tmux = RealTmux::from_config(&loaded.config.sessions.tmux);
+    let tmux = RealTmux::from_config(&loaded.config);
     let sessions = Arc::new(Sessions::new(Arc::new(tmux), registry, events, settings));
     let replier = match Client::from_config(&loaded.config.github) {
         Ok(client) => Replier::new(sessions).with_github(Arc::new(client)),

@@ -71,7 +71,7 @@ pub fn run(cmd: SessionsCommand, ctx: &Ctx) -> CliResult {
     let settings = Settings::new(&loaded.config, loaded.path.clone(), &paths).map_err(usage)?;
     let events = EventLog::open(&paths);
     let registry = Registry::new(&paths, events.clone(), Source::Cli);
-    let tmux = RealTmux::from_config(&loaded.config.sessions.tmux);
+    let tmux = RealTmux::from_config(&loaded.config);
     let socket = tmux.socket().clone();
     let ledger = crate::supervisor::PollLedgerHook::new(paths.clone());
     let sessions =
@@ -365,6 +365,7 @@ fn exec_tmux(plan: &AttachPlan) -> CliResult {
     use std::os::unix::process::CommandExt;
     let mut command = std::process::Command::new("tmux");
     command.args(&plan.args);
+    crate::secrets::ChildEnv::default().scrub(&mut command);
     if plan.unset_tmux {
         command.env_remove("TMUX").env_remove("TMUX_PANE");
     }

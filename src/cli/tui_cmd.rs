@@ -126,7 +126,7 @@ async fn view(
     let settings = Settings::new(&loaded.config, loaded.path.clone(), &paths).map_err(usage)?;
     let events = EventLog::open(&paths);
     let registry = Registry::new(&paths, events.clone(), Source::Tui);
-    let tmux = RealTmux::from_config(&loaded.config.sessions.tmux);
+    let tmux = RealTmux::from_config(&loaded.config);
     let sessions = Arc::new(Sessions::new(
         Arc::new(tmux),
         registry,

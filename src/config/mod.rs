@@ -35,6 +35,13 @@ pub struct Config {
     pub critics: Vec<serde_norway::Value>,
 }
 
+impl Config {
+    /// What child processes get of the environment (SPEC §14.4).
+    pub fn child_env(&self) -> crate::secrets::ChildEnv {
+        crate::secrets::ChildEnv::new(&self.server.webhook_secret_env, &self.sessions.pass_env)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct GithubConfig {
@@ -153,6 +160,9 @@ pub struct SessionsConfig {
     pub prompt_template: String,
     /// Spawn (boot prompt) template file; `""` = built-in.
     pub spawn_prompt_template: String,
+    /// Variables handed to sessions and critics even when they hold a secret (SPEC
+    /// §14.4): by default the GitHub token variables and the webhook secret are withheld.
+    pub pass_env: Vec<String>,
     pub tmux: TmuxConfig,
 }
 
@@ -163,6 +173,7 @@ impl Default for SessionsConfig {
             harnesses: BTreeMap::new(),
             prompt_template: String::new(),
             spawn_prompt_template: String::new(),
+            pass_env: Vec::new(),
             tmux: TmuxConfig::default(),
         }
     }
@@ -221,7 +232,7 @@ impl Default for ServerConfig {
             listen: "127.0.0.1:8787".into(),
             exposed: false,
             webhook_path: "/gh-webhook".into(),
-            webhook_secret_env: "THE_LOOP_WEBHOOK_SECRET".into(),
+            webhook_secret_env: crate::secrets::DEFAULT_WEBHOOK_SECRET_ENV.into(),
             allow_unsigned: false,
             max_body_bytes: 1_048_576,
             allowed_origins: Vec::new(),

@@ -7,6 +7,7 @@ use super::placeholders::{self, Values};
 use super::run::{self, Ending, Finished, ProcessSpec};
 use super::spec::{CriticSpec, OutputFormat, Runner};
 use crate::routing::refs::WorkItemRef;
+use crate::secrets::ChildEnv;
 use crate::session::harness::OneShotOutput;
 use std::fs::{DirBuilder, OpenOptions};
 use std::io::{self, Write};
@@ -38,6 +39,9 @@ pub struct Request {
     pub spec_dir: Option<PathBuf>,
     /// Overrides the entry's `timeoutSeconds`.
     pub timeout: Option<Duration>,
+    /// What the critic gets of our environment; the default withholds the token and
+    /// the default webhook secret. Set it from the config (`Config::child_env`).
+    pub child_env: ChildEnv,
 }
 
 impl Request {
@@ -48,6 +52,7 @@ impl Request {
             work_item: None,
             spec_dir: None,
             timeout: None,
+            child_env: ChildEnv::default(),
         }
     }
 }
@@ -159,7 +164,7 @@ pub fn prepare(spec: &CriticSpec, request: &Request) -> Result<Prepared, RunErro
         &values,
         last_message.as_deref().unwrap_or(&placeholder_file),
     );
-    let plan = plan(spec, argv, cwd, timeout);
+    let plan = plan(spec, argv, cwd, timeout, &request.child_env);
     Ok(Prepared {
         header,
         format: spec.output_format,
@@ -192,6 +197,7 @@ fn plan(
     argv: Vec<String>,
     cwd: PathBuf,
     timeout: Duration,
+    child_env: &ChildEnv,
 ) -> Result<ProcessSpec, String> {
     if argv.is_empty() {
         return Err(format!(
@@ -216,6 +222,7 @@ fn plan(
         program,
         argv,
         env: spec.env.clone(),
+        child_env: child_env.clone(),
         cwd,
         timeout,
         kill_grace: run::KILL_GRACE,

@@ -2,6 +2,7 @@
 //! group, so a timeout or a cancellation kills the critic *and* everything it started;
 //! stdout and stderr read concurrently (a full pipe never stalls the child) and capped.
 
+use crate::secrets::ChildEnv;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::collections::BTreeMap;
@@ -30,6 +31,9 @@ pub struct ProcessSpec {
     pub argv: Vec<String>,
     /// Overlaid on the inherited environment.
     pub env: BTreeMap<String, String>,
+    /// Takes the secrets out of the inherited environment (SPEC §14.4); the entry's own
+    /// `env` is applied after it.
+    pub child_env: ChildEnv,
     pub cwd: PathBuf,
     pub timeout: Duration,
     pub kill_grace: Duration,
@@ -108,6 +112,7 @@ pub async fn execute(spec: &ProcessSpec) -> io::Result<Finished> {
     if let Some(name) = spec.argv.first() {
         command.arg0(name);
     }
+    spec.child_env.scrub(&mut command);
     command
         .args(spec.argv.iter().skip(1))
         .envs(&spec.env)

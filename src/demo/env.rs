@@ -184,12 +184,13 @@ impl World {
     }
 
     fn environment(&self, cmd: &mut Command) {
+        // The operator's real tokens and webhook secret stay out; the demo token is fake.
+        crate::secrets::ChildEnv::default().scrub(cmd);
         cmd.env(paths::ENV_HOME, &self.root)
             .env(paths::ENV_CONFIG, self.config_path())
             .env(paths::ENV_TMUX_SOCKET, &self.socket)
             .env("GH_TOKEN", scenario::TOKEN)
             .env(scenario::ENV_PACE, self.pace.as_str())
-            .env_remove("GITHUB_TOKEN")
             .env_remove(paths::ENV_WORK_ITEM)
             .env_remove("TMUX")
             .env_remove("TMUX_PANE");

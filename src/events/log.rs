@@ -90,7 +90,7 @@ impl EventLog {
 
 fn append_line(path: &Path, line: &[u8]) -> Result<(), EmitError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs::create_dir_all(dir).map_err(|source| EmitError::CreateDir {
+        crate::fsutil::create_private_dir_all(dir).map_err(|source| EmitError::CreateDir {
             dir: dir.to_path_buf(),
             source,
         })?;
@@ -121,11 +121,7 @@ fn append_line(path: &Path, line: &[u8]) -> Result<(), EmitError> {
 
 /// The log holds questions and other operator data: private to the user.
 fn open_append(path: &Path) -> io::Result<fs::File> {
-    let mut options = OpenOptions::new();
-    options.append(true).create(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)
+    crate::fsutil::open_private(OpenOptions::new().append(true).create(true), path)
 }
 
 #[cfg(test)]

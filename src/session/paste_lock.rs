@@ -13,7 +13,7 @@
 use crate::routing::WorkItemRef;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
-use std::fs::{self, File};
+use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -54,13 +54,11 @@ pub async fn acquire(
     };
     let deadline = tokio::time::Instant::now() + wait;
     loop {
-        fs::create_dir_all(dir).map_err(io_error)?;
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(io_error)?;
+        let file = crate::fsutil::open_private(
+            File::options().create(true).truncate(false).write(true),
+            &path,
+        )
+        .map_err(io_error)?;
         match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(lock) => return Ok(PasteLock { _lock: lock }),
             Err((_, Errno::EWOULDBLOCK | Errno::EINTR)) => {}

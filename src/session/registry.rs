@@ -328,12 +328,10 @@ impl Registry {
     fn lock(&self, item: &WorkItemRef) -> Result<Flock<File>, RegistryError> {
         let path = self.dir.join(format!("{}.lock", item.slug()));
         let open = || {
-            fs::create_dir_all(&self.dir)?;
-            File::options()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&path)
+            crate::fsutil::open_private(
+                File::options().create(true).truncate(false).write(true),
+                &path,
+            )
         };
         let file = open().map_err(|source| io_error("lock", &path, source))?;
         Flock::lock(file, FlockArg::LockExclusive)

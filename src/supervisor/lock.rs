@@ -8,7 +8,7 @@
 //! names its holder (pid, start time) for viewers; that text is written in place, never
 //! by rename — a renamed-in file would be a different inode with no lock on it.
 
-use std::fs::{self, File, OpenOptions, TryLockError};
+use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
@@ -49,13 +49,10 @@ impl SupervisorLock {
             path: path.clone(),
             source,
         };
-        fs::create_dir_all(&paths.root).map_err(open_err)?;
         let mut options = OpenOptions::new();
         // No truncate: the holder's record must survive until the lock is ours.
         options.read(true).write(true).create(true).truncate(false);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let file = options.open(&path).map_err(open_err)?;
+        let file = crate::fsutil::open_private(&mut options, &path).map_err(open_err)?;
         // `File::try_lock` is stable since 1.89 and the toolchain is newer; Cargo.toml's
         // `rust-version` (1.85) predates it (and the let-chains already in use), and
         // bumping it re-lints every module, so the lint is silenced here only.

@@ -229,9 +229,19 @@ impl Parts {
         lock: SupervisorLock,
     ) -> Result<Self, StartError> {
         let paths = options.paths.clone();
+        // State written by an older version, or under a looser umask, becomes private.
+        let tightened = crate::fsutil::tighten(&paths.root);
+        if tightened.dirs + tightened.files > 0 || !tightened.errors.is_empty() {
+            tracing::warn!(
+                dirs = tightened.dirs,
+                files = tightened.files,
+                errors = ?tightened.errors,
+                "state was readable by others; made private (0700 directories, 0600 files)"
+            );
+        }
         let events = EventLog::open(&paths);
         let ledgers = LedgerStore::new(paths.clone(), events.clone());
-        let tmux = RealTmux::from_config(&loaded.config.sessions.tmux);
+        let tmux = RealTmux::from_config(&loaded.config);
         let registry = Registry::new(&paths, events.clone(), Source::Dispatch);
         let hook = PollLedgerHook::with_store(paths.clone(), ledgers.clone());
         let sessions = Arc::new(

@@ -71,6 +71,10 @@ pub(crate) fn restart_warning(old: &Config, new: &Config) -> Option<String> {
     if old.sessions.tmux.socket != new.sessions.tmux.socket {
         changed.push("sessions.tmux.socket");
     }
+    // The tmux layer keeps the environment policy it started with.
+    if old.child_env() != new.child_env() {
+        changed.push("sessions.passEnv (or server.webhookSecretEnv, for new sessions)");
+    }
     (!changed.is_empty()).then(|| {
         format!(
             "{} changed: restart the supervisor to apply it",

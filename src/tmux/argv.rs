@@ -279,9 +279,21 @@ pub fn is_missing(stderr: &str) -> bool {
 }
 
 /// A command line for messages: long words (prompts) are shortened.
+/// The value of an `-e NAME=VALUE` is shown as `NAME=…`: it may be a variable the
+/// operator passes on purpose (`sessions.passEnv`), and messages end up in logs.
 pub fn display_command(program: &str, args: &[String]) -> String {
     let mut shown = vec![program.to_string()];
+    let mut after_env_flag = false;
     for arg in args {
+        let elided;
+        let arg = match arg.split_once('=') {
+            Some((name, _)) if after_env_flag => {
+                elided = format!("{name}=…");
+                &elided
+            }
+            _ => arg,
+        };
+        after_env_flag = arg == "-e";
         let short: String = arg.chars().take(40).collect();
         let short = if short.len() < arg.len() {
             format!("{short}…")

@@ -261,3 +261,18 @@ fn long_words_are_shortened_in_messages() {
     let shown = display_command("tmux", &["load-buffer".into(), "x".repeat(100)]);
     assert!(shown.len() < 80, "{shown}");
 }
+
+#[test]
+fn shown_commands_elide_environment_values() {
+    let args: Vec<String> = [
+        "new-session",
+        "-e",
+        "GH_TOKEN=ghp_passed_on_purpose",
+        "-s",
+        "a=b",
+    ]
+    .map(String::from)
+    .to_vec();
+    let shown = display_command("tmux", &args);
+    assert_eq!(shown, "tmux new-session -e GH_TOKEN=… -s a=b");
+}

@@ -5,7 +5,8 @@
 
 use super::argv;
 use super::{BufferName, Error, Liveness, PaneId, Paste, SessionInfo, Socket, SpawnSpec, Tmux};
-use crate::config::TmuxConfig;
+use crate::config::Config;
+use crate::secrets::ChildEnv;
 use futures::future::BoxFuture;
 use std::ffi::OsString;
 use std::process::Stdio;
@@ -19,6 +20,9 @@ pub struct RealTmux {
     timeout: Duration,
     program: OsString,
     search_path: Option<OsString>,
+    /// What every tmux client — and so a server it starts — and every new session gets
+    /// of our environment: no secrets (SPEC §14.4).
+    child_env: ChildEnv,
 }
 
 /// What one invocation printed.
@@ -35,15 +39,26 @@ impl RealTmux {
             timeout,
             program: "tmux".into(),
             search_path: None,
+            child_env: ChildEnv::default(),
         }
     }
 
-    /// From `sessions.tmux` (its `socket` already carries `THE_LOOP_TMUX_SOCKET`).
-    pub fn from_config(config: &TmuxConfig) -> Self {
+    /// From `sessions.tmux` (its `socket` already carries `THE_LOOP_TMUX_SOCKET`), with
+    /// the environment policy of `sessions.passEnv` and `server.webhookSecretEnv`.
+    pub fn from_config(config: &Config) -> Self {
+        let tmux = &config.sessions.tmux;
         Self::new(
-            Socket::from_config(&config.socket),
-            Duration::from_secs(config.probe_timeout_seconds.max(1)),
+            Socket::from_config(&tmux.socket),
+            Duration::from_secs(tmux.probe_timeout_seconds.max(1)),
         )
+        .with_child_env(config.child_env())
+    }
+
+    /// Replaces the environment policy (the default withholds the token variables and
+    /// the default webhook-secret variable).
+    pub fn with_child_env(mut self, child_env: ChildEnv) -> Self {
+        self.child_env = child_env;
+        self
     }
 
     /// Looks `tmux` up on this `PATH` instead of the process's (tests use it to show
@@ -107,6 +122,8 @@ impl RealTmux {
             .stderr(Stdio::piped())
             // A timed-out invocation is killed when its future is dropped.
             .kill_on_drop(true);
+        // A server this client starts inherits its environment: keep secrets out of it.
+        self.child_env.scrub(&mut command);
         if let Some(path) = &self.search_path {
             command.env("PATH", path);
         }
@@ -190,6 +207,11 @@ impl RealTmux {
 impl Tmux for RealTmux {
     fn create_session<'a>(&'a self, spec: &'a SpawnSpec) -> BoxFuture<'a, Result<PaneId, Error>> {
         Box::pin(async move {
+            // The server may be one the-loop did not start (the operator's default), whose
+            // global environment holds a token: the session's own entries override it.
+            let mut spec = spec.clone();
+            spec.env.extend(self.child_env.session_entries());
+            let spec = &spec;
             let args = argv::new_session(&self.socket, spec)?;
             let shown = argv::display_command("tmux", &args);
             let out = self.run(args, None).await?;

@@ -226,10 +226,9 @@ impl Console for CrosstermConsole {
             let (program, args) = argv
                 .split_first()
                 .ok_or_else(|| io::Error::other("empty command"))?;
-            let status = tokio::process::Command::new(program)
-                .args(args)
-                .status()
-                .await?;
+            let mut command = tokio::process::Command::new(program);
+            crate::secrets::ChildEnv::default().scrub(&mut command);
+            let status = command.args(args).status().await?;
             if status.success() {
                 Ok(())
             } else {
@@ -243,11 +242,9 @@ impl Console for CrosstermConsole {
             let (program, args) = argv
                 .split_first()
                 .ok_or_else(|| io::Error::other("empty command"))?;
-            let out = tokio::process::Command::new(program)
-                .args(args)
-                .stdin(Stdio::null())
-                .output()
-                .await?;
+            let mut command = tokio::process::Command::new(program);
+            crate::secrets::ChildEnv::default().scrub(&mut command);
+            let out = command.args(args).stdin(Stdio::null()).output().await?;
             if out.status.success() {
                 Ok(())
             } else {
@@ -269,7 +266,9 @@ impl Console for CrosstermConsole {
             return;
         };
         // argv only; the child is reaped in the background and never blocks the screen.
-        let child = tokio::process::Command::new(program)
+        let mut command = tokio::process::Command::new(program);
+        crate::secrets::ChildEnv::default().scrub(&mut command);
+        let child = command
             .args(["--app-name=the-loop", "--", &n.title, &n.body])
             .stdin(Stdio::null())
             .stdout(Stdio::null())

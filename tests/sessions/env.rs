@@ -117,7 +117,7 @@ sessions:
         let paths = StatePaths::new(&self.home);
         let events = EventLog::open(&paths);
         let settings = Settings::new(&loaded.config, loaded.path.clone(), &paths).unwrap();
-        let tmux = RealTmux::from_config(&loaded.config.sessions.tmux);
+        let tmux = RealTmux::from_config(&loaded.config);
         let registry = Registry::new(&paths, events.clone(), Source::Dispatch);
         let sessions = Arc::new(Sessions::new(Arc::new(tmux), registry, events, settings));
         Dispatcher::new(sessions, &loaded.config, &paths).unwrap()

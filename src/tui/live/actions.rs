@@ -178,8 +178,13 @@ impl LiveBackend {
                 short_ref(item)
             )));
         }
-        self.runs
-            .start(spec.clone(), item.clone(), cwd, self.recorder());
+        self.runs.start(
+            spec.clone(),
+            item.clone(),
+            cwd,
+            self.recorder(),
+            self.loaded().config.child_env(),
+        );
         Ok(format!("{name} is reviewing {}", short_ref(item)))
     }
 

@@ -53,7 +53,9 @@ pub fn open_url(url: &str) -> ActionResult {
             "`{program}` is not installed, so no browser can be opened from here; the address is {url}"
         )));
     };
-    let spawned = std::process::Command::new(path)
+    let mut command = std::process::Command::new(path);
+    crate::secrets::ChildEnv::default().scrub(&mut command);
+    let spawned = command
         .arg(url)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -13,6 +13,7 @@ use crate::critic::{CriticSpec, Envelope, Recorder, post, run_round};
 use crate::events::{EventLog, Source};
 use crate::github::Client;
 use crate::routing::WorkItemRef;
+use crate::secrets::ChildEnv;
 use crate::tui::backend::{
     ActionError, ActionResult, CriticResult, CriticRunState, CriticRunView, RunId,
 };
@@ -56,6 +57,7 @@ impl CriticRuns {
         item: WorkItemRef,
         cwd: PathBuf,
         recorder: Recorder,
+        child_env: ChildEnv,
     ) -> RunId {
         let id = RunId(format!(
             "run-{}",
@@ -81,7 +83,7 @@ impl CriticRuns {
         let this = self.clone();
         let run = id.clone();
         tokio::spawn(async move {
-            let (envelope, saved) = one_round(&spec, item, cwd, &recorder).await;
+            let (envelope, saved) = one_round(&spec, item, cwd, &recorder, child_env).await;
             this.finish(&run, envelope, saved);
         });
         id
@@ -206,9 +208,11 @@ async fn one_round(
     item: WorkItemRef,
     cwd: PathBuf,
     recorder: &Recorder,
+    child_env: ChildEnv,
 ) -> (Envelope, Option<PathBuf>) {
     let material = review::material(&item, &cwd).await;
     let mut request = Request::new(Prompt::Text(material));
+    request.child_env = child_env;
     request.cwd = Some(cwd);
     request.work_item = Some(item);
     match run_round(spec, &request, Some(recorder)).await {
@@ -286,6 +290,7 @@ mod tests {
             item.clone(),
             work.clone(),
             recorder,
+            ChildEnv::default(),
         );
         assert!(runs.views()[0].is_running());
         let view = finished(&runs).await;
@@ -321,6 +326,7 @@ mod tests {
             WorkItemRef::new("octo", "repo", 1),
             dir.path().to_path_buf(),
             Recorder::new(&paths, events.clone()),
+            ChildEnv::default(),
         );
         let view = finished(&runs).await;
         assert_eq!(view.result().unwrap().exit_code, 3);

@@ -222,6 +222,7 @@ impl GitOutput {
 /// reading at most `cap` bytes of its output (cut at a line end).
 async fn git(cwd: &Path, args: &[&str], cap: usize) -> Result<GitOutput, String> {
     let mut command = tokio::process::Command::new("git");
+    crate::secrets::ChildEnv::default().scrub(&mut command);
     command
         .arg("-C")
         .arg(cwd)

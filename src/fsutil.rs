@@ -28,11 +28,8 @@ pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
 }
 
 /// `options.open(path)` with a new file created 0600 (and exactly 0600 whatever the
-/// umask); its directory is created private first.
+/// umask). The directory must exist ([`create_private_dir_all`]).
 pub fn open_private(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        create_private_dir_all(dir)?;
-    }
     let file = options.mode(PRIVATE_FILE_MODE).open(path)?;
     let mode = file.metadata()?.permissions().mode() & 0o777;
     if mode != PRIVATE_FILE_MODE && mode & !PRIVATE_FILE_MODE == 0 {
@@ -216,6 +213,7 @@ mod tests {
         assert_eq!(mode(&dir.path().join("state/sub")), 0o700);
         assert_eq!(mode(&dir.path().join("state")), 0o700);
         let log = dir.path().join("state/logs/a.log");
+        create_private_dir_all(log.parent().unwrap()).unwrap();
         open_private(OpenOptions::new().append(true).create(true), &log).unwrap();
         assert_eq!(mode(&log), 0o600);
         assert_eq!(mode(&dir.path().join("state/logs")), 0o700);

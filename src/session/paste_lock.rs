@@ -54,6 +54,7 @@ pub async fn acquire(
     };
     let deadline = tokio::time::Instant::now() + wait;
     loop {
+        crate::fsutil::create_private_dir_all(dir).map_err(io_error)?;
         let file = crate::fsutil::open_private(
             File::options().create(true).truncate(false).write(true),
             &path,

@@ -328,6 +328,7 @@ impl Registry {
     fn lock(&self, item: &WorkItemRef) -> Result<Flock<File>, RegistryError> {
         let path = self.dir.join(format!("{}.lock", item.slug()));
         let open = || {
+            crate::fsutil::create_private_dir_all(&self.dir)?;
             crate::fsutil::open_private(
                 File::options().create(true).truncate(false).write(true),
                 &path,

@@ -49,6 +49,7 @@ impl SupervisorLock {
             path: path.clone(),
             source,
         };
+        crate::fsutil::create_private_dir_all(&paths.root).map_err(open_err)?;
         let mut options = OpenOptions::new();
         // No truncate: the holder's record must survive until the lock is ours.
         options.read(true).write(true).create(true).truncate(false);

@@ -72,6 +72,9 @@ repos:
 routing: {{authorizedUsers: [{OPERATOR}]}}
 sessions:
   harness: fake
+  # No supervisor runs in this world, so the agent's `ask` posts with its own token,
+  # which sessions only get when the operator passes it (SPEC §14.4).
+  passEnv: [GH_TOKEN]
   harnesses:
     fake:
       command: "{BIN}"
@@ -87,7 +90,7 @@ sessions:
         let config = config::load_file(&config_path).unwrap().config;
 
         // The server's environment is what every session inherits: the operator's
-        // token is there, as in real life.
+        // token is there, as in a server started from the operator's shell.
         let started = Command::new("tmux")
             .args(["-L", &server.socket, "new-session", "-d", "-s", "keepalive"])
             .env("GH_TOKEN", TOKEN)
@@ -105,9 +108,11 @@ sessions:
         let events = EventLog::open(&paths);
         let registry = Registry::new(&paths, events.clone(), Source::Cli);
         let settings = Settings::new(&config, Some(config_path), &paths).unwrap();
-        let tmux = server.tmux();
+        // With `passEnv: [GH_TOKEN]` the session keeps the server's token; without it,
+        // the-loop would set it empty in every session (SPEC §14.4).
+        let tmux = server.tmux().with_child_env(config.child_env());
         let sessions = Arc::new(Sessions::new(
-            Arc::new(server.tmux()),
+            Arc::new(tmux.clone()),
             registry,
             events.clone(),
             settings,

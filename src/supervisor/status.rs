@@ -90,6 +90,8 @@ pub(crate) struct StatusCell {
 pub(crate) struct WarningSources {
     pub config: Vec<String>,
     pub server: Option<String>,
+    /// Why there is no operator socket.
+    pub operator: Option<String>,
     pub anonymous: bool,
     pub restart: Option<String>,
 }
@@ -98,6 +100,7 @@ impl WarningSources {
     pub fn list(&self) -> Vec<String> {
         let mut out = self.config.clone();
         out.extend(self.server.clone());
+        out.extend(self.operator.clone());
         if self.anonymous {
             out.push(NO_TOKEN_WARNING.to_string());
         }
@@ -181,6 +184,7 @@ mod tests {
         let sources = WarningSources {
             config: vec!["routing.authorizedUsers: empty".into()],
             server: Some("the webhook route is off".into()),
+            operator: None,
             anonymous: true,
             restart: None,
         };

@@ -214,6 +214,40 @@ mod tests {
         assert!(!path.exists(), "removed on shutdown");
     }
 
+    /// Waits for the server to close `stream`, ignoring what it sent.
+    async fn closed(stream: &mut UnixStream) -> bool {
+        use tokio::io::AsyncReadExt;
+        let mut buf = [0u8; 256];
+        let wait = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+            while let Ok(1..) = stream.read(&mut buf).await {}
+        });
+        wait.await.is_ok()
+    }
+
+    #[tokio::test]
+    async fn the_socket_has_the_listeners_cap_and_timeouts() {
+        use tokio::io::AsyncWriteExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("operator.sock");
+        let limits = Limits {
+            timeouts: crate::server::Timeouts {
+                header_read: std::time::Duration::from_millis(300),
+                ..Default::default()
+            },
+            max_connections: 1,
+            ..Limits::default()
+        };
+        let socket = OperatorSocket::bind(&path, app(), limits).unwrap();
+        let mut held = UnixStream::connect(&path).await.unwrap();
+        held.write_all(b"GET /healthz HTTP/1.1\r\n").await.unwrap();
+        let mut over = UnixStream::connect(&path).await.unwrap();
+        assert!(closed(&mut over).await, "over the cap: closed at once");
+        assert!(closed(&mut held).await, "a head that never ends: closed");
+        let stats = socket.stats();
+        assert_eq!((stats.over_cap, stats.timed_out), (1, 1), "{stats:?}");
+        socket.shutdown().await;
+    }
+
     #[tokio::test]
     async fn anything_but_a_socket_is_left_alone() {
         let dir = tempfile::tempdir().unwrap();

@@ -1,7 +1,7 @@
 //! The supervisor's network listener (SPEC §4.2, §14): `server.listen`, loopback unless
 //! `server.exposed`, serving exactly two things — the webhook route and `GET /healthz`.
 //! Everything else is 404, whoever asks: the operator's routes live on the Unix socket
-//! (`crate::operator`), never here, and [`start`] takes a [`WebhookReceiver`] rather than
+//! (the `operator` module), never here, and [`start`] takes a [`WebhookReceiver`] rather than
 //! a router so nothing else can be mounted. Every request is checked against
 //! `server.allowedOrigins` before anything else, so a web page in the operator's browser
 //! cannot drive it. Connections are served by the hand-built accept loop in [`serve`]

@@ -1,6 +1,6 @@
 //! The operator answers into a session (SPEC §8.2) — the one implementation behind
 //! `the-loop reply` (in-process, or through the running supervisor), `POST
-//! /api/v1/sessions/reply` on the operator socket (`crate::operator::api`) and the TUI's
+//! /api/v1/sessions/reply` on the operator socket (the `operator` module) and the TUI's
 //! reply box.
 //!
 //! Fail closed, in this order: a bad ref or empty text (usage: 400 / exit 2); no

@@ -302,8 +302,8 @@ impl Parts {
             sources.server = http.apply(&config).await;
         }
         // The operator's routes (SPEC §14.1), whether or not the webhook listener runs.
-        let operator = match mode.background() {
-            true => match self.operator_socket(&config) {
+        let operator = if mode.background() {
+            match self.operator_socket(&config) {
                 Ok(socket) => Some(socket),
                 Err(e) => {
                     tracing::warn!(error = %e, "no operator socket");
@@ -312,8 +312,9 @@ impl Parts {
                     ));
                     None
                 }
-            },
-            false => None,
+            }
+        } else {
+            None
         };
         status.set_warnings(&sources);
         let warnings = Arc::new(Mutex::new(sources));

@@ -19,7 +19,7 @@ pub struct CycleSummary {
     pub report: CycleReport,
 }
 
-/// The HTTP server (webhook receiver and extra routes), SPEC §4.2.
+/// The network listener (the webhook receiver and `/healthz`), SPEC §4.2, §14.1.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum ServerState {
     /// `server.enabled: false` (or `run --once`).

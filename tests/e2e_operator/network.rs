@@ -61,6 +61,18 @@ async fn run(mut cmd: Command) -> Output {
         .unwrap()
 }
 
+/// `the-loop reply` to #15 from a [`bare`] environment; it must succeed. Its stdout.
+async fn bare_reply(w: &World, reply: &str) -> String {
+    let out = run(bare(
+        w,
+        &["reply", "--work-item", &item(15), "--text", reply],
+        None,
+    ))
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -177,20 +189,7 @@ async fn reply_and_ask_go_through_the_running_supervisor_and_need_no_token() {
     let supervisor = w.pid();
 
     // `the-loop reply` with no token, no GitHub and no tmux socket of its own.
-    let out = run(bare(
-        &w,
-        &[
-            "reply",
-            "--work-item",
-            &item(15),
-            "--text",
-            "CLI-REPLY-SENTINEL",
-        ],
-        None,
-    ))
-    .await;
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let stdout = text(&out.stdout);
+    let stdout = bare_reply(&w, "CLI-REPLY-SENTINEL").await;
     assert!(
         stdout.starts_with("replied to github:octo/repo#15 (pane %"),
         "{stdout}"
@@ -298,19 +297,7 @@ async fn reply_and_ask_go_through_the_running_supervisor_and_need_no_token() {
     let restarted = w.pid();
     w.wait_event("supervisor.started", |e| e["pid"] == restarted)
         .await;
-    let out = run(bare(
-        &w,
-        &[
-            "reply",
-            "--work-item",
-            &item(15),
-            "--text",
-            "AGAIN-REPLY-SENTINEL",
-        ],
-        None,
-    ))
-    .await;
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    bare_reply(&w, "AGAIN-REPLY-SENTINEL").await;
     let sent = w
         .wait_event("session.reply_sent", |e| e["pid"] == restarted)
         .await;

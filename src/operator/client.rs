@@ -11,6 +11,7 @@ use crate::session::reply::{Replied, ReplyRequest, Report, Via};
 use crate::tmux::PaneId;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -66,10 +67,18 @@ pub struct OperatorClient {
 }
 
 impl OperatorClient {
-    /// `None` when there is no socket file (no supervisor has served one here).
+    /// `None` when there is no socket file (no supervisor has served one here), or
+    /// when it belongs to another user: a reply's text goes only to our own supervisor.
     pub fn new(paths: &StatePaths) -> Option<Self> {
         let path = paths.operator_socket();
-        if std::fs::symlink_metadata(&path).is_err() {
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        let ours = nix::unistd::getuid().as_raw();
+        if meta.uid() != ours || !meta.file_type().is_socket() {
+            tracing::warn!(
+                path = %path.display(),
+                owner = meta.uid(),
+                "not our operator socket; working in-process"
+            );
             return None;
         }
         Self::at(&path).ok()
@@ -235,6 +244,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let paths = StatePaths::new(dir.path());
         assert!(OperatorClient::new(&paths).is_none(), "no socket file");
+        std::fs::write(paths.operator_socket(), "").unwrap();
+        assert!(OperatorClient::new(&paths).is_none(), "not a socket");
+        std::fs::remove_file(paths.operator_socket()).unwrap();
         // A dead supervisor's socket: the file is there, nobody listens.
         drop(std::os::unix::net::UnixListener::bind(paths.operator_socket()).unwrap());
         let client = OperatorClient::new(&paths).unwrap();

@@ -30,6 +30,9 @@ use tokio::time::Instant;
 /// `server.maxConnections`' default.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 
+/// The largest request head (request line and headers) served.
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+
 /// What a listener tolerates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -182,7 +185,12 @@ async fn accept_loop<L: Listener>(
     let t = limits.timeouts;
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(t.idle.max(t.header_read));
+        .header_read_timeout(t.idle.max(t.header_read))
+        // A head larger than 64 KiB is refused (431), and a connection's read buffer
+        // stays within 128 KiB (hyper's default is ~400 KiB): a full listener holds
+        // tens of MiB at most.
+        .max_header_size(MAX_HEAD_BYTES)
+        .max_buf_size(2 * MAX_HEAD_BYTES);
     let mut connections = JoinSet::new();
     let mut backoff = AcceptBackoff::default();
     let mut warn_cap = Throttle::every(Duration::from_secs(10));

@@ -213,6 +213,35 @@ async fn an_idle_connection_outlives_the_header_timeout_until_the_idle_timeout()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_over_64_kib_is_refused_with_431() {
+    let (serving, addr) = start(limits(8, long())).await;
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let huge = format!(
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: {}\r\n\r\n",
+        "a".repeat(MAX_HEAD_BYTES)
+    );
+    // The server may stop reading (and close) before all of it is written.
+    let _ = stream.write_all(huge.as_bytes()).await;
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(PATIENCE, stream.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.starts_with("HTTP/1.1 431"),
+        "{}",
+        answer.lines().next().unwrap_or_default()
+    );
+    // A head within the limit is fine.
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let big = format!(
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: {}\r\n\r\n",
+        "a".repeat(MAX_HEAD_BYTES / 2)
+    );
+    stream.write_all(big.as_bytes()).await.unwrap();
+    assert_eq!(response(&mut stream).await.0, "HTTP/1.1 200 OK");
+    serving.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_stops_accepting_and_closes_what_is_held() {
     let (serving, addr) = start(limits(8, long())).await;
     let mut held = half_open(addr).await;

@@ -14,6 +14,7 @@ pub mod github;
 pub mod guard;
 pub mod ingress;
 pub mod logging;
+pub mod operator;
 pub mod paths;
 pub mod routing;
 pub mod secrets;

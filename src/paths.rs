@@ -70,6 +70,10 @@ impl StatePaths {
     pub fn logs_dir(&self) -> PathBuf {
         self.root.join("logs")
     }
+    /// The running supervisor's operator socket (SPEC §14.1).
+    pub fn operator_socket(&self) -> PathBuf {
+        self.root.join("operator.sock")
+    }
 }
 
 /// Expands a leading `~` or `~/` to the home directory.

@@ -389,19 +389,14 @@ async fn a_foreign_origin_is_403_before_anything_else() {
     );
 }
 
-fn start_receiver(
-    cfg: &the_loop::config::ServerConfig,
-    log: &EventLog,
-) -> (axum::Router, the_loop::ingress::webhook::WebhookStatus) {
+fn start_receiver(cfg: &the_loop::config::ServerConfig, log: &EventLog) -> WebhookReceiver {
     let recorder = std::sync::Arc::new(harness::Recorder::default());
-    let receiver = WebhookReceiver::new(
+    WebhookReceiver::new(
         cfg,
         WebhookAuth::resolve(cfg, Some(SECRET)),
         recorder,
         log.clone(),
-    );
-    let status = receiver.status();
-    (receiver.router(), status)
+    )
 }
 
 #[tokio::test]
@@ -412,8 +407,8 @@ async fn a_non_loopback_listen_is_refused_without_exposed() {
         listen: "0.0.0.0:0".into(),
         ..test_config()
     };
-    let (routes, status) = start_receiver(&cfg, &log);
-    let err = server::start(&cfg, routes, status, &log).await.unwrap_err();
+    let receiver = start_receiver(&cfg, &log);
+    let err = server::start(&cfg, receiver, &log).await.unwrap_err();
     assert!(matches!(err, ServerError::NotLoopback { .. }), "{err}");
     assert!(err.to_string().contains("server.exposed: true"), "{err}");
     let text = std::fs::read_to_string(log.path()).unwrap();
@@ -430,15 +425,15 @@ async fn a_port_in_use_is_a_clear_error_and_shutdown_frees_it() {
         listen: first.addr().to_string(),
         ..test_config()
     };
-    let (routes, status) = start_receiver(&cfg, &log);
-    let err = server::start(&cfg, routes, status, &log).await.unwrap_err();
+    let receiver = start_receiver(&cfg, &log);
+    let err = server::start(&cfg, receiver, &log).await.unwrap_err();
     assert!(matches!(err, ServerError::Bind { .. }), "{err}");
     assert!(err.to_string().contains("change server.listen"), "{err}");
 
     let addr = first.addr();
     first.handle.shutdown().await;
-    let (routes, status) = start_receiver(&cfg, &log);
-    let again = server::start(&cfg, routes, status, &log).await.unwrap();
+    let receiver = start_receiver(&cfg, &log);
+    let again = server::start(&cfg, receiver, &log).await.unwrap();
     assert_eq!(again.local_addr, addr);
     again.shutdown().await;
 }

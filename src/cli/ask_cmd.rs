@@ -1,6 +1,8 @@
 //! `the-loop ask [--work-item REF] (--question TEXT | --question-file PATH|-)` (SPEC
 //! §8.1): an agent asks the operator, from inside its session, with or without a
-//! supervisor running.
+//! supervisor running. With one, the question goes through its operator socket and the
+//! supervisor posts it with its own client — the agent needs no token (SPEC §14.4);
+//! with none (or if the supervisor does not answer) it is asked in-process.
 //!
 //! Exit 2 for an empty question or a bad or missing ref (nothing is recorded: there
 //! is no question to answer). Otherwise the question is always recorded as
@@ -12,6 +14,7 @@ use super::{CliError, CliResult, Ctx, failed, usage};
 use crate::config;
 use crate::events::EventLog;
 use crate::github::Client;
+use crate::operator::{ClientError, OperatorClient};
 use crate::paths::{self, StatePaths};
 use crate::routing::WorkItemRef;
 use crate::session::ask::{self, Ask, question_text};
@@ -52,7 +55,24 @@ pub fn run(args: AskArgs, ctx: &Ctx) -> CliResult {
     let session = session.and_then(|s| s.trim().parse::<WorkItemRef>().ok());
     let request = Ask::new(work_item, question, session, ask::local_user());
 
-    let events = EventLog::open(&StatePaths::from_env());
+    let paths = StatePaths::from_env();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| failed(anyhow!("cannot start the async runtime: {e}")))?;
+    if let Some(supervisor) = OperatorClient::new(&paths) {
+        match runtime.block_on(supervisor.ask(&request)) {
+            Ok(asked) => return finish(&request.work_item, asked.comment, false),
+            Err(ClientError::NotListening { .. }) => {}
+            Err(e) if e.exit_code() == 2 => return Err(usage(e)),
+            // Recorded or not, the agent waits: make sure the question is on record.
+            Err(e) => {
+                tracing::warn!(work_item = %request.work_item, "asking through the supervisor failed ({e}); asking in-process");
+            }
+        }
+    }
+
+    let events = EventLog::open(&paths);
     // A broken config still records the question (exit 2): the agent waits either way.
     let (client, broken_config) = match config::load(ctx.config_flag.as_deref()) {
         Ok(loaded) => (
@@ -61,28 +81,28 @@ pub fn run(args: AskArgs, ctx: &Ctx) -> CliResult {
         ),
         Err(e) => (Err(format!("the config could not be loaded: {e}")), true),
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| failed(anyhow!("cannot start the async runtime: {e}")))?;
     let asked = runtime.block_on(ask::ask(
         client.as_ref().map_err(Clone::clone),
         &events,
         &request,
     ));
-    match asked.comment {
-        Ok(comment) => {
-            println!("{}", comment.html_url);
+    let comment = asked.comment.map(|c| c.html_url);
+    finish(&request.work_item, comment, broken_config)
+}
+
+/// Prints the comment's URL, or says why there is none (exit 1; 2 for a broken config).
+fn finish(item: &WorkItemRef, comment: Result<String, String>, broken_config: bool) -> CliResult {
+    match comment {
+        Ok(url) => {
+            println!("{url}");
             eprintln!(
-                "the-loop: asked the operator on {}; the answer will be pasted into this session",
-                request.work_item
+                "the-loop: asked the operator on {item}; the answer will be pasted into this session"
             );
             Ok(())
         }
         Err(error) => {
             let note = format!(
-                "the question could not be posted on {} ({error}); it is recorded, and the operator will answer in the-loop's TUI — the answer will be pasted into this session",
-                request.work_item
+                "the question could not be posted on {item} ({error}); it is recorded, and the operator will answer in the-loop's TUI — the answer will be pasted into this session"
             );
             Err(if broken_config {
                 usage(anyhow!(note))

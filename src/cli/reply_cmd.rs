@@ -1,6 +1,7 @@
 //! `the-loop reply --work-item REF (--text TEXT | --text-file PATH|-) [--actor NAME]
-//! [--no-comment]` (SPEC §8.2): the operator answers into a session, in-process, through
-//! the same [`Replier`] the HTTP API and the TUI use.
+//! [--no-comment]` (SPEC §8.2): the operator answers into a session through the one
+//! [`Replier`] — the running supervisor's, over its operator socket (SPEC §14.1), or
+//! this process's own when no supervisor answers there.
 //!
 //! Exit 0 when the reply was pasted (a failed delivery report is a warning on stderr),
 //! 1 when it was refused or failed (no session, paused, no live pane, tmux), 2 for a bad
@@ -11,9 +12,11 @@ use super::{CliError, CliResult, Ctx, failed, usage};
 use crate::config;
 use crate::events::{EventLog, Source};
 use crate::github::Client;
+use crate::operator::{ClientError, OperatorClient};
 use crate::paths::StatePaths;
-use crate::session::reply::Report;
-use crate::session::{Registry, Replier, ReplyRequest, Sessions, Settings, Via};
+use crate::routing::WorkItemRef;
+use crate::session::reply::{Replied, Report, reply_text};
+use crate::session::{Registry, Replier, ReplyError, ReplyRequest, Sessions, Settings, Via};
 use crate::tmux::RealTmux;
 use anyhow::anyhow;
 use std::path::PathBuf;
@@ -45,8 +48,40 @@ pub fn run(args: ReplyArgs, ctx: &Ctx) -> CliResult {
         (None, Some(path)) => read_text(path, "--text-file")?,
         (None, None) => return Err(usage(anyhow!("pass --text TEXT or --text-file PATH"))),
     };
-    let loaded = config::load(ctx.config_flag.as_deref()).map_err(usage)?;
+    let request = ReplyRequest {
+        work_item: args.work_item,
+        text,
+        actor: args.actor,
+        comment: !args.no_comment,
+        via: Via::Cli,
+    };
+    // Usage errors first, the same on both paths (and nothing is contacted for them).
+    if let Err(error) = request.work_item.trim().parse::<WorkItemRef>() {
+        return Err(refused(ReplyError::BadRef(error)));
+    }
+    if reply_text(&request.text).is_none() {
+        return Err(refused(ReplyError::EmptyText));
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| failed(anyhow!("cannot start the async runtime: {e}")))?;
     let paths = StatePaths::from_env();
+    if let Some(supervisor) = OperatorClient::new(&paths) {
+        match runtime.block_on(supervisor.reply(&request)) {
+            Ok(replied) => return print(replied),
+            Err(ClientError::NotListening { .. }) => {}
+            // Never retried in-process: the paste may have happened.
+            Err(error) => {
+                return Err(CliError {
+                    code: error.exit_code(),
+                    error: error.into(),
+                });
+            }
+        }
+    }
+
+    let loaded = config::load(ctx.config_flag.as_deref()).map_err(usage)?;
     let settings = Settings::new(&loaded.config, loaded.path.clone(), &paths).map_err(usage)?;
     let events = EventLog::open(&paths);
     let registry = Registry::new(&paths, events.clone(), Source::Cli);
@@ -56,23 +91,18 @@ pub fn run(args: ReplyArgs, ctx: &Ctx) -> CliResult {
         Ok(client) => Replier::new(sessions).with_github(Arc::new(client)),
         Err(e) => Replier::new(sessions).without_github(e.to_string()),
     };
-    let request = ReplyRequest {
-        work_item: args.work_item,
-        text,
-        actor: args.actor,
-        comment: !args.no_comment,
-        via: Via::Cli,
-    };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| failed(anyhow!("cannot start the async runtime: {e}")))?;
-    let replied = runtime
-        .block_on(replier.reply(request))
-        .map_err(|error| CliError {
-            code: error.exit_code(),
-            error: error.into(),
-        })?;
+    let replied = runtime.block_on(replier.reply(request)).map_err(refused)?;
+    print(replied)
+}
+
+fn refused(error: ReplyError) -> CliError {
+    CliError {
+        code: error.exit_code(),
+        error: error.into(),
+    }
+}
+
+fn print(replied: Replied) -> CliResult {
     println!(
         "replied to {} (pane {}, {} bytes)",
         replied.work_item, replied.pane, replied.bytes

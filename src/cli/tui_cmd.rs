@@ -63,7 +63,7 @@ pub fn run(args: TuiArgs, ctx: &Ctx) -> CliResult {
 
 async fn screen(ctx: &Ctx, loaded: LoadedConfig, options: RunOptions) -> CliResult {
     let paths = StatePaths::from_env();
-    // The supervisor's server carries the reply route itself (SPEC §8.2).
+    // The supervisor serves the operator socket (reply, ask) itself (SPEC §14.1).
     let supervisor = SupervisorOptions::new(Mode::Tui)
         .config_flag(ctx.config_flag.clone())
         .paths(paths.clone());

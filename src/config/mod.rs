@@ -223,6 +223,8 @@ pub struct ServerConfig {
     pub allow_unsigned: bool,
     pub max_body_bytes: usize,
     pub allowed_origins: Vec<String>,
+    /// Open connections at most, per listener (SPEC §14.2); more are closed at once.
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -236,6 +238,7 @@ impl Default for ServerConfig {
             allow_unsigned: false,
             max_body_bytes: 1_048_576,
             allowed_origins: Vec::new(),
+            max_connections: 256,
         }
     }
 }

@@ -242,6 +242,13 @@ fn semantic_rules_are_located_like_type_errors() {
             "must be greater than 0",
         ),
         (
+            "server:\n  maxConnections: 0\n",
+            2,
+            19,
+            "server.maxConnections",
+            "must be greater than 0",
+        ),
+        (
             "sessions:\n  tmux:\n    probeTimeoutSeconds: 0\n",
             3,
             26,

@@ -55,7 +55,7 @@ pub fn warnings(config: &Config) -> Vec<Problem> {
     if config.server.exposed {
         out.push(Problem::new(
             KeyPath::parse("server.exposed"),
-            "true: the webhook server may listen beyond this machine; keep a webhook secret set",
+            "true: the webhook route (and /healthz) may be reached from beyond this machine; operator routes stay on the local socket; keep a webhook secret set",
         ));
     }
     out
@@ -209,6 +209,12 @@ fn check_server(config: &Config, out: &mut Vec<Problem>) {
         out.push(Problem::new(
             KeyPath::parse("server.maxBodyBytes"),
             "must be greater than 0 (bytes); the default is 1048576",
+        ));
+    }
+    if server.max_connections == 0 {
+        out.push(Problem::new(
+            KeyPath::parse("server.maxConnections"),
+            "must be greater than 0 (open connections per listener); the default is 256",
         ));
     }
 }

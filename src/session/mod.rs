@@ -19,7 +19,6 @@ pub mod questions;
 mod queue;
 pub mod registry;
 pub mod reply;
-pub mod reply_api;
 mod respawn;
 pub mod settings;
 pub mod signal;

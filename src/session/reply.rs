@@ -1,5 +1,6 @@
 //! The operator answers into a session (SPEC §8.2) — the one implementation behind
-//! `the-loop reply`, `POST /api/v1/sessions/reply` ([`super::reply_api`]) and the TUI's
+//! `the-loop reply` (in-process, or through the running supervisor), `POST
+//! /api/v1/sessions/reply` on the operator socket (the `operator` module) and the TUI's
 //! reply box.
 //!
 //! Fail closed, in this order: a bad ref or empty text (usage: 400 / exit 2); no
@@ -55,12 +56,11 @@ impl Via {
         }
     }
 
-    /// The event source: the HTTP API is served next to the webhook receiver.
+    /// The event source: the API is the operator's own socket, scripted from a shell.
     pub fn source(self) -> Source {
         match self {
             Self::Tui => Source::Tui,
-            Self::Cli => Source::Cli,
-            Self::Api => Source::Webhook,
+            Self::Cli | Self::Api => Source::Cli,
         }
     }
 }
@@ -153,6 +153,16 @@ impl ReplyError {
         match self {
             Self::BadRef(_) | Self::EmptyText => 2,
             _ => 1,
+        }
+    }
+
+    /// What the operator API answers as `reason`: [`Self::reason`], or for usage
+    /// errors `bad-ref` / `empty-text` (a client maps those to exit 2).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::BadRef(_) => "bad-ref",
+            Self::EmptyText => "empty-text",
+            other => other.reason().unwrap_or("bad-request"),
         }
     }
 

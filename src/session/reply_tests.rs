@@ -232,7 +232,7 @@ async fn the_report_is_marked_and_quotes_the_reply() {
     let sent = f.events_named("session.reply_sent");
     assert_eq!(sent[0]["comment_posted"], true);
     assert_eq!(sent[0]["comment_url"], url.as_str());
-    assert_eq!(sent[0]["source"], "webhook");
+    assert_eq!(sent[0]["source"], "cli");
     assert_eq!(sent[0]["via"], "api");
     assert_eq!(sent[0]["level"], "info");
     assert!(!log_text(&f).contains("Per repo"));

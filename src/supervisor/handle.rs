@@ -11,9 +11,11 @@ use crate::events::{Event, EventLog, EventType, Level};
 use crate::github::Client;
 use crate::ingress::ledger::LedgerStore;
 use crate::ingress::poller::CycleReport;
+use crate::operator::OperatorSocket;
 use crate::paths::StatePaths;
 use crate::session::{Dispatcher, Sessions};
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{broadcast, watch};
@@ -77,6 +79,8 @@ pub struct ShutdownReport {
 pub(super) struct Running {
     pub mode: Mode,
     pub paths: StatePaths,
+    /// Declared before `lock`: dropped (the file removed) while the lock is still held.
+    pub operator: Option<OperatorSocket>,
     pub lock: SupervisorLock,
     pub events: EventLog,
     pub client: Arc<Client>,
@@ -176,6 +180,12 @@ impl SupervisorHandle {
         }
     }
 
+    /// The operator socket this supervisor serves (not in `run --once`, or when it
+    /// could not be bound).
+    pub fn operator_socket(&self) -> Option<&Path> {
+        self.r().operator.as_ref().map(OperatorSocket::path)
+    }
+
     /// Runs one poll cycle now (after any cycle in progress) and returns when every
     /// event it fed has settled. `run --once` is this.
     pub async fn poll_once(&self) -> CycleReport {
@@ -191,7 +201,7 @@ impl SupervisorHandle {
     /// period), releases what did not settle for the next start, writes the ledgers,
     /// logs `supervisor.stopped` and releases the lock.
     pub async fn shutdown(mut self, reason: StopReason) -> ShutdownReport {
-        let Some(r) = self.running.take() else {
+        let Some(mut r) = self.running.take() else {
             unreachable!("the parts are taken only here, and shutdown consumes the handle")
         };
         let deadline = Instant::now() + r.grace;
@@ -200,6 +210,10 @@ impl SupervisorHandle {
         // No new webhooks while draining; requests in progress finish (202 is quick).
         if let Some(http) = &r.http {
             http.stop().await;
+        }
+        // Replies and questions in progress finish; the file goes before the lock.
+        if let Some(operator) = r.operator.take() {
+            operator.shutdown().await;
         }
         let cycle = match r.poll_task {
             // The loop bounds its own wait by the grace; the margin covers a cycle

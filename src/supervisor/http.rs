@@ -1,44 +1,24 @@
-//! The supervisor's HTTP server (SPEC §4.2): the webhook receiver plus the routes other
-//! parts register (the operator's reply API), started when `server.enabled` and
-//! restarted when the `server` section of the config changes — a listener cannot be
-//! rebound in place.
+//! The supervisor's network listener (SPEC §4.2, §14.1): the webhook receiver and
+//! `/healthz`, nothing else — the operator's routes are on the Unix socket. Started when
+//! `server.enabled` and restarted when the `server` section of the config changes — a
+//! listener cannot be rebound in place.
 
 use super::ingest::{LedgerClaims, WebhookIngest};
 use super::status::{ServerState, StatusCell};
 use crate::config::Config;
 use crate::events::EventLog;
-use crate::github::Client;
 use crate::ingress::Ingest;
 use crate::ingress::ledger::LedgerStore;
 use crate::ingress::webhook::{WebhookAuth, WebhookReceiver};
-use crate::paths::StatePaths;
 use crate::server::{self, ServerHandle};
-use crate::session::Sessions;
-use axum::Router;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::sync::Mutex;
-
-/// What an extra route is built from: the supervisor's own sessions, GitHub client and
-/// event log, so a route acts exactly as the supervisor would.
-#[derive(Clone)]
-pub struct RouteContext {
-    pub sessions: Arc<Sessions>,
-    pub github: Arc<Client>,
-    pub events: EventLog,
-    pub paths: StatePaths,
-}
-
-/// Builds one extra route (e.g. `session::reply_api::router`) once the supervisor's
-/// parts exist. Its paths must not overlap the webhook path or `/healthz`.
-pub type RouteFactory = Arc<dyn Fn(&RouteContext) -> Router + Send + Sync>;
 
 pub(crate) struct HttpServer {
     running: Mutex<Option<ServerHandle>>,
     webhook: Arc<WebhookIngest>,
     ledgers: LedgerStore,
-    /// The extra routes, built once (a `Router` is cheap to clone into each restart).
-    routes: Vec<Router>,
     events: EventLog,
     status: StatusCell,
 }
@@ -47,7 +27,6 @@ impl HttpServer {
     pub fn new(
         webhook: Arc<WebhookIngest>,
         ledgers: LedgerStore,
-        routes: Vec<Router>,
         events: EventLog,
         status: StatusCell,
     ) -> Self {
@@ -55,7 +34,6 @@ impl HttpServer {
             running: Mutex::new(None),
             webhook,
             ledgers,
-            routes,
             events,
             status,
         }
@@ -82,11 +60,7 @@ impl HttpServer {
         let ingest: Arc<dyn Ingest> = self.webhook.clone();
         let receiver = WebhookReceiver::new(cfg, auth, ingest, self.events.clone())
             .with_handled_ids(Arc::new(LedgerClaims(self.ledgers.clone())));
-        let app = self
-            .routes
-            .iter()
-            .fold(receiver.router(), |app, route| app.merge(route.clone()));
-        match server::start(cfg, app, webhook, &self.events).await {
+        match server::start(cfg, receiver, &self.events).await {
             Ok(handle) => {
                 let addr = handle.local_addr;
                 *running = Some(handle);

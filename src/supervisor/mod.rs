@@ -3,7 +3,8 @@
 //!
 //! [`Supervisor::start`] wires the parts built elsewhere: the config (and its watcher),
 //! the lock, the event log, the GitHub client, tmux, the session lifecycle and its
-//! dispatcher (the one `Ingest`), the poller and the optional HTTP server. It returns a
+//! dispatcher (the one `Ingest`), the poller, the optional webhook listener and the
+//! operator socket (`crate::operator`). It returns a
 //! [`SupervisorHandle`] — what a screen needs (status, events, the sessions) and the
 //! way to stop it. `the-loop run` and, later, the TUI both start it.
 //!
@@ -12,6 +13,7 @@
 //! settle stays pending (poll ledger) or is released (webhook claims) so the next start
 //! retries it.
 
+pub mod fd_limit;
 mod handle;
 mod http;
 mod ingest;
@@ -22,7 +24,6 @@ mod reload;
 mod status;
 
 pub use handle::{CycleEnd, ShutdownReport, StopReason, SupervisorHandle};
-pub use http::{RouteContext, RouteFactory};
 pub use ingest::LedgerClaims;
 pub use ledger_hook::PollLedgerHook;
 pub use status::{CycleSummary, NO_TOKEN_WARNING, ServerState, SupervisorStatus};
@@ -34,11 +35,11 @@ use crate::github::{self, Client};
 use crate::ingress::Ingest;
 use crate::ingress::ledger::LedgerStore;
 use crate::ingress::poller::Poller;
+use crate::operator::{OperatorApi, OperatorSocket};
 use crate::paths::StatePaths;
 use crate::routing::prompt::PromptError;
 use crate::session::{Dispatcher, DispatcherError, Registry, Sessions, Settings};
 use crate::tmux::RealTmux;
-use axum::Router;
 use http::HttpServer;
 use ingest::{PollIngest, WebhookIngest};
 use lock::{LockError, SupervisorLock};
@@ -93,8 +94,6 @@ pub struct SupervisorOptions {
     /// The global `--config` flag.
     pub config_flag: Option<PathBuf>,
     pub paths: StatePaths,
-    /// Extra HTTP routes (the reply API), mounted beside the webhook route.
-    pub routes: Vec<RouteFactory>,
     pub shutdown_grace: Duration,
     /// Refuse to start without `repos` (`run`); the TUI starts anyway and says so.
     pub require_repos: bool,
@@ -108,7 +107,6 @@ impl SupervisorOptions {
             mode,
             config_flag: None,
             paths: StatePaths::from_env(),
-            routes: Vec::new(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             require_repos: mode != Mode::Tui,
         }
@@ -121,16 +119,6 @@ impl SupervisorOptions {
 
     pub fn paths(mut self, paths: StatePaths) -> Self {
         self.paths = paths;
-        self
-    }
-
-    /// Mounts a route built from the supervisor's parts, e.g.
-    /// `.route(|cx| reply_api::router(Arc::new(Replier::new(cx.sessions.clone()))))`.
-    pub fn route(
-        mut self,
-        build: impl Fn(&RouteContext) -> Router + Send + Sync + 'static,
-    ) -> Self {
-        self.routes.push(Arc::new(build));
         self
     }
 
@@ -187,6 +175,7 @@ impl Supervisor {
     /// Loads the config, takes the lock, wires every part and starts the background
     /// work (unless [`Mode::RunOnce`]). Must run inside a tokio runtime.
     pub async fn start(options: SupervisorOptions) -> Result<SupervisorHandle, StartError> {
+        let fd_limit = fd_limit::raise_nofile();
         let loaded = config::load(options.config_flag.as_deref())?;
         if options.require_repos && loaded.config.repos.is_empty() {
             return Err(StartError::NoRepos {
@@ -202,7 +191,8 @@ impl Supervisor {
             let pid = lock::read_holder(&paths).map(|h| h.pid);
             return Err(StartError::Locked { pid });
         };
-        let parts = Parts::build(&options, &loaded, settings, client, lock).await?;
+        let mut parts = Parts::build(&options, &loaded, settings, client, lock).await?;
+        parts.fd_limit = fd_limit;
         Ok(parts.launch(options, loaded).await)
     }
 }
@@ -218,6 +208,8 @@ struct Parts {
     sessions: Arc<Sessions>,
     dispatcher: Dispatcher,
     anonymous: bool,
+    /// The soft open-file limit after raising it.
+    fd_limit: Option<u64>,
 }
 
 impl Parts {
@@ -262,6 +254,7 @@ impl Parts {
             sessions,
             dispatcher,
             anonymous,
+            fd_limit: None,
         })
     }
 
@@ -294,21 +287,6 @@ impl Parts {
             status.clone(),
         ));
 
-        let context = RouteContext {
-            sessions: Arc::clone(&self.sessions),
-            github: Arc::clone(&self.client),
-            events: self.events.clone(),
-            paths: self.paths.clone(),
-        };
-        // The operator's reply route (SPEC §8.2) is part of every supervisor's server;
-        // callers may mount more beside it.
-        let reply = Arc::new(
-            crate::session::reply::Replier::new(Arc::clone(&context.sessions))
-                .with_github(Arc::clone(&context.github)),
-        );
-        let routes = std::iter::once(crate::session::reply_api::router(reply))
-            .chain(options.routes.iter().map(|build| build(&context)))
-            .collect();
         let webhook = Arc::new(WebhookIngest::new(
             dispatcher,
             Some(self.ledgers.clone()),
@@ -318,7 +296,6 @@ impl Parts {
             Arc::new(HttpServer::new(
                 webhook,
                 self.ledgers.clone(),
-                routes,
                 self.events.clone(),
                 status.clone(),
             ))
@@ -327,12 +304,28 @@ impl Parts {
         let mut sources = WarningSources {
             config: loaded.warnings.clone(),
             server: None,
+            operator: None,
             anonymous: self.anonymous,
             restart: None,
         };
         if let Some(http) = &http {
             sources.server = http.apply(&config).await;
         }
+        // The operator's routes (SPEC §14.1), whether or not the webhook listener runs.
+        let operator = if mode.background() {
+            match self.operator_socket(&config) {
+                Ok(socket) => Some(socket),
+                Err(e) => {
+                    tracing::warn!(error = %e, "no operator socket");
+                    sources.operator = Some(format!(
+                        "{e} (`the-loop reply` and `the-loop ask` work in-process meanwhile)"
+                    ));
+                    None
+                }
+            }
+        } else {
+            None
+        };
         status.set_warnings(&sources);
         let warnings = Arc::new(Mutex::new(sources));
 
@@ -354,7 +347,12 @@ impl Parts {
                 .with("polling", config.polling.enabled)
                 .with("poll_interval_seconds", config.polling.interval_seconds)
                 .with_opt("server", server_addr.map(|a| a.to_string()))
+                .with_opt(
+                    "operator_socket",
+                    operator.as_ref().map(|s| s.path().display().to_string()),
+                )
                 .with("anonymous", self.anonymous)
+                .with_opt("fd_limit", self.fd_limit)
                 .with_opt("warning", (!listed.is_empty()).then(|| listed.join("; "))),
         );
 
@@ -396,6 +394,7 @@ impl Parts {
         SupervisorHandle::new(handle::Running {
             mode,
             paths: self.paths,
+            operator,
             lock: self.lock,
             events: self.events,
             client: self.client,
@@ -412,6 +411,25 @@ impl Parts {
             stop: stop_tx,
             grace: options.shutdown_grace,
         })
+    }
+}
+
+impl Parts {
+    /// Binds `<state>/operator.sock` with the routes served by this supervisor's own
+    /// sessions, client and event log.
+    fn operator_socket(&self, config: &crate::config::Config) -> Result<OperatorSocket, String> {
+        let api = Arc::new(OperatorApi::new(
+            Arc::clone(&self.sessions),
+            Arc::clone(&self.client),
+            self.events.clone(),
+        ));
+        let app = crate::server::guarded(api.router(), &[], self.events.clone());
+        OperatorSocket::bind(
+            &self.paths.operator_socket(),
+            app,
+            crate::server::limits(&config.server),
+        )
+        .map_err(|e| e.to_string())
     }
 }
 

@@ -19,7 +19,7 @@ pub struct CycleSummary {
     pub report: CycleReport,
 }
 
-/// The HTTP server (webhook receiver and extra routes), SPEC §4.2.
+/// The network listener (the webhook receiver and `/healthz`), SPEC §4.2, §14.1.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum ServerState {
     /// `server.enabled: false` (or `run --once`).
@@ -94,6 +94,8 @@ pub(crate) struct StatusCell {
 pub(crate) struct WarningSources {
     pub config: Vec<String>,
     pub server: Option<String>,
+    /// Why there is no operator socket.
+    pub operator: Option<String>,
     pub anonymous: bool,
     pub restart: Option<String>,
 }
@@ -102,6 +104,7 @@ impl WarningSources {
     pub fn list(&self) -> Vec<String> {
         let mut out = self.config.clone();
         out.extend(self.server.clone());
+        out.extend(self.operator.clone());
         if self.anonymous {
             out.push(NO_TOKEN_WARNING.to_string());
         }
@@ -185,6 +188,7 @@ mod tests {
         let sources = WarningSources {
             config: vec!["routing.authorizedUsers: empty".into()],
             server: Some("the webhook route is off".into()),
+            operator: None,
             anonymous: true,
             restart: None,
         };

@@ -197,8 +197,8 @@ async fn the_agent_asks_and_the_operator_answers_by_cli_and_by_http() {
     assert_eq!(asked["comment_posted"], true);
     assert_eq!(listed_state(&world, 15).await, "awaiting-input");
     let handle = world.serve_replies().await;
-    let response = http()
-        .post(reply_url(&handle))
+    let response = http(&handle)
+        .post(reply_url())
         .json(&json!({"ref": "github:octo/repo#15", "text": REPLY_API, "actor": "bob"}))
         .send()
         .await

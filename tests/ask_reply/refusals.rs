@@ -1,4 +1,4 @@
-//! Fail closed (SPEC §8.2), through the CLI and the HTTP route alike: no session 404 /
+//! Fail closed (SPEC §8.2), through the CLI and the operator route alike: no session 404 /
 //! exit 1, paused 400 / exit 1, dead pane 404 / exit 1 with nothing respawned, empty
 //! text 400 / exit 2, bad ref 400 / exit 2 — and the route's own refusals, all JSON.
 
@@ -6,14 +6,14 @@ use super::common::{read_log, wait_for};
 use super::world::*;
 use serde_json::{Value, json};
 use std::time::Duration;
-use the_loop::server::ServerHandle;
+use the_loop::operator::OperatorSocket;
 use the_loop::session::Origin;
 use the_loop::tmux::{Liveness, Tmux};
 
 /// Posts `body` (raw) with `content_type`; the status and the JSON answer.
-async fn post(handle: &ServerHandle, content_type: &str, body: String) -> (u16, Value) {
-    let response = http()
-        .post(reply_url(handle))
+async fn post(handle: &OperatorSocket, content_type: &str, body: String) -> (u16, Value) {
+    let response = http(handle)
+        .post(reply_url())
         .header("content-type", content_type)
         .body(body)
         .send()
@@ -25,7 +25,7 @@ async fn post(handle: &ServerHandle, content_type: &str, body: String) -> (u16, 
     (status, json)
 }
 
-async fn api(handle: &ServerHandle, work_item: &str, text: &str) -> (u16, Value) {
+async fn api(handle: &OperatorSocket, work_item: &str, text: &str) -> (u16, Value) {
     let body = json!({"ref": work_item, "text": text, "comment": false}).to_string();
     post(handle, "application/json", body).await
 }

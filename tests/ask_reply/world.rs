@@ -9,18 +9,17 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 use tempfile::TempDir;
-use the_loop::config::{self, ServerConfig};
+use the_loop::config;
 use the_loop::events::{EventLog, Source};
 use the_loop::github::Client;
 use the_loop::github::sim::{IssueSpec, SimGithub, SimHandle};
-use the_loop::ingress::webhook::WebhookStatus;
 use the_loop::ingress::{Disposition, InboundEvent, Ingest};
+use the_loop::operator::{OperatorApi, OperatorSocket, REPLY_PATH};
 use the_loop::paths::StatePaths;
 use the_loop::routing::WorkItemRef;
-use the_loop::server::{self, ServerHandle};
+use the_loop::server::{self, Limits};
 use the_loop::session::{
-    Dispatcher, Origin, PromptInputs, Registry, Replier, Sessions, Settings, StartOutcome,
-    reply_api,
+    Dispatcher, Origin, PromptInputs, Registry, Sessions, Settings, StartOutcome,
 };
 use the_loop::tmux::{PaneId, RealTmux, Tmux};
 
@@ -283,29 +282,32 @@ sessions:
 }
 
 impl World {
-    /// The supervisor's loopback server with the reply route mounted (port 0).
-    pub async fn serve_replies(&self) -> ServerHandle {
-        let replier =
-            Replier::new(Arc::clone(&self.sessions)).with_github(Arc::clone(&self.client));
-        let cfg = ServerConfig {
-            listen: "127.0.0.1:0".into(),
-            ..ServerConfig::default()
-        };
-        let router = reply_api::router(Arc::new(replier));
-        server::start(&cfg, router, WebhookStatus::Off, &self.events)
-            .await
-            .unwrap()
+    /// The operator routes as a supervisor serves them, on a socket of their own — not
+    /// `<state>/operator.sock`, so the CLI runs of a test stay in-process.
+    pub async fn serve_replies(&self) -> OperatorSocket {
+        let api = Arc::new(OperatorApi::new(
+            Arc::clone(&self.sessions),
+            Arc::clone(&self.client),
+            self.events.clone(),
+        ));
+        let app = server::guarded(api.router(), &[], self.events.clone());
+        let path = self.dir.path().join("api/operator.sock");
+        OperatorSocket::bind(&path, app, Limits::default()).unwrap()
     }
 }
 
-/// A plain HTTP client for the reply route.
-pub fn http() -> reqwest::Client {
+/// An HTTP client for the operator socket.
+pub fn http(socket: &OperatorSocket) -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::new()
+    reqwest::Client::builder()
+        .unix_socket(socket.path())
+        .build()
+        .unwrap()
 }
 
-pub fn reply_url(handle: &ServerHandle) -> String {
-    format!("http://{}{}", handle.local_addr, reply_api::REPLY_PATH)
+/// The reply route's URL (the host is ignored over a Unix socket).
+pub fn reply_url() -> String {
+    format!("http://localhost{REPLY_PATH}")
 }
 
 pub fn stdout(out: &Output) -> String {

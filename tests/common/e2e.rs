@@ -36,6 +36,9 @@ pub struct Setup {
     pub submit_delay_ms: u64,
     /// Serve webhooks on `127.0.0.1:0` with [`SECRET`].
     pub server: bool,
+    /// `server.exposed: true` (the listen address stays loopback: tests never reach
+    /// beyond it).
+    pub exposed: bool,
 }
 
 impl Default for Setup {
@@ -46,6 +49,7 @@ impl Default for Setup {
             max_retries: 3,
             submit_delay_ms: 50,
             server: false,
+            exposed: false,
         }
     }
 }
@@ -119,16 +123,26 @@ impl World {
         bodies.iter().map(|b| self.pasted_count(b)).collect()
     }
 
+    /// The state root.
+    pub fn state(&self) -> &Path {
+        &self.home
+    }
+
+    /// The running supervisor's operator socket.
+    pub fn operator_socket(&self) -> PathBuf {
+        self.home.join("operator.sock")
+    }
+
     /// The working directory of every session.
     pub fn work_dir(&self) -> &Path {
         self.dir.path()
     }
 
     pub fn config_yaml(&self, setup: &Setup) -> String {
-        let server = if setup.server {
-            "server:\n  enabled: true\n  listen: 127.0.0.1:0\n"
-        } else {
-            ""
+        let server = match (setup.server, setup.exposed) {
+            (true, false) => "server:\n  enabled: true\n  listen: 127.0.0.1:0\n",
+            (true, true) => "server:\n  enabled: true\n  listen: 127.0.0.1:0\n  exposed: true\n",
+            (false, _) => "",
         };
         format!(
             r#"repos:

@@ -1,10 +1,10 @@
 //! The supervisor as the TUI will embed it: `Supervisor::start` in this process, with
 //! an explicit state root and config file (no environment), against the simulator. The
-//! handle's status, an extra route, the lock, a server restart on reload, and shutdown.
+//! handle's status, the operator socket, the lock, a server restart on reload, and
+//! shutdown.
 
 use crate::e2e::{LABEL, REPO, World};
 use crate::tmux_server::TmuxServer;
-use axum::routing::get;
 use std::path::Path;
 use std::time::Duration;
 use the_loop::events::EventType;
@@ -36,7 +36,7 @@ fn listening(server: &ServerState) -> Option<std::net::SocketAddr> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_handle_reports_status_serves_extra_routes_and_restarts_the_server_on_reload() {
+async fn the_handle_reports_status_serves_the_operator_socket_and_restarts_the_server_on_reload() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let sim = SimGithub::start().await.unwrap();
     sim.add_issue(REPO, IssueSpec::new("one").labels(&[LABEL]))
@@ -51,10 +51,6 @@ async fn the_handle_reports_status_serves_extra_routes_and_restarts_the_server_o
             .config_flag(Some(config.clone()))
             .paths(paths.clone())
             .shutdown_grace(Duration::from_secs(5))
-            .route(|cx| {
-                let repos = cx.sessions.settings().repos.len();
-                axum::Router::new().route("/extra", get(move || async move { format!("{repos}") }))
-            })
     };
     let handle = Supervisor::start(options()).await.unwrap();
     let mut feed = handle.subscribe();
@@ -75,14 +71,7 @@ async fn the_handle_reports_status_serves_extra_routes_and_restarts_the_server_o
     assert!(warnings.contains("routing.authorizedUsers"), "{warnings}");
     assert!(warnings.contains("the webhook route is off"), "{warnings}");
 
-    // The extra route is mounted beside the webhook route and /healthz.
     let http = reqwest::Client::new();
-    let extra = http
-        .get(format!("http://{addr}/extra"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(extra.text().await.unwrap(), "1");
     let health = http
         .get(format!("http://{addr}/healthz"))
         .send()
@@ -90,7 +79,7 @@ async fn the_handle_reports_status_serves_extra_routes_and_restarts_the_server_o
         .unwrap();
     assert_eq!(health.status(), 200);
 
-    // The operator's reply route is always mounted: a reply never spawns a session.
+    // The operator's reply route is not on the network listener (SPEC §14.1)…
     let reply = http
         .post(format!("http://{addr}/api/v1/sessions/reply"))
         .json(&serde_json::json!({"ref": "github:octo/repo#999", "text": "hello"}))
@@ -98,8 +87,23 @@ async fn the_handle_reports_status_serves_extra_routes_and_restarts_the_server_o
         .await
         .unwrap();
     assert_eq!(reply.status(), 404);
+    assert_eq!(reply.text().await.unwrap(), "not found\n");
+    // …but on the operator socket, where a reply never spawns a session.
+    let socket = handle.operator_socket().expect("an operator socket");
+    assert_eq!(socket, paths.operator_socket());
+    let local = reqwest::Client::builder()
+        .unix_socket(socket)
+        .build()
+        .unwrap();
+    let reply = local
+        .post("http://localhost/api/v1/sessions/reply")
+        .json(&serde_json::json!({"ref": "github:octo/repo#999", "text": "hello"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 404);
     let body: serde_json::Value = reply.json().await.unwrap();
-    assert!(body["error"].is_string(), "{body}");
+    assert_eq!(body["reason"], "no-session", "{body}");
 
     // One supervisor per state root.
     match Supervisor::start(options()).await {
@@ -154,6 +158,7 @@ async fn the_handle_reports_status_serves_extra_routes_and_restarts_the_server_o
         SupervisorLock::try_acquire(&paths).unwrap().is_some(),
         "the lock is released"
     );
+    assert!(!paths.operator_socket().exists(), "the socket is removed");
     let stopped = World::read_events(&paths.events())
         .into_iter()
         .find(|e| e["event"] == "supervisor.stopped")

@@ -89,10 +89,7 @@ impl Harness {
             log.clone(),
         )
         .with_handled_ids(handled.clone());
-        let status = receiver.status();
-        let handle = server::start(&cfg, receiver.router(), status, &log)
-            .await
-            .unwrap();
+        let handle = server::start(&cfg, receiver, &log).await.unwrap();
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .build()

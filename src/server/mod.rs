@@ -1,16 +1,25 @@
-//! The supervisor's HTTP server (SPEC §4.2, §13): loopback by default, `GET /healthz`,
-//! and whatever routes the supervisor mounts (the webhook receiver; the operator's reply
-//! API next). Every request is checked against `server.allowedOrigins` before anything
-//! else, so a web page in the operator's browser cannot drive it.
+//! The supervisor's network listener (SPEC §4.2, §14): `server.listen`, loopback unless
+//! `server.exposed`, serving exactly two things — the webhook route and `GET /healthz`.
+//! Everything else is 404, whoever asks: the operator's routes live on the Unix socket
+//! (the `operator` module), never here, and [`start`] takes a [`WebhookReceiver`] rather than
+//! a router so nothing else can be mounted. Every request is checked against
+//! `server.allowedOrigins` before anything else, so a web page in the operator's browser
+//! cannot drive it. Connections are served by the hand-built accept loop in [`serve`]
+//! (timeouts, a connection cap, accept backoff).
 //!
 //! ```no_run
 //! # async fn demo(cfg: the_loop::config::ServerConfig, receiver: the_loop::ingress::webhook::WebhookReceiver, events: the_loop::events::EventLog) -> Result<(), the_loop::server::ServerError> {
-//! let status = receiver.status();
-//! let handle = the_loop::server::start(&cfg, receiver.router(), status, &events).await?;
+//! let handle = the_loop::server::start(&cfg, receiver, &events).await?;
 //! println!("listening on {}", handle.local_addr);
 //! handle.shutdown().await;
 //! # Ok(()) }
 //! ```
+
+pub mod conn;
+pub mod serve;
+
+pub use conn::Timeouts;
+pub use serve::{Limits, Listener, Serving, StatsSnapshot};
 
 use std::io;
 use std::net::SocketAddr;
@@ -22,12 +31,10 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::get;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 use crate::config::ServerConfig;
 use crate::events::{Event, EventLog, EventType, Level, Source};
-use crate::ingress::webhook::{Rejection, WebhookStatus};
+use crate::ingress::webhook::{Rejection, WebhookReceiver, WebhookStatus};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -35,7 +42,7 @@ pub enum ServerError {
     BadListen { listen: String },
     /// SPEC §13: loopback unless the operator opted in.
     #[error(
-        "server.listen `{addr}` is not a loopback address; set `server.exposed: true` to listen beyond this machine (and keep a webhook secret set), or use `127.0.0.1:{}`",
+        "server.listen `{addr}` is not a loopback address; set `server.exposed: true` to serve the webhook beyond this machine (and keep a webhook secret set), or use `127.0.0.1:{}`",
         .addr.port()
     )]
     NotLoopback { addr: SocketAddr },
@@ -45,34 +52,30 @@ pub enum ServerError {
     Bind { addr: SocketAddr, source: io::Error },
 }
 
-/// A running server. Dropping it asks the server to stop; [`ServerHandle::shutdown`]
-/// also waits for in-flight requests to finish.
+/// A running server. Dropping it stops accepting; [`ServerHandle::shutdown`] also lets
+/// requests in progress finish (within [`Limits::drain`]).
 #[derive(Debug)]
 pub struct ServerHandle {
     /// The bound address (the real port when `listen` asked for port 0).
     pub local_addr: SocketAddr,
-    shutdown: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<()>>,
+    serving: Serving,
 }
 
 impl ServerHandle {
     /// Stops accepting, lets in-flight requests finish, and returns once the server is down.
-    pub async fn shutdown(mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
-        }
+    pub async fn shutdown(self) {
+        self.serving.shutdown().await;
+    }
+
+    /// The listener's counters (open connections, refusals, timeouts).
+    pub fn stats(&self) -> StatsSnapshot {
+        self.serving.stats()
     }
 }
 
-impl Drop for ServerHandle {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-    }
+/// The listener limits `cfg` asks for (SPEC §14.2).
+pub fn limits(cfg: &ServerConfig) -> Limits {
+    Limits::with_max_connections(cfg.max_connections)
 }
 
 /// The listen address `cfg` asks for, refused unless loopback or `exposed`.
@@ -90,15 +93,15 @@ pub fn listen_addr(cfg: &ServerConfig) -> Result<SocketAddr, ServerError> {
     Ok(addr)
 }
 
-/// Binds `server.listen` and serves `routes` plus `/healthz`, all behind the origin
-/// check. Emits `server.started` (a warning when the webhook route is unsigned or off)
-/// or `server.failed`. Must run inside a tokio runtime.
+/// Binds `server.listen` and serves the webhook route plus `/healthz`, behind the
+/// origin check. Emits `server.started` (a warning when the webhook route is unsigned
+/// or off) or `server.failed`. Must run inside a tokio runtime.
 pub async fn start(
     cfg: &ServerConfig,
-    routes: Router,
-    webhook: WebhookStatus,
+    receiver: WebhookReceiver,
     events: &EventLog,
 ) -> Result<ServerHandle, ServerError> {
+    let webhook = receiver.status();
     let bound = match listen_addr(cfg) {
         Ok(addr) => tokio::net::TcpListener::bind(addr)
             .await
@@ -114,20 +117,14 @@ pub async fn start(
         }
     };
 
-    let app = app(cfg, routes, events.clone());
-    let (tx, rx) = oneshot::channel::<()>();
-    let listen = cfg.listen.clone();
-    let task_events = events.clone();
-    let task = tokio::spawn(async move {
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = rx.await;
-            })
-            .await;
-        if let Err(e) = served {
-            let _ = task_events.emit(failed_event(&listen, &e.to_string()));
-        }
-    });
+    let app = guarded(
+        receiver
+            .router()
+            .route("/healthz", get(|| async { "ok\n" })),
+        &cfg.allowed_origins,
+        events.clone(),
+    );
+    let serving = serve::serve(listener, app, limits(cfg));
 
     let warning = webhook.warning(cfg);
     let _ = events.emit(
@@ -146,8 +143,7 @@ pub async fn start(
     );
     Ok(ServerHandle {
         local_addr,
-        shutdown: Some(tx),
-        task: Some(task),
+        serving,
     })
 }
 
@@ -158,15 +154,15 @@ fn failed_event(listen: &str, error: &str) -> Event {
         .with("error", error)
 }
 
-/// `routes` + `/healthz` + a 404 fallback, with the origin check wrapped around all of
-/// them (a layer covers only what is already added, hence last).
-fn app(cfg: &ServerConfig, routes: Router, events: EventLog) -> Router {
+/// `routes` + a 404 fallback, with the origin check wrapped around both (a layer covers
+/// only what is already added, hence last). `allowed` empty: any `Origin` is refused —
+/// what the operator socket uses, since no browser has business there.
+pub fn guarded(routes: Router, allowed: &[String], events: EventLog) -> Router {
     let origins = Arc::new(OriginCheck {
-        allowed: cfg.allowed_origins.clone(),
+        allowed: allowed.to_vec(),
         events,
     });
     routes
-        .route("/healthz", get(|| async { "ok\n" }))
         .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
         .layer(middleware::from_fn_with_state(origins, check_origin))
 }

@@ -1,0 +1,263 @@
+//! `the-loop reply` / `the-loop ask` talking to the running supervisor over its operator
+//! socket (reqwest over a Unix socket). [`ClientError::NotListening`] means nothing was
+//! sent — no supervisor, or one that serves no socket (`run --once`) — and the command
+//! works in-process instead; any other error came after the request went out.
+
+use super::api::{ASK_PATH, CLIENT_HEADER, REPLY_PATH};
+use crate::paths::StatePaths;
+use crate::routing::WorkItemRef;
+use crate::session::ask::Ask;
+use crate::session::reply::{Replied, ReplyRequest, Report, Via};
+use crate::tmux::PaneId;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A reply may wait for another delivery's paste lock (30 s) and then post its report.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("no supervisor answers on {}", path.display())]
+    NotListening { path: PathBuf },
+    #[error(
+        "the supervisor did not answer ({error}); what became of the request is unknown — see `the-loop events`"
+    )]
+    NoAnswer { error: String },
+    /// The supervisor refused; `reason` is the API's (`no-session`, `bad-ref`, …).
+    #[error("{error}")]
+    Refused {
+        status: u16,
+        reason: String,
+        error: String,
+    },
+}
+
+impl ClientError {
+    /// Exit 2 for what the caller got wrong (bad ref, empty text), else 1 (SPEC §1).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Refused { reason, .. }
+                if matches!(
+                    reason.as_str(),
+                    "bad-ref" | "empty-text" | "bad-question" | "bad-request"
+                ) =>
+            {
+                2
+            }
+            _ => 1,
+        }
+    }
+}
+
+/// What the supervisor did with a question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteAsk {
+    pub question_id: String,
+    /// The comment's URL, or why it was not posted (the question is recorded either way).
+    pub comment: Result<String, String>,
+}
+
+/// A client of one state root's operator socket.
+pub struct OperatorClient {
+    http: reqwest::Client,
+    path: PathBuf,
+}
+
+impl OperatorClient {
+    /// `None` when there is no socket file (no supervisor has served one here), or
+    /// when it belongs to another user: a reply's text goes only to our own supervisor.
+    pub fn new(paths: &StatePaths) -> Option<Self> {
+        let path = paths.operator_socket();
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        let ours = nix::unistd::getuid().as_raw();
+        if meta.uid() != ours || !meta.file_type().is_socket() {
+            tracing::warn!(
+                path = %path.display(),
+                owner = meta.uid(),
+                "not our operator socket; working in-process"
+            );
+            return None;
+        }
+        Self::at(&path).ok()
+    }
+
+    /// A client for the socket at `path` (which need not exist yet).
+    pub fn at(path: &Path) -> Result<Self, reqwest::Error> {
+        // reqwest is built without a default TLS provider (decision 0001); plain HTTP
+        // over the socket never uses it, but the builder wants one.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .unix_socket(path)
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(REQUEST_TIMEOUT)
+            .build()?;
+        Ok(Self {
+            http,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub async fn reply(&self, request: &ReplyRequest) -> Result<Replied, ClientError> {
+        let body = json!({
+            "ref": request.work_item,
+            "text": request.text,
+            "actor": request.actor,
+            "comment": request.comment,
+        });
+        let answer = self
+            .post(REPLY_PATH, &body, request.via == Via::Cli)
+            .await?;
+        replied(&answer).ok_or_else(|| ClientError::NoAnswer {
+            error: format!("an answer this the-loop does not understand: {answer}"),
+        })
+    }
+
+    pub async fn ask(&self, request: &Ask) -> Result<RemoteAsk, ClientError> {
+        let body = json!({
+            "ref": request.work_item.to_string(),
+            "question": request.question,
+            "session": request.session.as_ref().map(ToString::to_string),
+        });
+        let answer = self.post(ASK_PATH, &body, true).await?;
+        let question_id = answer["question_id"].as_str().map(str::to_string);
+        let comment = match (answer["comment_url"].as_str(), answer["error"].as_str()) {
+            (Some(url), _) => Ok(url.to_string()),
+            (None, error) => Err(error.unwrap_or("not posted").to_string()),
+        };
+        match question_id {
+            Some(question_id) => Ok(RemoteAsk {
+                question_id,
+                comment,
+            }),
+            None => Err(ClientError::NoAnswer {
+                error: format!("an answer this the-loop does not understand: {answer}"),
+            }),
+        }
+    }
+
+    /// POSTs `body`; the JSON of a 200, or the refusal.
+    async fn post(&self, path: &str, body: &Value, cli: bool) -> Result<Value, ClientError> {
+        let mut request = self.http.post(format!("http://localhost{path}")).json(body);
+        if cli {
+            request = request.header(CLIENT_HEADER, "cli");
+        }
+        let response = request.send().await.map_err(|e| {
+            if e.is_connect() {
+                ClientError::NotListening {
+                    path: self.path.clone(),
+                }
+            } else {
+                ClientError::NoAnswer {
+                    error: e.to_string(),
+                }
+            }
+        })?;
+        let status = response.status();
+        let answer: Value = response.json().await.map_err(|e| ClientError::NoAnswer {
+            error: e.to_string(),
+        })?;
+        if status.is_success() {
+            return Ok(answer);
+        }
+        #[derive(Deserialize)]
+        struct Refusal {
+            error: String,
+            #[serde(default)]
+            reason: String,
+        }
+        let refusal: Refusal = serde_json::from_value(answer).unwrap_or_else(|_| Refusal {
+            error: format!("the supervisor answered {status}"),
+            reason: String::new(),
+        });
+        Err(ClientError::Refused {
+            status: status.as_u16(),
+            reason: refusal.reason,
+            error: refusal.error,
+        })
+    }
+}
+
+/// The reply route's success answer, as the in-process path returns it.
+fn replied(answer: &Value) -> Option<Replied> {
+    let work_item: WorkItemRef = answer["work_item"].as_str()?.parse().ok()?;
+    let pane = PaneId::parse(answer["pane"].as_str()?).ok()?;
+    let report = match (answer["comment_url"].as_str(), answer["warning"].as_str()) {
+        (Some(url), _) => Report::Posted {
+            url: url.to_string(),
+        },
+        (None, Some(error)) => Report::Failed {
+            error: error.to_string(),
+        },
+        (None, None) => Report::Skipped,
+    };
+    Some(Replied {
+        work_item,
+        pane,
+        bytes: usize::try_from(answer["bytes"].as_u64()?).ok()?,
+        actor: answer["actor"].as_str()?.to_string(),
+        report,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_refusals_exit_2_and_the_rest_1() {
+        let refused = |reason: &str| ClientError::Refused {
+            status: 400,
+            reason: reason.into(),
+            error: "x".into(),
+        };
+        assert_eq!(refused("bad-ref").exit_code(), 2);
+        assert_eq!(refused("empty-text").exit_code(), 2);
+        assert_eq!(refused("session-paused").exit_code(), 1);
+        assert_eq!(refused("").exit_code(), 1);
+        let none = ClientError::NoAnswer { error: "x".into() };
+        assert_eq!(none.exit_code(), 1);
+    }
+
+    #[test]
+    fn a_reply_answer_reads_back_as_the_in_process_result() {
+        let answer = json!({
+            "ok": true, "work_item": "github:octo/repo#15", "pane": "%3", "bytes": 42,
+            "actor": "alice", "comment_posted": false, "warning": "the report failed",
+        });
+        let back = replied(&answer).unwrap();
+        assert_eq!(back.work_item, WorkItemRef::new("octo", "repo", 15));
+        assert_eq!(back.pane.to_string(), "%3");
+        assert_eq!(
+            back.report,
+            Report::Failed {
+                error: "the report failed".into()
+            }
+        );
+        assert!(replied(&json!({"ok": true})).is_none());
+    }
+
+    #[tokio::test]
+    async fn nobody_listening_is_told_apart_from_no_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(dir.path());
+        assert!(OperatorClient::new(&paths).is_none(), "no socket file");
+        std::fs::write(paths.operator_socket(), "").unwrap();
+        assert!(OperatorClient::new(&paths).is_none(), "not a socket");
+        std::fs::remove_file(paths.operator_socket()).unwrap();
+        // A dead supervisor's socket: the file is there, nobody listens.
+        drop(std::os::unix::net::UnixListener::bind(paths.operator_socket()).unwrap());
+        let client = OperatorClient::new(&paths).unwrap();
+        let request = ReplyRequest {
+            work_item: "github:octo/repo#1".into(),
+            text: "hi".into(),
+            actor: None,
+            comment: false,
+            via: Via::Cli,
+        };
+        let err = client.reply(&request).await.unwrap_err();
+        assert!(matches!(err, ClientError::NotListening { .. }), "{err}");
+    }
+}

@@ -126,6 +126,10 @@ async fn the_operator_runs_the_loop_from_the_screen() {
     screen.keys(&["P"]);
     screen.wait_text("Posted diffcheck's findings").await;
     screen.keys(&["Escape"]);
+    // An Escape followed at once by another key reads as Alt+key: let it land first.
+    screen
+        .wait_for("the result popup to close", |t| !t.contains("esc close"))
+        .await;
     let posted = world.sim.comments_on(REPO, 15);
     let review = posted
         .iter()

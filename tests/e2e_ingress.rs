@@ -25,5 +25,7 @@ mod lifecycle;
 mod measure;
 #[path = "e2e_ingress/reload.rs"]
 mod reload;
+#[path = "e2e_ingress/strangers.rs"]
+mod strangers;
 #[path = "e2e_ingress/webhook.rs"]
 mod webhook;

@@ -36,6 +36,8 @@ pub struct Setup {
     pub submit_delay_ms: u64,
     /// Serve webhooks on `127.0.0.1:0` with [`SECRET`].
     pub server: bool,
+    /// Watched besides [`REPO`] (same working directory and label).
+    pub extra_repos: Vec<String>,
 }
 
 impl Default for Setup {
@@ -46,6 +48,7 @@ impl Default for Setup {
             max_retries: 3,
             submit_delay_ms: 50,
             server: false,
+            extra_repos: Vec::new(),
         }
     }
 }
@@ -130,12 +133,22 @@ impl World {
         } else {
             ""
         };
+        let extra: String = setup
+            .extra_repos
+            .iter()
+            .map(|name| {
+                format!(
+                    "  - name: {name}\n    path: {work}\n    label: {LABEL}\n",
+                    work = self.work_dir().display()
+                )
+            })
+            .collect();
         format!(
             r#"repos:
   - name: {REPO}
     path: {work}
     label: {LABEL}
-routing:
+{extra}routing:
   authorizedUsers: [{users}]
 polling:
   intervalSeconds: {interval}

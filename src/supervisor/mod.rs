@@ -243,7 +243,14 @@ impl Parts {
         // Resolves the token now (`gh auth token` at most once) so the warning is known.
         let anonymous = !client.has_token().await;
         if !anonymous {
-            tokio::spawn(learn_own_login(Arc::clone(&client), dispatcher.clone()));
+            // Asked now, briefly, so the first cycle routes with it (and its request is
+            // not counted in that cycle); asked again in the background if GitHub is slow.
+            match tokio::time::timeout(OWN_LOGIN_WAIT, client.own_login()).await {
+                Ok(Ok(login)) => dispatcher.set_own_login(login.as_deref()),
+                _ => {
+                    tokio::spawn(learn_own_login(Arc::clone(&client), dispatcher.clone()));
+                }
+            }
         }
         Ok(Self {
             mode: options.mode,
@@ -456,6 +463,9 @@ fn open_sessions(registry: &Registry) -> Vec<crate::routing::WorkItemRef> {
         }
     }
 }
+
+/// How long the start waits for `GET /user` before asking in the background instead.
+const OWN_LOGIN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Tells the router whose PRs are the token's own (SPEC §14.3), asking GitHub in the
 /// background a few times; until it answers only authorized authors' PRs link items.

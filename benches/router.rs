@@ -25,7 +25,7 @@ fn bench_router(c: &mut Criterion) {
         authorized_users: vec!["alice".into(), "bob".into(), "carol-ops".into()],
         ..RoutingConfig::default()
     };
-    let config = RouterConfig::new(&routing, EnabledEvents::all());
+    let config = RouterConfig::new(&routing, EnabledEvents::all()).watching(["octo/repo"]);
     let cases = [
         ("issue_comment", "issue_comment.created.on_pr"),
         ("issue_comment", "issue_comment.created.unauthorized"),

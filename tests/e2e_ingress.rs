@@ -27,5 +27,7 @@ mod measure;
 mod private;
 #[path = "e2e_ingress/reload.rs"]
 mod reload;
+#[path = "e2e_ingress/strangers.rs"]
+mod strangers;
 #[path = "e2e_ingress/webhook.rs"]
 mod webhook;

@@ -15,6 +15,8 @@ use the_loop::routing::{
 mod actions;
 #[path = "router/props.rs"]
 mod props;
+#[path = "router/strangers.rs"]
+mod strangers;
 
 fn fixture(name: &str) -> Value {
     let path = format!(
@@ -36,8 +38,9 @@ fn routing(users: &[&str]) -> RoutingConfig {
     }
 }
 
+/// Watching octo/repo, the fixtures' repository.
 fn config(users: &[&str]) -> RouterConfig {
-    RouterConfig::new(&routing(users), EnabledEvents::all())
+    RouterConfig::new(&routing(users), EnabledEvents::all()).watching(["octo/repo"])
 }
 
 fn route_once(event: &str, payload: &Value, config: &RouterConfig) -> Outcome {
@@ -53,9 +56,12 @@ fn item(n: u64) -> WorkItemRef {
     WorkItemRef::new("octo", "repo", n)
 }
 
+/// A delivery; a human's was written on the last item (a PR comes after the issues it
+/// links), CI's on none.
 fn deliver(items: &[u64], actor: Option<&str>) -> Outcome {
     Outcome::Deliver {
         work_items: items.iter().map(|n| item(*n)).collect(),
+        subject: actor.and(items.last()).map(|n| item(*n)),
         actor: actor.map(String::from),
     }
 }
@@ -169,7 +175,8 @@ fn with_comment(name: &str, body: &str) -> Value {
 #[test]
 fn disabled_events_and_unknown_events() {
     let r = routing(&["alice"]);
-    let no_comments = RouterConfig::new(&r, EnabledEvents::all().without(EventKind::IssueComment));
+    let no_comments = RouterConfig::new(&r, EnabledEvents::all().without(EventKind::IssueComment))
+        .watching(["octo/repo"]);
     assert_eq!(
         route_fixture("issue_comment.created", &no_comments),
         dropped(DropReason::DisabledEvent, &[], None)
@@ -179,7 +186,7 @@ fn disabled_events_and_unknown_events() {
         deliver(CI, None)
     );
     let only_ci: EnabledEvents = [EventKind::CheckRun].into_iter().collect();
-    let only_ci = RouterConfig::new(&r, only_ci);
+    let only_ci = RouterConfig::new(&r, only_ci).watching(["octo/repo"]);
     assert_eq!(
         route_fixture("check_run.completed.failure", &only_ci),
         deliver(CI, None)
@@ -255,12 +262,12 @@ fn duplicate_deliveries_are_dropped_across_paths() {
 #[test]
 fn dedupe_holds_the_last_1024_deliveries() {
     let alice = config(&["alice"]);
-    let payload = fixture("check_run.completed.failure");
+    let payload = fixture("issue_comment.created");
     let mut dedupe = DeliveryDedupe::new();
     let ids: Vec<String> = (1..=1025).map(|n| format!("d-{n}")).collect();
     for id in &ids {
         let outcome = route(
-            &Inbound::from_webhook("check_run", id, &payload),
+            &Inbound::from_webhook("issue_comment", id, &payload),
             &alice,
             &mut dedupe,
         );
@@ -269,7 +276,7 @@ fn dedupe_holds_the_last_1024_deliveries() {
     assert_eq!(dedupe.len(), 1024);
     let again = |id: &str, dedupe: &mut DeliveryDedupe| {
         route(
-            &Inbound::from_webhook("check_run", id, &payload),
+            &Inbound::from_webhook("issue_comment", id, &payload),
             &alice,
             dedupe,
         )
@@ -359,7 +366,8 @@ fn drop_reasons_are_spelled_as_in_the_spec() {
             "self-authored",
             "unauthorized-actor",
             "unknown-actor",
-            "not-actionable"
+            "not-actionable",
+            "unwatched-repo"
         ]
     );
 }

@@ -153,6 +153,28 @@ impl Client {
         self.get_list(url, true).await
     }
 
+    /// The login the token belongs to (`GET /user`), asked once and then cached (a
+    /// failed ask is not: the next call asks again). `None` without a token.
+    pub async fn own_login(&self) -> Result<Option<String>, Error> {
+        if !self.has_token().await {
+            return Ok(None);
+        }
+        if let Some(login) = self.own_login.get() {
+            return Ok(Some(login.clone()));
+        }
+        let user = self.get_json("/user", &[]).await?;
+        let login = user["login"]
+            .as_str()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .ok_or_else(|| Error::Decode {
+                what: "GET /user".into(),
+                message: "the answer has no `login`".into(),
+            })?;
+        let _ = self.own_login.set(login.to_string());
+        Ok(Some(login.to_string()))
+    }
+
     /// Any single JSON document, unconditionally.
     pub async fn get_json(&self, path: &str, query: &[(&str, &str)]) -> Result<Value, Error> {
         let url = self.url(&checked_path(path)?, &owned(query))?;

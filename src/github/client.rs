@@ -153,6 +153,7 @@ impl ClientBuilder {
             }),
             requests: AtomicU64::new(0),
             not_modified: AtomicU64::new(0),
+            own_login: OnceCell::new(),
         })
     }
 }
@@ -177,6 +178,8 @@ pub struct Client {
     pub(super) state: Mutex<State>,
     pub(super) requests: AtomicU64,
     pub(super) not_modified: AtomicU64,
+    /// The token's login (`GET /user`), once asked successfully.
+    pub(super) own_login: OnceCell<String>,
 }
 
 impl std::fmt::Debug for Client {

@@ -2,7 +2,7 @@
 //! so the router, the excerpt and the tests treat both ingress paths identically:
 //!
 //! - a conversation comment → `issue_comment` (`comment`, `issue`, `repository`,
-//!   `sender`); on a PR the `issue` also carries `pull_request.head.ref` and the PR body
+//!   `sender`); on a PR the `issue` also carries `pull_request.head` (`ref`, `repo`) and the PR body
 //!   from the pulls listing, which §5.2 needs to link the PR to the issue it closes;
 //! - an inline review comment → `pull_request_review_comment` (`comment`,
 //!   `pull_request`);
@@ -148,7 +148,15 @@ pub fn trim_pull(pull: &Value) -> Value {
     }
     for side in ["head", "base"] {
         if let Some(s) = out.get_mut(side) {
-            *s = Value::Object(pick(s, &["label", "ref", "sha"]));
+            let mut kept = pick(s, &["label", "ref", "sha"]);
+            // Whose branch it is: a fork's branch names no issue here (SPEC §14.3).
+            if s["repo"].is_object() {
+                kept.insert(
+                    "repo".into(),
+                    Value::Object(pick(&s["repo"], &["id", "full_name"])),
+                );
+            }
+            *s = Value::Object(kept);
         }
     }
     if !out.contains_key("merged") {
@@ -221,7 +229,8 @@ fn issue_block(item: &Value, pull: Option<&Value>) -> Value {
         if let Some(head) = p["head"]["ref"].as_str()
             && let Some(block) = obj.get_mut("pull_request").and_then(Value::as_object_mut)
         {
-            block.insert("head".into(), json!({ "ref": head }));
+            let repo = &p["head"]["repo"];
+            block.insert("head".into(), json!({ "ref": head, "repo": repo }));
         }
     }
     issue

@@ -19,7 +19,7 @@ fn routed(gh_event: &str, action: &str, payload: &Value) -> Outcome {
         authorized_users: vec!["alice".into()],
         ..RoutingConfig::default()
     };
-    let config = RouterConfig::new(&routing, EnabledEvents::all());
+    let config = RouterConfig::new(&routing, EnabledEvents::all()).watching(["octo/repo"]);
     let inbound = crate::routing::Inbound::new(gh_event, action, "", payload);
     route(&inbound, &config, &mut DeliveryDedupe::new())
 }
@@ -98,7 +98,12 @@ fn a_pr_comment_carries_the_head_branch_and_body_so_the_pr_links_to_its_issue() 
         WorkItemRef::new("octo", "repo", 16),
     ];
     match routed_event(&e) {
-        Outcome::Deliver { work_items, actor } => {
+        Outcome::Deliver {
+            work_items,
+            subject,
+            actor,
+        } => {
+            assert_eq!(subject, Some(WorkItemRef::new("octo", "repo", 16)));
             assert_eq!(work_items, expected);
             assert_eq!(actor.as_deref(), Some("alice"));
         }
@@ -299,7 +304,11 @@ fn trimming_keeps_what_is_read_and_drops_the_noise() {
     let pull = trim_pull(&pull_16());
     assert_eq!(pull["merged"], json!(false));
     assert_eq!(pull["head"]["ref"], json!("issue-15-backoff"));
-    assert!(pull["head"].get("repo").is_none());
+    assert_eq!(
+        pull["head"]["repo"],
+        json!({"id": 1296269, "full_name": "octo/repo"}),
+        "whose branch it is, and nothing more"
+    );
     let serialized = serde_json::to_string(&item).unwrap();
     assert!(serialized.len() * 2 < serde_json::to_string(&raw).unwrap().len());
 }

@@ -77,12 +77,14 @@ impl ControlKeywords {
     }
 
     /// Finds the keywords in `text`, case-insensitively. A keyword counts only as a whole
-    /// word: `xthe-loop start` and `the-loop startx` are not commands.
+    /// word (`xthe-loop start` and `the-loop startx` are not commands), and only in the
+    /// comment's own prose (SPEC §14.3): not in a quoted line (`> the-loop stop` quotes
+    /// someone), inline code or a fenced code block (both show a command, not give it).
     pub fn find(&self, text: &str) -> ControlMatch {
         if self.entries.is_empty() || text.is_empty() {
             return ControlMatch::None;
         }
-        let lowered = text.to_lowercase();
+        let lowered = prose(text).to_lowercase();
         let mut found: Vec<ControlCommand> = Vec::new();
         for (command, keyword) in &self.entries {
             if !found.contains(command) && contains_bounded(&lowered, keyword) {
@@ -95,6 +97,99 @@ impl ControlKeywords {
             _ => ControlMatch::Ambiguous(found),
         }
     }
+}
+
+/// `text` with quoted lines, fenced code blocks and inline code spans blanked out, as
+/// Markdown (CommonMark) reads them: a quote is a line whose first non-blank character
+/// (after at most three spaces) is `>`; a fence opens with three or more backticks or
+/// tildes and closes with at least as many of the same (or at the end of the text); a
+/// code span opens with a run of backticks and closes with a run of the same length (an
+/// unmatched run is literal). Blanked text becomes spaces and line breaks stay, so
+/// nothing on either side of it is joined into a keyword.
+pub fn prose(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut fence: Option<(char, usize)> = None;
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        let rest = &line[indent..];
+        let marker = (indent <= 3).then(|| fence_marker(rest)).flatten();
+        match (fence, marker) {
+            (Some((c, n)), Some((mc, mn))) if c == mc && mn >= n && is_closing(rest, mc) => {
+                fence = None;
+                continue;
+            }
+            (Some(_), _) => continue,
+            (None, Some(open)) => {
+                fence = Some(open);
+                continue;
+            }
+            (None, None) => {}
+        }
+        if indent <= 3 && rest.starts_with('>') {
+            continue;
+        }
+        strip_code_spans(line, &mut out);
+    }
+    out
+}
+
+/// The fence a line opens (`(char, length)`), if it starts with one.
+fn fence_marker(line: &str) -> Option<(char, usize)> {
+    let c = line.chars().next().filter(|c| matches!(c, '`' | '~'))?;
+    let n = line.chars().take_while(|&x| x == c).count();
+    // An info string after backticks may not contain a backtick (CommonMark).
+    let info = &line[n..];
+    (n >= 3 && !(c == '`' && info.contains('`'))).then_some((c, n))
+}
+
+/// A closing fence carries nothing but blanks after its run.
+fn is_closing(line: &str, c: char) -> bool {
+    line.trim_start_matches(c).trim().is_empty()
+}
+
+/// Appends `line` with each code span's content (and its backticks) turned to spaces.
+fn strip_code_spans(line: &str, out: &mut String) {
+    let bytes = line.as_bytes();
+    let run_at = |at: usize| bytes[at..].iter().take_while(|&&b| b == b'`').count();
+    let mut copied = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] != b'`' {
+            at += 1;
+            continue;
+        }
+        let open = run_at(at);
+        let body = at + open;
+        // The next run of exactly `open` backticks closes the span.
+        let mut scan = body;
+        let mut close = None;
+        while scan < bytes.len() {
+            if bytes[scan] == b'`' {
+                let run = run_at(scan);
+                if run == open {
+                    close = Some(scan);
+                    break;
+                }
+                scan += run;
+            } else {
+                scan += 1;
+            }
+        }
+        match close {
+            Some(end) => {
+                out.push_str(&line[copied..at]);
+                let blanked = line[at..end + open].chars().count();
+                out.extend(std::iter::repeat_n(' ', blanked));
+                at = end + open;
+                copied = at;
+            }
+            None => at = body, // a literal run of backticks
+        }
+    }
+    out.push_str(&line[copied..]);
 }
 
 fn is_word_char(c: char) -> bool {
@@ -134,7 +229,6 @@ mod tests {
             ("the-loop resume", Resume),
             ("The-Loop START", Start),
             ("please, the-loop pause.", Pause),
-            ("`the-loop resume`", Resume),
             ("(the-loop stop)", Stop),
             ("line one\nthe-loop start\nline three", Start),
             ("the-loop start the-loop start", Start),
@@ -171,6 +265,39 @@ mod tests {
         ] {
             assert_eq!(defaults().find(text), ControlMatch::None, "{text:?}");
         }
+    }
+
+    #[test]
+    fn quotes_and_code_are_not_commands() {
+        for text in [
+            "> the-loop stop",
+            "  > the-loop stop\nI agree with the above",
+            ">> the-loop pause",
+            "`the-loop resume`",
+            "run ``the-loop stop`` to end it",
+            "```\nthe-loop stop\n```",
+            "~~~sh\nthe-loop start\n~~~",
+            "```\nunclosed fence\nthe-loop stop",
+            "````\n```\nthe-loop stop\n```\nstill code\n````",
+            "the-loop `` start",
+        ] {
+            assert_eq!(defaults().find(text), ControlMatch::None, "{text:?}");
+        }
+        for (text, expected) in [
+            ("> the-loop stop\n\nthe-loop pause", Pause),
+            ("```\nthe-loop stop\n```\nthe-loop start", Start),
+            ("`code` then the-loop resume", Resume),
+            ("an unmatched ` backtick, the-loop stop", Stop),
+            ("a >the-loop stop in the middle", Stop),
+            ("``` inline `x` the-loop stop", Stop),
+        ] {
+            assert_eq!(
+                defaults().find(text),
+                ControlMatch::Command(expected),
+                "{text:?}"
+            );
+        }
+        assert_eq!(prose("a `b` c\n> q\nd"), "a     c\n\nd");
     }
 
     #[test]

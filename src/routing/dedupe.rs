@@ -4,6 +4,35 @@
 
 use std::collections::{HashSet, VecDeque};
 
+use serde_json::Value;
+
+/// The dedupe key of a CI result (SPEC §14.3): `ci:<event kind>:<run or check id>:<conclusion>`,
+/// so one run's result is delivered once however many deliveries carry it — a webhook
+/// replayed under new delivery ids, or the polled `check_run` twin
+/// (`poll-check-run-<id>`), which is shaped like the webhook and so gets the same key.
+/// A re-run of a workflow (`run_attempt`) is a new result. `None` when the payload
+/// names no id: only the delivery id dedupes it then.
+///
+/// Kept in the same bounded, persisted store as delivery ids (the prefix keeps the two
+/// apart: GitHub's delivery ids are GUIDs, the poller's start with `poll-`).
+pub fn ci_dedupe_key(gh_event: &str, payload: &Value) -> Option<String> {
+    let (object, result) = match gh_event {
+        "workflow_run" | "check_run" | "check_suite" => (&payload[gh_event], "conclusion"),
+        "status" => (payload, "state"),
+        _ => return None,
+    };
+    let id = object["id"].as_u64()?;
+    let result = object[result].as_str().unwrap_or("");
+    let run = match object["run_attempt"].as_u64() {
+        Some(attempt) if gh_event == "workflow_run" => format!("{id}.{attempt}"),
+        _ => id.to_string(),
+    };
+    Some(format!(
+        "ci:{gh_event}:{run}:{}",
+        result.to_ascii_lowercase()
+    ))
+}
+
 /// How many recent delivery ids are remembered (and persisted).
 pub const DEDUPE_CAPACITY: usize = 1024;
 
@@ -84,6 +113,12 @@ impl DeliveryDedupe {
         self.seen.insert(id.clone());
         self.order.push_back(id);
         true
+    }
+
+    /// The length and the newest id: changes whenever an id is recorded (or a
+    /// duplicate refreshed), so a caller knows when to persist.
+    pub fn fingerprint(&self) -> (usize, Option<Box<str>>) {
+        (self.order.len(), self.order.back().cloned())
     }
 
     pub fn contains(&self, id: &str) -> bool {

@@ -2,8 +2,9 @@
 //! payload: any JSON value is accepted and the worst outcome is an empty list.
 //!
 //! For a pull request the order is: the issues its body closes, the issue named by its
-//! head branch, the PR itself — so the dispatcher finds the session of the issue a PR
-//! works on before a session of the PR.
+//! head branch, the PR itself. Links are followed only on a trusted author's word
+//! ([`Links`], SPEC §14.3), and the dispatcher prefers the session of the item an event
+//! was written on over a linked item's.
 
 use std::sync::LazyLock;
 
@@ -190,75 +191,161 @@ fn subject_number(gh_event: &str, payload: &Value) -> Option<u64> {
     }
 }
 
-/// The work items an event concerns (SPEC §5.2), in order, duplicates merged (owner and
-/// repo compared case-insensitively, first occurrence kept). Never panics.
+/// Whether the links a pull request writes — the issues its body closes, the issue its
+/// head branch names (SPEC §5.2 steps 1–2) — are followed. They are only when the PR's
+/// author is trusted (SPEC §14.3: authorized, or the token's own login): otherwise a
+/// stranger's `Fixes #1` would choose which session hears about their PR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Links {
+    Follow,
+    Ignore,
+}
+
+/// The work items an event concerns (SPEC §5.2), following a PR's links as if its author
+/// were trusted; see [`work_items_with`].
+pub fn work_items(gh_event: &str, payload: &Value) -> Vec<WorkItemRef> {
+    work_items_with(gh_event, payload, Links::Follow)
+}
+
+/// The work items an event concerns (SPEC §5.2, §14.3), in order, duplicates merged
+/// (owner and repo compared case-insensitively, first occurrence kept). Never panics.
+///
+/// A PR's links count only with [`Links::Follow`], and its head branch only when the
+/// head repository is the base repository (a fork's `issue-1-please` names nothing
+/// here). CI events take an item from a head branch only when it is a branch of the
+/// event's repository (see [`ci_parts`]).
 ///
 /// For an `issue_comment` on a PR GitHub's payload carries no head branch; the poller may
-/// supply one as `issue.pull_request.head.ref` (read when present).
-pub fn work_items(gh_event: &str, payload: &Value) -> Vec<WorkItemRef> {
+/// supply one as `issue.pull_request.head` (read when present).
+pub fn work_items_with(gh_event: &str, payload: &Value, links: Links) -> Vec<WorkItemRef> {
     let Some(repo) = RepoId::of_payload(payload) else {
         return Vec::new();
     };
     let mut items = Vec::new();
     if is_pr_event(gh_event, payload) {
-        let (body, branch) = if gh_event == "issue_comment" {
+        let (body, head) = if gh_event == "issue_comment" {
             let issue = &payload["issue"];
-            (&issue["body"], &issue["pull_request"]["head"]["ref"])
+            (&issue["body"], &issue["pull_request"]["head"])
         } else {
             let pr = &payload["pull_request"];
-            (&pr["body"], &pr["head"]["ref"])
+            (&pr["body"], &pr["head"])
         };
-        if let Some(body) = body.as_str() {
-            items = closing_refs(body, repo);
+        if links == Links::Follow {
+            if let Some(body) = body.as_str() {
+                items = closing_refs(body, repo);
+            }
+            if same_repository(&head["repo"], payload) {
+                items.extend(
+                    head["ref"]
+                        .as_str()
+                        .and_then(branch_issue)
+                        .map(|n| repo.item(n)),
+                );
+            }
         }
-        items.extend(branch.as_str().and_then(branch_issue).map(|n| repo.item(n)));
         items.extend(subject_number(gh_event, payload).map(|n| repo.item(n)));
     } else if let Some(n) = subject_number(gh_event, payload) {
         items.push(repo.item(n));
-    } else if let Some((run, branches)) = ci_parts(gh_event, payload) {
-        if let Some(prs) = run["pull_requests"].as_array() {
+    } else if let Some(ci) = ci_parts(gh_event, payload) {
+        if let Some(prs) = ci.run["pull_requests"].as_array() {
             items.extend(
                 prs.iter()
                     .filter_map(|pr| number(&pr["number"]))
                     .map(|n| repo.item(n)),
             );
         }
-        items.extend(
-            branches
-                .into_iter()
-                .filter_map(|b| b.as_str().and_then(branch_issue))
-                .map(|n| repo.item(n)),
-        );
+        if ci.own_branches {
+            items.extend(
+                ci.branches
+                    .into_iter()
+                    .filter_map(|b| b.as_str().and_then(branch_issue))
+                    .map(|n| repo.item(n)),
+            );
+        }
     }
     merge_duplicates(items)
 }
 
-/// For a CI event: the object carrying `pull_requests`, and its head branch name(s). A
-/// `status` has no pull requests; its `branches[].name` are the branches of the commit.
-fn ci_parts<'a>(gh_event: &str, payload: &'a Value) -> Option<(&'a Value, Vec<&'a Value>)> {
-    let (run, branch) = match gh_event {
-        "workflow_run" => (
-            &payload["workflow_run"],
-            &payload["workflow_run"]["head_branch"],
-        ),
-        "check_suite" => (
-            &payload["check_suite"],
-            &payload["check_suite"]["head_branch"],
-        ),
-        "check_run" => (
-            &payload["check_run"],
-            &payload["check_run"]["check_suite"]["head_branch"],
-        ),
+/// The login of the PR an event is about (its author, not the event's actor): the
+/// `pull_request.user`, or for a comment on a PR the `issue.user`. `None` when the event
+/// is not about a PR or names no author.
+pub fn pr_author<'p>(gh_event: &str, payload: &'p Value) -> Option<&'p str> {
+    if !is_pr_event(gh_event, payload) {
+        return None;
+    }
+    let container = if gh_event == "issue_comment" {
+        "issue"
+    } else {
+        "pull_request"
+    };
+    payload[container]["user"]["login"].as_str()
+}
+
+/// Whether a head repository object (`{full_name, id, …}`) is the event's repository:
+/// the same id when both carry one, else the same full name (case-insensitively). A
+/// missing or deleted head repository (`null`) is not.
+fn same_repository(head_repo: &Value, payload: &Value) -> bool {
+    let base = &payload["repository"];
+    if let (Some(a), Some(b)) = (head_repo["id"].as_u64(), base["id"].as_u64()) {
+        return a == b;
+    }
+    match (head_repo["full_name"].as_str(), base["full_name"].as_str()) {
+        (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+        _ => false,
+    }
+}
+
+/// What a CI event links by: the object carrying `pull_requests`, its head branch
+/// name(s), and whether those branches are the repository's own.
+struct CiParts<'a> {
+    run: &'a Value,
+    branches: Vec<&'a Value>,
+    own_branches: bool,
+}
+
+/// For a CI event: see [`CiParts`]. A workflow run names its `head_repository`; its
+/// branch counts only when that is the event's repository (a fork's `issue-1-please`
+/// would otherwise reach #1's session). A check suite's `head_branch` is `null` when the
+/// branch is in a fork (GitHub's Checks API), so it counts unless a `head_repository`
+/// says otherwise. A `status` has no pull requests; its `branches[].name` are branches of
+/// the repository itself that hold the commit, so they count.
+fn ci_parts<'a>(gh_event: &str, payload: &'a Value) -> Option<CiParts<'a>> {
+    let own_unless_told =
+        |head_repo: &Value| head_repo.is_null() || same_repository(head_repo, payload);
+    let (run, branch, own_branches) = match gh_event {
+        "workflow_run" => {
+            let run = &payload["workflow_run"];
+            let own = same_repository(&run["head_repository"], payload);
+            (run, &run["head_branch"], own)
+        }
+        "check_suite" => {
+            let suite = &payload["check_suite"];
+            let own = own_unless_told(&suite["head_repository"]);
+            (suite, &suite["head_branch"], own)
+        }
+        "check_run" => {
+            let suite = &payload["check_run"]["check_suite"];
+            let own = own_unless_told(&suite["head_repository"]);
+            (&payload["check_run"], &suite["head_branch"], own)
+        }
         "status" => {
             let branches = payload["branches"]
                 .as_array()
                 .map(|bs| bs.iter().map(|b| &b["name"]).collect())
                 .unwrap_or_default();
-            return Some((&Value::Null, branches));
+            return Some(CiParts {
+                run: &Value::Null,
+                branches,
+                own_branches: true,
+            });
         }
         _ => return None,
     };
-    Some((run, vec![branch]))
+    Some(CiParts {
+        run,
+        branches: vec![branch],
+        own_branches,
+    })
 }
 
 fn merge_duplicates(items: Vec<WorkItemRef>) -> Vec<WorkItemRef> {

@@ -265,12 +265,84 @@ fn fixtures_concern_the_expected_items() {
     }
 }
 
-/// PR #16 in octo/repo with this body and head branch.
+/// PR #16 in octo/repo with this body and head branch (in octo/repo itself).
 fn pr_payload(body: &str, branch: &str) -> Value {
     json!({
         "repository": {"full_name": "octo/repo"},
-        "pull_request": {"number": 16, "body": body, "head": {"ref": branch}},
+        "pull_request": {
+            "number": 16, "body": body,
+            "head": {"ref": branch, "repo": {"full_name": "octo/repo"}},
+        },
     })
+}
+
+#[test]
+fn a_pr_links_only_on_a_trusted_word_and_from_its_own_repository() {
+    let payload = pr_payload("Fixes #3", "issue-5-work");
+    assert_eq!(
+        refs(&work_items_with("pull_request", &payload, Links::Ignore)),
+        vec!["github:octo/repo#16"],
+        "an untrusted author's PR concerns only itself"
+    );
+    assert_eq!(pr_author("pull_request", &payload), None);
+    let mut fork = payload.clone();
+    fork["pull_request"]["head"]["repo"] = json!({"full_name": "mallory/repo"});
+    assert_eq!(
+        refs(&work_items("pull_request", &fork)),
+        vec!["github:octo/repo#3", "github:octo/repo#16"],
+        "a fork's branch names no issue here"
+    );
+    for head_repo in [
+        json!(null),
+        json!({}),
+        json!({"id": 9, "full_name": "octo/repo"}),
+    ] {
+        let mut odd = payload.clone();
+        odd["repository"]["id"] = json!(1);
+        odd["pull_request"]["head"]["repo"] = head_repo.clone();
+        assert_eq!(
+            refs(&work_items("pull_request", &odd)),
+            vec!["github:octo/repo#3", "github:octo/repo#16"],
+            "{head_repo}"
+        );
+    }
+    let comment = json!({
+        "repository": {"full_name": "octo/repo"},
+        "issue": {"number": 16, "body": "fixes #2", "user": {"login": "mallory"},
+                  "pull_request": {"url": "x", "head": {"ref": "issue-9"}}},
+    });
+    assert_eq!(pr_author("issue_comment", &comment), Some("mallory"));
+    assert_eq!(
+        refs(&work_items("issue_comment", &comment)),
+        vec!["github:octo/repo#2", "github:octo/repo#16"],
+        "a head branch of no known repository names nothing"
+    );
+}
+
+#[test]
+fn ci_takes_a_head_branch_only_from_its_own_repository() {
+    let run = |head_repository: Value| {
+        json!({
+            "repository": {"id": 1, "full_name": "octo/repo"},
+            "workflow_run": {"id": 7, "head_branch": "issue-1-please", "pull_requests": [],
+                             "head_repository": head_repository},
+        })
+    };
+    let own = run(json!({"id": 1, "full_name": "octo/repo"}));
+    assert_eq!(
+        refs(&work_items("workflow_run", &own)),
+        vec!["github:octo/repo#1"]
+    );
+    for stranger in [
+        json!({"id": 2, "full_name": "mallory/repo"}),
+        json!({"id": 2, "full_name": "octo/repo"}),
+        json!(null),
+    ] {
+        assert!(
+            work_items("workflow_run", &run(stranger.clone())).is_empty(),
+            "{stranger}"
+        );
+    }
 }
 
 #[test]
@@ -309,7 +381,7 @@ fn issue_comment_on_pr_reads_issue_body_and_optional_branch() {
         "issue": {
             "number": 16,
             "body": "fixes #2",
-            "pull_request": {"url": "x", "head": {"ref": "issue/9"}},
+            "pull_request": {"url": "x", "head": {"ref": "issue/9", "repo": {"full_name": "octo/repo"}}},
         },
         "pull_request": {"body": "fixes #3"},
     });
@@ -346,7 +418,8 @@ fn pull_request_event_falls_back_to_top_level_number() {
 fn ci_events_read_their_own_objects() {
     let suite = json!({
         "repository": {"full_name": "octo/repo"},
-        "check_suite": {"head_branch": "issue-3", "pull_requests": [{"number": 8}, {"number": 9}, {"number": 8}]},
+        "check_suite": {"head_branch": "issue-3", "head_repository": {"full_name": "octo/repo"},
+                        "pull_requests": [{"number": 8}, {"number": 9}, {"number": 8}]},
     });
     assert_eq!(
         refs(&work_items("check_suite", &suite)),

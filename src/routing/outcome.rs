@@ -18,10 +18,11 @@ pub enum DropReason {
     UnauthorizedActor,
     UnknownActor,
     NotActionable,
+    UnwatchedRepo,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 7] = [
+    pub const ALL: [DropReason; 8] = [
         Self::DisabledEvent,
         Self::DuplicateDelivery,
         Self::NoWorkItem,
@@ -29,6 +30,7 @@ impl DropReason {
         Self::UnauthorizedActor,
         Self::UnknownActor,
         Self::NotActionable,
+        Self::UnwatchedRepo,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -40,6 +42,7 @@ impl DropReason {
             Self::UnauthorizedActor => "unauthorized-actor",
             Self::UnknownActor => "unknown-actor",
             Self::NotActionable => "not-actionable",
+            Self::UnwatchedRepo => "unwatched-repo",
         }
     }
 }
@@ -54,15 +57,19 @@ impl std::fmt::Display for DropReason {
 /// the event name, action and delivery id stay on the [`Inbound`] the caller already has.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// Build the excerpt and deliver it to the session of the first work item that has
-    /// one (§5.2: the issue a PR closes before the PR). `actor` is `None` for CI events.
+    /// Build the excerpt and deliver it: to `subject`'s session when it has one (the
+    /// item the comment or review was written on, §14.3), else to the first work item
+    /// with a session (§5.2: the issue a PR closes before the PR). `subject` is `None`
+    /// for CI events, `actor` too.
     Deliver {
         work_items: Vec<WorkItemRef>,
+        subject: Option<WorkItemRef>,
         actor: Option<String>,
     },
     /// An authorized control comment (§5.4): act on it, never forward it. `item` is the
-    /// issue or PR the comment was written on (`start` spawns for it); `work_items` is
-    /// the full §5.2 list, to find an existing session for `stop`/`pause`/`resume`.
+    /// issue or PR the comment was written on (`start` spawns for it; `stop`/`pause`/
+    /// `resume` act on its session when it has one, §14.3); `work_items` is the full
+    /// §5.2 list, to find a linked item's session when it has none.
     /// Whether `start` may spawn under the spawn policy is the dispatcher's call.
     Control {
         command: ControlCommand,

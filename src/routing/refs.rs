@@ -57,14 +57,48 @@ impl WorkItemRef {
         format!("{}/{}", self.owner, self.repo)
     }
 
-    /// The ref with every run of characters outside `[A-Za-z0-9._-]` replaced by `-`.
+    /// The state-file name of the item (SPEC §5.1, §14.7): the ref with every run of
+    /// characters outside `[A-Za-z0-9._-]` replaced by `-`, and — only where that readable
+    /// form loses information (a `-` inside the host, owner or repo makes the separators
+    /// ambiguous: `a-b/c#1` and `a/b-c#1`) — `-h` and a short stable hash of the ref.
+    /// Two different items never share a slug.
     pub fn slug(&self) -> String {
+        let readable = self.legacy_slug();
+        if decode_slug(&readable).is_some_and(|back| same_item(&back, self)) {
+            readable
+        } else {
+            format!("{readable}-{}", self.name_hash())
+        }
+    }
+
+    /// The slug as releases before SPEC §14.7 wrote it (no hash): where older state
+    /// files of this item may still be.
+    pub fn legacy_slug(&self) -> String {
         slugify(&self.to_string())
     }
 
-    /// The tmux session name: `loop-<slug>` with `.` and `:` turned into `_`.
+    /// The tmux session name: `loop-<slug>` with `.` and `:` turned into `_` (tmux
+    /// rewrites them itself). Where that loses information (the slug has a `.`:
+    /// `my.repo` and `my_repo`), the readable part is followed by the ref's hash, so two
+    /// different items never share a session (§14.7).
     pub fn tmux_session_name(&self) -> String {
-        format!("loop-{}", self.slug()).replace(['.', ':'], "_")
+        let readable = format!("loop-{}", self.legacy_slug()).replace(['.', ':'], "_");
+        let slug = self.slug();
+        if slug.contains(['.', ':']) || slug.len() != self.legacy_slug().len() {
+            format!("{readable}-{}", self.name_hash())
+        } else {
+            readable
+        }
+    }
+
+    /// `h` and the first 8 hex digits of the SHA-256 of the lowercased ref: stable across
+    /// releases and machines, and the same for the spellings GitHub treats as one item
+    /// (owner and repo are case-insensitive). The `h` keeps a hash from ever reading as
+    /// an item number.
+    fn name_hash(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(self.to_string().to_lowercase().as_bytes());
+        format!("h{}", &hex::encode(digest)[..8])
     }
 
     /// The item's web URL (issues and PRs share it: GitHub redirects).
@@ -82,6 +116,28 @@ impl WorkItemRef {
             && self.owner.eq_ignore_ascii_case(&other.owner)
             && self.repo.eq_ignore_ascii_case(&other.repo)
     }
+}
+
+/// The ref a readable slug spells when it is unambiguous: `github-OWNER-REPO-N`, or
+/// `github-HOST-OWNER-REPO-N` with a dotted host, each part free of `-`.
+fn decode_slug(slug: &str) -> Option<WorkItemRef> {
+    let parts: Vec<&str> = slug.split('-').collect();
+    let (host, owner, repo, number) = match parts.as_slice() {
+        ["github", owner, repo, n] => (DEFAULT_HOST, *owner, *repo, *n),
+        ["github", host, owner, repo, n] if valid_host(host) => (*host, *owner, *repo, *n),
+        _ => return None,
+    };
+    if !valid_segment(owner) || !valid_segment(repo) {
+        return None;
+    }
+    let number = number.parse().ok().filter(|n| *n > 0)?;
+    Some(WorkItemRef::on_host(host, owner, repo, number))
+}
+
+/// The same issue or PR: host, owner, repo (case-insensitively, as GitHub compares them)
+/// and number.
+fn same_item(a: &WorkItemRef, b: &WorkItemRef) -> bool {
+    a.number == b.number && a.same_repo(b)
 }
 
 /// Replaces each run of characters outside `[A-Za-z0-9._-]` with one `-`.
@@ -218,10 +274,42 @@ mod tests {
         assert_eq!(r.tmux_session_name(), "loop-github-octo-repo-15");
         let g = WorkItemRef::on_host("ghe.example.com", "octo", "my.repo", 7);
         assert_eq!(g.slug(), "github-ghe.example.com-octo-my.repo-7");
-        assert_eq!(
-            g.tmux_session_name(),
-            "loop-github-ghe_example_com-octo-my_repo-7"
+        assert!(
+            g.tmux_session_name()
+                .starts_with("loop-github-ghe_example_com-octo-my_repo-7-h"),
+            "dots turned into `_` lose information"
         );
         assert_eq!(slugify("a::b##c"), "a-b-c");
+    }
+
+    #[test]
+    fn names_that_would_lose_information_carry_a_hash() {
+        // Readable forms that cannot be read back get `-h` and 8 hex digits.
+        let dotted = WorkItemRef::new("octo", "my.repo", 1);
+        let underscored = WorkItemRef::new("octo", "my_repo", 1);
+        assert_eq!(dotted.slug(), "github-octo-my.repo-1", "slugs keep dots");
+        assert_eq!(underscored.slug(), "github-octo-my_repo-1");
+        assert_eq!(
+            underscored.tmux_session_name(),
+            "loop-github-octo-my_repo-1"
+        );
+        let tmux = dotted.tmux_session_name();
+        assert!(tmux.starts_with("loop-github-octo-my_repo-1-h"), "{tmux}");
+        assert_eq!(tmux.len(), "loop-github-octo-my_repo-1-h".len() + 8);
+
+        let dashed = WorkItemRef::new("octo", "the-loop", 2);
+        let other = WorkItemRef::new("octo-the", "loop", 2);
+        assert_eq!(dashed.legacy_slug(), other.legacy_slug());
+        assert_ne!(dashed.slug(), other.slug());
+        assert_ne!(dashed.tmux_session_name(), other.tmux_session_name());
+        assert!(dashed.slug().starts_with("github-octo-the-loop-2-h"));
+
+        // Stable, and the same for the spellings GitHub treats as one item.
+        assert_eq!(dashed.slug(), dashed.clone().slug());
+        let shouted = WorkItemRef::new("OCTO", "THE-LOOP", 2);
+        assert_eq!(
+            shouted.slug().rsplit('-').next(),
+            dashed.slug().rsplit('-').next()
+        );
     }
 }

@@ -1,8 +1,9 @@
 //! The router (SPEC §3.3, §5.3): the one function every ingress path — poller and webhook
 //! — feeds, so the gates exist once. For each event, in this order:
 //!
-//! event-kind filter → delivery-id dedupe → work-item extraction → marker check →
-//! actor check → action filter → [`Outcome`].
+//! event-kind filter → delivery-id dedupe → work-item extraction (a PR's links only on
+//! a trusted author's word) → watched repository → marker check → actor check → action
+//! filter (CI: deduplicated by run) → [`Outcome`].
 //!
 //! It reads the full payload by reference (never cloned, never the excerpt), keeps no
 //! state but the [`DeliveryDedupe`] it is handed, and does no I/O.
@@ -10,8 +11,8 @@
 use serde_json::Value;
 
 use super::control::{ControlKeywords, ControlMatch};
-use super::dedupe::DeliveryDedupe;
-use super::extract;
+use super::dedupe::{DeliveryDedupe, ci_dedupe_key};
+use super::extract::{self, Links};
 use super::outcome::{DropReason, Outcome};
 use super::refs::WorkItemRef;
 use crate::config::{RoutingConfig, SpawnPolicy};
@@ -138,9 +139,16 @@ pub struct RouterConfig {
     spawn: SpawnPolicy,
     deliver_edits: bool,
     enabled: EnabledEvents,
+    /// `repos[].name`, lowercased: events about any other repository are dropped
+    /// (`unwatched-repo`, SPEC §14.3). Empty watches nothing (fail closed).
+    watched: Vec<String>,
+    /// The login the GitHub token belongs to, once known: its PRs' links are followed
+    /// like an authorized author's (§14.3).
+    own_login: Option<String>,
 }
 
 impl RouterConfig {
+    /// Watches no repository until [`RouterConfig::watching`] says which.
     pub fn new(routing: &RoutingConfig, enabled: EnabledEvents) -> Self {
         Self {
             allowlist: Allowlist::new(&routing.authorized_users),
@@ -148,7 +156,49 @@ impl RouterConfig {
             spawn: routing.spawn,
             deliver_edits: routing.deliver_edits,
             enabled,
+            watched: Vec::new(),
+            own_login: None,
         }
+    }
+
+    /// The watched repositories (`owner/name`, compared case-insensitively).
+    pub fn watching<'a>(mut self, repos: impl IntoIterator<Item = &'a str>) -> Self {
+        self.watched = repos.into_iter().map(str::to_ascii_lowercase).collect();
+        self
+    }
+
+    /// The token's own login (`GET /user`); blank is none.
+    pub fn with_own_login(mut self, login: Option<&str>) -> Self {
+        self.own_login = login
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_string);
+        self
+    }
+
+    /// Whether the item's repository is one of `repos[]`.
+    pub fn watches(&self, item: &WorkItemRef) -> bool {
+        self.watches_repo(&item.owner, &item.repo)
+    }
+
+    /// Whether `owner/name` is one of `repos[]`.
+    pub fn watches_repo(&self, owner: &str, name: &str) -> bool {
+        self.watched.iter().any(|w| {
+            w.split_once('/')
+                .is_some_and(|(o, n)| o.eq_ignore_ascii_case(owner) && n.eq_ignore_ascii_case(name))
+        })
+    }
+
+    /// Whether a PR by `author` may link other items (§14.3): an authorized login or the
+    /// token's own.
+    fn trusts_links_of(&self, author: Option<&str>) -> bool {
+        author.is_some_and(|a| {
+            self.allowlist.allows(a)
+                || self
+                    .own_login
+                    .as_deref()
+                    .is_some_and(|own| own.eq_ignore_ascii_case(a))
+        })
     }
 
     /// The supervisor warns when this is empty (every human-authored event is refused).
@@ -182,10 +232,26 @@ pub fn route(inbound: &Inbound<'_>, config: &RouterConfig, dedupe: &mut Delivery
     if !delivery_id.is_empty() && !dedupe.first_sighting(delivery_id) {
         return dropped(DropReason::DuplicateDelivery, Vec::new(), None);
     }
-    let work_items = extract::work_items(gh_event, payload);
+    let links = if config.trusts_links_of(extract::pr_author(gh_event, payload)) {
+        Links::Follow
+    } else {
+        Links::Ignore
+    };
+    let mut work_items = extract::work_items_with(gh_event, payload, links);
     let actor = guard::actor_of(gh_event, payload);
     if work_items.is_empty() {
         return dropped(DropReason::NoWorkItem, work_items, actor.login());
+    }
+    // The event's own repository (every item but a qualified closing reference is in
+    // it), then each linked item's: nothing about an unwatched repository goes on.
+    let own_repo_watched =
+        extract::RepoId::of_payload(payload).is_some_and(|r| config.watches_repo(r.owner, r.name));
+    if !own_repo_watched {
+        return dropped(DropReason::UnwatchedRepo, work_items, actor.login());
+    }
+    work_items.retain(|w| config.watches(w));
+    if work_items.is_empty() {
+        return dropped(DropReason::UnwatchedRepo, work_items, actor.login());
     }
     let text = authored_text(kind, payload);
     if carries_marker(payload) {
@@ -213,7 +279,7 @@ pub fn route(inbound: &Inbound<'_>, config: &RouterConfig, dedupe: &mut Delivery
                 if config.deliver_edits
                     && config.keywords.find(text.unwrap_or("")) == ControlMatch::None =>
             {
-                deliver(work_items, actor)
+                deliver(work_items, extract::subject(gh_event, payload), actor)
             }
             _ => not_actionable(work_items),
         },
@@ -245,7 +311,7 @@ pub fn route(inbound: &Inbound<'_>, config: &RouterConfig, dedupe: &mut Delivery
         EventKind::WorkflowRun | EventKind::CheckRun | EventKind::CheckSuite => {
             let conclusion = payload[gh_event]["conclusion"].as_str().unwrap_or("");
             if action == "completed" && CI_FAILURES.contains(&conclusion) {
-                deliver(work_items, None)
+                ci_failure(gh_event, payload, work_items, dedupe)
             } else {
                 not_actionable(work_items)
             }
@@ -253,7 +319,7 @@ pub fn route(inbound: &Inbound<'_>, config: &RouterConfig, dedupe: &mut Delivery
         EventKind::Status => {
             let state = payload["state"].as_str().unwrap_or("");
             if STATUS_FAILURES.contains(&state) {
-                deliver(work_items, None)
+                ci_failure(gh_event, payload, work_items, dedupe)
             } else {
                 not_actionable(work_items)
             }
@@ -284,11 +350,36 @@ fn carries_marker(payload: &Value) -> bool {
         || guard::is_self_authored(payload["review"]["body"].as_str())
 }
 
-fn deliver(work_items: Vec<WorkItemRef>, actor: Option<&str>) -> Outcome {
+fn deliver(
+    work_items: Vec<WorkItemRef>,
+    subject: Option<WorkItemRef>,
+    actor: Option<&str>,
+) -> Outcome {
     Outcome::Deliver {
         work_items,
+        subject,
         actor: actor.map(str::to_string),
     }
+}
+
+/// A CI failure worth delivering, once per run (§14.3): a replay of the same run's
+/// result under a new delivery id — or its polled twin — is a `duplicate-delivery`.
+fn ci_failure(
+    gh_event: &str,
+    payload: &Value,
+    work_items: Vec<WorkItemRef>,
+    dedupe: &mut DeliveryDedupe,
+) -> Outcome {
+    if let Some(key) = ci_dedupe_key(gh_event, payload)
+        && !dedupe.first_sighting(&key)
+    {
+        return Outcome::Dropped {
+            reason: DropReason::DuplicateDelivery,
+            work_items,
+            actor: None,
+        };
+    }
+    deliver(work_items, None, None)
 }
 
 /// A new comment or review from an authorized human: a control command, an ambiguous one,
@@ -303,7 +394,7 @@ fn text_outcome(
 ) -> Outcome {
     let actor_login = || actor.unwrap_or_default().to_string();
     match config.keywords.find(text.unwrap_or("")) {
-        ControlMatch::None => deliver(work_items, actor),
+        ControlMatch::None => deliver(work_items, extract::subject(gh_event, payload), actor),
         ControlMatch::Command(command) => {
             // The item the comment was written on; a PR's own ref is last in the list.
             match extract::subject(gh_event, payload).or_else(|| work_items.last().cloned()) {

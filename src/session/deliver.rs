@@ -60,13 +60,32 @@ impl DeliverError {
 /// the C1 range U+0080–U+009F. No bracketed-paste terminator (`ESC[201~`) or other
 /// terminal escape can then survive inside the text. DEL goes too: outside a paste a
 /// terminal reads it as backspace.
+///
+/// The Unicode line and paragraph separators (U+2028, U+2029) become `\n` (SPEC §14.6):
+/// some terminals and TUIs treat them as line breaks, so they are written as the one
+/// line break the agent's input box is known to take inside a paste.
+///
+/// Every text that reaches a pane goes through here: pastes, and the boot and respawn
+/// prompts handed to a harness as argv.
 pub fn sanitize(text: &str) -> Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
-    if text.chars().any(unsafe_char) {
-        Cow::Owned(text.chars().filter(|&c| !unsafe_char(c)).collect())
+    let touched = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_separator(c);
+    if text.chars().any(touched) {
+        Cow::Owned(
+            text.chars()
+                .filter_map(|c| match c {
+                    _ if is_separator(c) => Some('\n'),
+                    _ if touched(c) => None,
+                    _ => Some(c),
+                })
+                .collect(),
+        )
     } else {
         Cow::Borrowed(text)
     }
+}
+
+fn is_separator(c: char) -> bool {
+    matches!(c, '\u{2028}' | '\u{2029}')
 }
 
 /// Pastes `text` into `pane` as one bracketed paste, then submits it.

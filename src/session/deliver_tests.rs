@@ -16,6 +16,7 @@ fn sanitize_table() {
         ("c1\u{80}\u{9b}31m\u{9f}end", "c131mend"),
         ("unicode é ✓ 日本 🦀 \u{a0}", "unicode é ✓ 日本 🦀 \u{a0}"),
         ("```\ncode\n```", "```\ncode\n```"),
+        ("line\u{2028}sep\u{2029}para", "line\nsep\npara"),
     ];
     for (input, expected) in cases {
         assert_eq!(sanitize(input), *expected, "input {input:?}");
@@ -30,7 +31,13 @@ proptest! {
         prop_assert!(out.chars().all(|c| !c.is_control() || c == '\n' || c == '\t'));
         let again = sanitize(&out).into_owned();
         prop_assert_eq!(again.as_str(), out.as_ref());
-        let kept: String = s.chars().filter(|c| !c.is_control() || *c == '\n' || *c == '\t').collect();
+        let separated = out.contains(['\u{2028}', '\u{2029}']);
+        prop_assert!(!separated);
+        let kept: String = s
+            .chars()
+            .map(|c| if matches!(c, '\u{2028}' | '\u{2029}') { '\n' } else { c })
+            .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+            .collect();
         prop_assert_eq!(out.as_ref(), kept.as_str());
     }
 }

@@ -19,10 +19,12 @@ use super::dedupe_store::DedupeStore;
 use super::jobs::{Job, JobKind, Target};
 use super::lifecycle::{Origin, PromptInputs, Sessions};
 use super::queue::Lanes;
+use super::registry::same_item;
 use crate::config::{Config, SpawnPolicy};
 use crate::events::{Event, EventType, Level, Source};
 use crate::ingress::{Disposition, InboundEvent, Ingest};
 use crate::paths::StatePaths;
+use crate::routing::dedupe::ci_dedupe_key;
 use crate::routing::excerpt::excerpt;
 use crate::routing::{
     ControlCommand, EnabledEvents, Inbound, Outcome, RouterConfig, WorkItemRef, route,
@@ -52,7 +54,7 @@ pub struct Dispatcher {
 
 pub(crate) struct Inner {
     pub sessions: Arc<Sessions>,
-    router: RwLock<(RouterConfig, SpawnPolicy)>,
+    router: RwLock<RouterState>,
     pub dedupe: Mutex<DedupeStore>,
     pub lanes: Lanes<Job>,
     /// Items whose spawn is queued: deliveries behind it go to the new session.
@@ -72,7 +74,7 @@ impl Dispatcher {
         let dedupe = DedupeStore::load(paths.root.join("dedupe.json"), &sessions.events);
         Ok(Self {
             inner: Arc::new(Inner {
-                router: RwLock::new(router_config(config)),
+                router: RwLock::new(RouterState::new(config, None)),
                 dedupe: Mutex::new(dedupe),
                 lanes: Lanes::new(LANE_IDLE),
                 pending_spawns: Mutex::new(HashSet::new()),
@@ -87,12 +89,25 @@ impl Dispatcher {
     }
 
     /// Applies a reloaded config to routing (the lifecycle's settings are replaced
-    /// with [`Sessions::set_settings`]).
+    /// with [`Sessions::set_settings`]). The token's own login is kept.
     pub fn set_config(&self, config: &Config) {
-        match self.inner.router.write() {
-            Ok(mut r) => *r = router_config(config),
-            Err(poisoned) => *poisoned.into_inner() = router_config(config),
-        }
+        let mut router = self.router_lock();
+        *router = RouterState::new(config, router.own_login.clone());
+    }
+
+    /// The login the GitHub token belongs to (SPEC §14.3: its PRs' links are followed
+    /// like an authorized author's). Until it is known, only authorized authors' are.
+    pub fn set_own_login(&self, login: Option<&str>) {
+        let mut router = self.router_lock();
+        router.own_login = login.map(str::to_string);
+        router.config = router.config.clone().with_own_login(login);
+    }
+
+    fn router_lock(&self) -> std::sync::RwLockWriteGuard<'_, RouterState> {
+        self.inner
+            .router
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Forgets a delivery id in the router's dedupe, so an event that was routed but
@@ -110,14 +125,17 @@ impl Dispatcher {
 
     fn route(&self, inbound: &Inbound<'_>) -> (Outcome, SpawnPolicy) {
         let (config, policy) = match self.inner.router.read() {
-            Ok(r) => r.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
+            Ok(r) => (r.config.clone(), r.spawn),
+            Err(poisoned) => {
+                let r = poisoned.into_inner();
+                (r.config.clone(), r.spawn)
+            }
         };
         let mut store = self.inner.dedupe();
-        let id = inbound.delivery_id;
-        let known = id.is_empty() || store.dedupe.contains(id);
+        // Saved when routing recorded an id or a CI run's key (each lands newest).
+        let before = store.dedupe.fingerprint();
         let outcome = route(inbound, &config, &mut store.dedupe);
-        if !known && store.dedupe.contains(id) {
+        if store.dedupe.fingerprint() != before {
             store.save();
         }
         (outcome, policy)
@@ -142,11 +160,24 @@ impl Inner {
     }
 }
 
-fn router_config(config: &Config) -> (RouterConfig, SpawnPolicy) {
-    (
-        RouterConfig::new(&config.routing, EnabledEvents::all()),
-        config.routing.spawn,
-    )
+/// What routing reads, rebuilt on a config reload.
+struct RouterState {
+    config: RouterConfig,
+    spawn: SpawnPolicy,
+    /// Kept across reloads: it comes from GitHub, not the config.
+    own_login: Option<String>,
+}
+
+impl RouterState {
+    fn new(config: &Config, own_login: Option<String>) -> Self {
+        Self {
+            config: RouterConfig::new(&config.routing, EnabledEvents::all())
+                .watching(config.repos.iter().map(|r| r.name.as_str()))
+                .with_own_login(own_login.as_deref()),
+            spawn: config.routing.spawn,
+            own_login,
+        }
+    }
 }
 
 fn settled(disposition: Disposition) -> BoxFuture<'static, Disposition> {
@@ -167,7 +198,11 @@ impl Ingest for Dispatcher {
         match outcome {
             Outcome::Dropped { reason, .. } => dropped(reason.as_str()),
             Outcome::Ambiguous { .. } => dropped("ambiguous"),
-            Outcome::Deliver { work_items, actor } => self.deliver(&event, &work_items, actor),
+            Outcome::Deliver {
+                work_items,
+                subject,
+                actor,
+            } => self.deliver(&event, &own_first(subject.as_ref(), &work_items), actor),
             Outcome::Control {
                 command,
                 item,
@@ -201,7 +236,13 @@ impl Dispatcher {
         match self.target(work_items) {
             Target::Session(item) => {
                 let inputs = inputs(event, &item, excerpt(&event.gh_event, &event.payload));
-                self.enqueue(event, item, JobKind::Deliver { inputs, actor })
+                let ci_key = ci_dedupe_key(&event.gh_event, &event.payload);
+                let kind = JobKind::Deliver {
+                    inputs,
+                    actor,
+                    ci_key,
+                };
+                self.enqueue(event, item, kind)
             }
             Target::Closed(item) => self.no_session(event, &item, "session-closed"),
             Target::None => match work_items.first() {
@@ -237,8 +278,9 @@ impl Dispatcher {
         policy: SpawnPolicy,
     ) -> BoxFuture<'static, Disposition> {
         let origin = Origin::comment(event.source, Some(actor));
-        // Stop/pause/resume act on whichever concerned item has a session.
-        let target = match self.target(work_items) {
+        // Stop/pause/resume act on the commented item's session, else on a linked
+        // item's (§14.3).
+        let target = match self.target(&own_first(Some(&item), work_items)) {
             Target::Session(found) => found,
             Target::Closed(_) | Target::None => item.clone(),
         };
@@ -377,6 +419,19 @@ impl Dispatcher {
             })
         })
     }
+}
+
+/// The items to look for a session in: the one the event was written on first (its own
+/// session wins, SPEC §14.3), then the linked ones in §5.2 order.
+fn own_first(subject: Option<&WorkItemRef>, work_items: &[WorkItemRef]) -> Vec<WorkItemRef> {
+    let mut out: Vec<WorkItemRef> = subject.into_iter().cloned().collect();
+    out.extend(
+        work_items
+            .iter()
+            .filter(|w| subject.is_none_or(|s| !same_item(s, w)))
+            .cloned(),
+    );
+    out
 }
 
 /// The prompt inputs of an event for `item`.

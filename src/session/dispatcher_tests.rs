@@ -338,23 +338,76 @@ async fn an_absent_tmux_session_is_respawned_too() {
     assert_eq!(creates(&f).len(), 1);
 }
 
-#[tokio::test]
-async fn the_first_item_with_a_session_gets_a_pull_request_event() {
-    let f = Fixture::new();
-    let pr_pane = f.live_session(16);
-    let pr_comment = |id: u64| {
-        let mut event = comment(id, 16, "review this");
-        event.payload["issue"]["pull_request"] = json!({"url": "x"});
-        event.payload["issue"]["body"] = json!("Fixes #15");
-        event
-    };
-    assert_eq!(f.ingest(pr_comment(1)).await, Disposition::Delivered);
-    assert_eq!(f.pasted(&pr_pane).len(), 1, "only the PR has a session");
+/// A comment on PR #16 (body `Fixes #15`) opened by `author`.
+fn pr_comment(id: u64, author: &str, body: &str) -> InboundEvent {
+    let mut event = comment(id, 16, body);
+    event.payload["issue"]["pull_request"] = json!({"url": "x"});
+    event.payload["issue"]["body"] = json!("Fixes #15");
+    event.payload["issue"]["user"]["login"] = json!(author);
+    event
+}
 
+#[tokio::test]
+async fn a_pr_event_reaches_the_prs_own_session_before_its_issues() {
+    let f = Fixture::new();
     let issue_pane = f.live_session(15);
-    assert_eq!(f.ingest(pr_comment(2)).await, Disposition::Delivered);
-    assert_eq!(f.pasted(&issue_pane).len(), 1, "the issue comes first");
-    assert_eq!(f.pasted(&pr_pane).len(), 1);
+    assert_eq!(
+        f.ingest(pr_comment(1, "alice", "review this")).await,
+        Disposition::Delivered
+    );
+    assert_eq!(
+        f.pasted(&issue_pane).len(),
+        1,
+        "only the issue has a session"
+    );
+
+    let pr_pane = f.live_session(16);
+    assert_eq!(
+        f.ingest(pr_comment(2, "alice", "and this")).await,
+        Disposition::Delivered
+    );
+    assert_eq!(f.pasted(&pr_pane).len(), 1, "the PR's own session wins");
+    assert_eq!(f.pasted(&issue_pane).len(), 1);
+
+    // A control command too: `stop` on the PR stops the PR's session.
+    assert_eq!(
+        f.ingest(pr_comment(3, "alice", "the-loop stop")).await,
+        Disposition::Delivered
+    );
+    assert_eq!(session_status(&f, 16), Some(Status::Closed));
+    assert_eq!(session_status(&f, 15), Some(Status::Active));
+}
+
+#[tokio::test]
+async fn a_strangers_pr_links_nothing() {
+    let f = Fixture::new();
+    let issue_pane = f.live_session(15);
+    assert_eq!(
+        f.ingest(pr_comment(1, "mallory", "review this")).await,
+        dropped("no-session"),
+        "mallory's `Fixes #15` does not reach #15"
+    );
+    assert_eq!(
+        f.ingest(pr_comment(2, "mallory", "the-loop stop")).await,
+        dropped("no-session")
+    );
+    assert!(f.pasted(&issue_pane).is_empty());
+    assert_eq!(session_status(&f, 15), Some(Status::Active));
+    // The token's own PRs link like an authorized author's.
+    f.dispatcher.set_own_login(Some("the-bot"));
+    assert_eq!(
+        f.ingest(pr_comment(3, "The-Bot", "review this")).await,
+        Disposition::Delivered
+    );
+    assert_eq!(f.pasted(&issue_pane).len(), 1);
+}
+
+fn session_status(f: &Fixture, n: u64) -> Option<Status> {
+    f.sessions
+        .registry()
+        .get(&item(n))
+        .unwrap()
+        .map(|r| r.status)
 }
 
 #[tokio::test]

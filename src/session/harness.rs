@@ -123,7 +123,7 @@ impl Harness {
 
     /// The interactive argv of a fresh session.
     pub fn fresh_argv(&self, prompt: &str, session_id: Option<&str>) -> Vec<String> {
-        let prompt = guard_dash(prompt);
+        let prompt = pane_prompt(prompt);
         match &self.kind {
             Kind::Claude { program } => {
                 let mut argv = vec![program.clone()];
@@ -148,7 +148,7 @@ impl Harness {
         if session_id.is_empty() {
             return None;
         }
-        let prompt = guard_dash(prompt);
+        let prompt = pane_prompt(prompt);
         match &self.kind {
             Kind::Claude { program } => Some(vec![
                 program.clone(),
@@ -249,6 +249,12 @@ fn print_json(program: &str, prompt: String) -> Vec<String> {
 
 /// A prompt starting with `-` would be read as an option by the harness CLI; a leading
 /// space keeps it a positional argument and means nothing to the model.
+/// The prompt of an interactive session, which the harness shows in its pane: sanitized
+/// as every paste is (SPEC §14.6 — argv is a path into the pane too), then guarded.
+fn pane_prompt(prompt: &str) -> String {
+    guard_dash(&super::deliver::sanitize(prompt))
+}
+
 fn guard_dash(prompt: &str) -> String {
     if prompt.starts_with('-') {
         format!(" {prompt}")

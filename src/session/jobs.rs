@@ -37,6 +37,9 @@ pub(crate) enum JobKind {
     Deliver {
         inputs: PromptInputs,
         actor: Option<String>,
+        /// A CI result's dedupe key (`routing::dedupe::ci_dedupe_key`), released with
+        /// the delivery id when the paste fails for now, so a retry is not a duplicate.
+        ci_key: Option<String>,
     },
     Start {
         inputs: PromptInputs,
@@ -77,7 +80,11 @@ impl Inner {
         } = job;
         let mut spawned: Option<PaneId> = None;
         let disposition = match kind {
-            JobKind::Deliver { inputs, actor } => {
+            JobKind::Deliver {
+                inputs,
+                actor,
+                ci_key,
+            } => {
                 let started = Instant::now();
                 // An operator's reply (any process) must not land between this paste
                 // and its submit.
@@ -91,6 +98,9 @@ impl Inner {
                 }) = &result
                 {
                     spawned = Some(pane.clone());
+                }
+                if let (Err(DeliveryFailure::Transient(_)), Some(key)) = (&result, &ci_key) {
+                    self.dedupe().release(key);
                 }
                 self.delivered(&item, &delivery_id, &gh_event, actor, started, result)
             }

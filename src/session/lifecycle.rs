@@ -126,6 +126,11 @@ pub enum SessionError {
         path.display()
     )]
     NoWorkingDir { item: String, path: PathBuf },
+    /// SPEC §14.3: nothing spawns for a repository that is not in `repos[]`.
+    #[error(
+        "{item} is not in a watched repository: add its repository to repos[] in the config to start sessions for it"
+    )]
+    UnwatchedRepo { item: String },
     #[error(transparent)]
     Tmux(#[from] tmux::Error),
     #[error(transparent)]
@@ -147,7 +152,8 @@ impl SessionError {
     pub fn exit_code(&self) -> u8 {
         match self {
             Self::Harness(HarnessError::Unknown { .. } | HarnessError::NoCommand { .. })
-            | Self::NoWorkingDir { .. } => 2,
+            | Self::NoWorkingDir { .. }
+            | Self::UnwatchedRepo { .. } => 2,
             _ => 1,
         }
     }
@@ -280,6 +286,11 @@ impl Sessions {
         let source = origin.spawn_source();
         let fail =
             |error: SessionError| self.spawn_failed(item, Some(&harness_name), source, error);
+        if !settings.watches(item) {
+            return Err(fail(SessionError::UnwatchedRepo {
+                item: item.to_string(),
+            }));
+        }
         let harness =
             Harness::resolve(&harness_name, &settings.sessions).map_err(|e| fail(e.into()))?;
         harness

@@ -188,13 +188,39 @@ impl Registry {
         let path = self.path_of(item);
         match self.read(&path)? {
             Some(record) => self.owned_by(record, item, &path).map(Some),
-            None => match self.case_insensitive_match(item)? {
+            None => match self.case_insensitive_match(&format!("{}.json", item.slug()))? {
                 Some(other) => match self.read(&other)? {
                     Some(record) => self.owned_by(record, item, &other).map(Some),
                     None => Ok(None),
                 },
-                None => Ok(None),
+                None => self.migrate_legacy(item),
             },
+        }
+    }
+
+    /// A record written before names were made injective (SPEC §14.7) lives under the
+    /// item's legacy slug, which another item may share: it is this item's only if the
+    /// record says so, and then it moves to the item's current file. The tmux session
+    /// name it recorded is kept, so a running session is still found.
+    fn migrate_legacy(&self, item: &WorkItemRef) -> Result<Option<SessionRecord>, RegistryError> {
+        if item.legacy_slug() == item.slug() {
+            return Ok(None);
+        }
+        let Some(old) = self.case_insensitive_match(&format!("{}.json", item.legacy_slug()))?
+        else {
+            return Ok(None);
+        };
+        let Some(record) = self.read(&old)? else {
+            return Ok(None);
+        };
+        if !same_item(&record.work_item, item) {
+            return Ok(None); // another item's legacy file
+        }
+        let new = self.path_of(&record.work_item);
+        let _lock = self.lock(&record.work_item)?;
+        match fs::rename(&old, &new) {
+            Ok(()) => Ok(Some(record)),
+            Err(source) => Err(io_error("move", &old, source)),
         }
     }
 
@@ -273,8 +299,8 @@ impl Registry {
         }
     }
 
-    fn case_insensitive_match(&self, item: &WorkItemRef) -> Result<Option<PathBuf>, RegistryError> {
-        let wanted = format!("{}.json", item.slug()).to_lowercase();
+    fn case_insensitive_match(&self, file_name: &str) -> Result<Option<PathBuf>, RegistryError> {
+        let wanted = file_name.to_lowercase();
         Ok(self.json_files()?.into_iter().find(|p| {
             p.file_name()
                 .is_some_and(|n| n.to_string_lossy().to_lowercase() == wanted)

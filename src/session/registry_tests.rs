@@ -232,21 +232,48 @@ fn lookups_ignore_the_case_of_owner_and_repo() {
 }
 
 #[test]
-fn a_slug_shared_by_two_refs_is_an_error_not_a_takeover() {
+fn refs_whose_readable_slugs_collide_get_their_own_records() {
     let dir = tempfile::tempdir().unwrap();
     let reg = registry(dir.path());
     let first = WorkItemRef::new("a-b", "c", 1);
     let second = WorkItemRef::new("a", "b-c", 1);
-    assert_eq!(first.slug(), second.slug());
+    assert_eq!(first.legacy_slug(), second.legacy_slug());
+    assert_ne!(first.slug(), second.slug());
     reg.put(&SessionRecord::new(&first, "claude", "/src".into()))
         .unwrap();
-    let err = reg.get(&second).unwrap_err();
-    assert!(matches!(err, RegistryError::SlugTaken { .. }), "{err}");
-    assert!(
-        reg.put(&SessionRecord::new(&second, "claude", "/src".into()))
-            .is_err()
+    assert_eq!(reg.get(&second).unwrap(), None);
+    reg.put(&SessionRecord::new(&second, "codex", "/src".into()))
+        .unwrap();
+    assert_eq!(reg.get(&first).unwrap().unwrap().harness, "claude");
+    assert_eq!(reg.get(&second).unwrap().unwrap().harness, "codex");
+    assert_eq!(reg.list().unwrap().len(), 2);
+}
+
+#[test]
+fn a_record_under_its_legacy_name_is_found_and_moved() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = registry(dir.path());
+    let item = WorkItemRef::new("octo", "the-loop", 3);
+    let other = WorkItemRef::new("octo-the", "loop", 3);
+    assert_ne!(item.slug(), item.legacy_slug());
+    // As a release before SPEC §14.7 wrote it: the legacy file name and tmux name.
+    let mut record = SessionRecord::new(&item, "claude", "/src".into());
+    record.tmux_session = "loop-github-octo-the-loop-3".into();
+    let legacy = reg.dir().join(format!("{}.json", item.legacy_slug()));
+    std::fs::create_dir_all(reg.dir()).unwrap();
+    std::fs::write(&legacy, serde_json::to_vec(&record).unwrap()).unwrap();
+
+    assert_eq!(reg.get(&other).unwrap(), None, "another item's legacy file");
+    assert!(legacy.exists());
+    let found = reg.get(&item).unwrap().unwrap();
+    assert_eq!(found.tmux_session, "loop-github-octo-the-loop-3", "kept");
+    assert!(!legacy.exists(), "moved");
+    assert!(reg.path_of(&item).exists());
+    assert_eq!(
+        reg.update(&item, |r| r.status = Status::Paused).unwrap(),
+        Some(())
     );
-    assert_eq!(reg.get(&first).unwrap().unwrap().work_item, first);
+    assert_eq!(reg.list().unwrap().len(), 1);
 }
 
 #[test]

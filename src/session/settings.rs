@@ -72,6 +72,14 @@ impl Settings {
         Duration::from_millis(self.sessions.tmux.submit_delay_ms)
     }
 
+    /// Whether the item's repository is in `repos[]` (nothing spawns for any other).
+    pub(crate) fn watches(&self, item: &WorkItemRef) -> bool {
+        let repo = item.repo_full_name();
+        self.repos
+            .iter()
+            .any(|r| r.name.eq_ignore_ascii_case(&repo))
+    }
+
     /// The repo's `path`, else the current directory.
     pub(crate) fn working_dir(&self, item: &WorkItemRef) -> Option<PathBuf> {
         let repo = item.repo_full_name();

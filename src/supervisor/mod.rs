@@ -244,6 +244,16 @@ impl Parts {
         recover(&paths, loaded, &ledgers, &dispatcher);
         // Resolves the token now (`gh auth token` at most once) so the warning is known.
         let anonymous = !client.has_token().await;
+        if !anonymous {
+            // Asked now, briefly, so the first cycle routes with it (and its request is
+            // not counted in that cycle); asked again in the background if GitHub is slow.
+            match tokio::time::timeout(OWN_LOGIN_WAIT, client.own_login()).await {
+                Ok(Ok(login)) => dispatcher.set_own_login(login.as_deref()),
+                _ => {
+                    tokio::spawn(learn_own_login(Arc::clone(&client), dispatcher.clone()));
+                }
+            }
+        }
         Ok(Self {
             mode: options.mode,
             paths,
@@ -478,6 +488,32 @@ fn open_sessions(registry: &Registry) -> Vec<crate::routing::WorkItemRef> {
         Err(e) => {
             tracing::warn!(error = %e, "session registry unreadable; closes not followed this cycle");
             Vec::new()
+        }
+    }
+}
+
+/// How long the start waits for `GET /user` before asking in the background instead.
+const OWN_LOGIN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Tells the router whose PRs are the token's own (SPEC §14.3), asking GitHub in the
+/// background a few times; until it answers only authorized authors' PRs link items.
+async fn learn_own_login(client: Arc<Client>, dispatcher: Dispatcher) {
+    const ATTEMPTS: u32 = 5;
+    for attempt in 1..=ATTEMPTS {
+        match client.own_login().await {
+            Ok(login) => {
+                tracing::debug!(?login, "the token's own login");
+                dispatcher.set_own_login(login.as_deref());
+                return;
+            }
+            Err(error) if attempt < ATTEMPTS => {
+                tracing::debug!(%error, attempt, "GET /user failed; asking again later");
+                tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+            }
+            Err(error) => tracing::warn!(
+                %error,
+                "the token's own login is unknown: PRs it opens link issues only if it is in routing.authorizedUsers"
+            ),
         }
     }
 }

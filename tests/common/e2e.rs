@@ -39,6 +39,8 @@ pub struct Setup {
     /// `server.exposed: true` (the listen address stays loopback: tests never reach
     /// beyond it).
     pub exposed: bool,
+    /// Watched besides [`REPO`] (same working directory and label).
+    pub extra_repos: Vec<String>,
 }
 
 impl Default for Setup {
@@ -50,6 +52,7 @@ impl Default for Setup {
             submit_delay_ms: 50,
             server: false,
             exposed: false,
+            extra_repos: Vec::new(),
         }
     }
 }
@@ -144,12 +147,22 @@ impl World {
             (true, true) => "server:\n  enabled: true\n  listen: 127.0.0.1:0\n  exposed: true\n",
             (false, _) => "",
         };
+        let extra: String = setup
+            .extra_repos
+            .iter()
+            .map(|name| {
+                format!(
+                    "  - name: {name}\n    path: {work}\n    label: {LABEL}\n",
+                    work = self.work_dir().display()
+                )
+            })
+            .collect();
         format!(
             r#"repos:
   - name: {REPO}
     path: {work}
     label: {LABEL}
-routing:
+{extra}routing:
   authorizedUsers: [{users}]
 polling:
   intervalSeconds: {interval}

@@ -62,7 +62,7 @@ fn route_back(body: &str) -> Outcome {
         authorized_users: vec!["alice".into()],
         ..RoutingConfig::default()
     };
-    let config = RouterConfig::new(&routing, EnabledEvents::all());
+    let config = RouterConfig::new(&routing, EnabledEvents::all()).watching(["octo/repo"]);
     route(
         &Inbound::from_webhook("issue_comment", "d-1", &payload),
         &config,

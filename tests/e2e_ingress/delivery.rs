@@ -102,9 +102,10 @@ async fn unauthorized_marked_edited_and_control_comments_are_never_pasted() {
 async fn a_review_and_an_inline_comment_on_a_linked_pr_reach_the_issue_session() {
     let mut w = World::new(Setup::default()).await;
     w.watched_issue(15);
+    // Opened by an authorized user: only then does its `Closes #15` link (SPEC §14.3).
     let pr = PullSpec::new("Make the backoff deterministic", "fix-backoff")
         .number(16)
-        .author("bob")
+        .author("alice")
         .body("Closes #15")
         .labels(&[crate::e2e::LABEL]);
     w.sim.add_pull(REPO, pr).unwrap();

@@ -33,7 +33,7 @@ impl RecordingIngest {
     pub fn new(routing: &RoutingConfig) -> Arc<Self> {
         Arc::new(Self {
             router: Mutex::new((
-                RouterConfig::new(routing, EnabledEvents::all()),
+                RouterConfig::new(routing, EnabledEvents::all()).watching(["octo/repo"]),
                 DeliveryDedupe::new(),
             )),
             fed: Mutex::new(Vec::new()),

@@ -7,7 +7,7 @@ use super::*;
 fn edits_are_delivered_only_on_request() {
     let mut r = routing(&["alice"]);
     r.deliver_edits = true;
-    let edits = RouterConfig::new(&r, EnabledEvents::all());
+    let edits = RouterConfig::new(&r, EnabledEvents::all()).watching(["octo/repo"]);
     assert_eq!(
         route_fixture("issue_comment.edited", &edits),
         deliver(&[15], Some("alice"))
@@ -163,7 +163,7 @@ fn closes_bypass_the_actor_gate() {
 fn spawn_config(users: &[&str], spawn: SpawnPolicy) -> RouterConfig {
     let mut r = routing(users);
     r.spawn = spawn;
-    RouterConfig::new(&r, EnabledEvents::all())
+    RouterConfig::new(&r, EnabledEvents::all()).watching(["octo/repo"])
 }
 
 #[test]
@@ -302,7 +302,7 @@ fn custom_keywords_come_from_config() {
         start: "@bot go".into(),
         ..Keywords::default()
     };
-    let custom = RouterConfig::new(&r, EnabledEvents::all());
+    let custom = RouterConfig::new(&r, EnabledEvents::all()).watching(["octo/repo"]);
     let go = route_once(
         "issue_comment",
         &with_comment("issue_comment.created", "@Bot Go"),

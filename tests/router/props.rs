@@ -116,7 +116,7 @@ fn any_config() -> impl Strategy<Value = RouterConfig> {
             let mut r = routing(&users);
             r.deliver_edits = deliver_edits;
             r.spawn = spawn;
-            RouterConfig::new(&r, EnabledEvents::all())
+            RouterConfig::new(&r, EnabledEvents::all()).watching(["octo/repo"])
         })
 }
 

@@ -23,6 +23,7 @@ type ItemPath = Path<(String, String, String)>;
 
 pub(crate) fn router(shared: Shared) -> Router {
     Router::new()
+        .route("/user", get(get_user))
         .route("/repos/{owner}/{repo}/issues", get(list_issues))
         .route(
             "/repos/{owner}/{repo}/issues/comments",
@@ -388,6 +389,13 @@ fn body_field(bytes: &Bytes) -> Result<String, ApiError> {
             "Validation Failed: body is missing".into(),
         )),
     }
+}
+
+/// `GET /user`: the token's own account, the login the simulator posts comments as.
+async fn get_user(State(shared): State<Shared>) -> Response {
+    let s = lock(&shared);
+    let login = s.bot_login.clone();
+    json(StatusCode::OK, shapes::user(&s, &login))
 }
 
 async fn create_comment(

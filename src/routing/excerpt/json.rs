@@ -83,26 +83,55 @@ fn char_starts(w: u64) -> usize {
     8 - (w & !(w << 1) & HIGH).count_ones() as usize
 }
 
-/// Whether any byte of the word is escaped: a control character, `"`, `\` or a backtick.
+/// Whether any byte of the word may start an escape: a control character, `"`, `\`, a
+/// backtick, or the lead byte of a C1 control (`0xC2`) or of U+2028/U+2029 (`0xE2`).
 /// (`x - LOW & !x & HIGH` is non-zero iff some byte of `x` is zero.)
 fn needs_escape(w: u64) -> bool {
     let zero_if = |v: u8| w ^ (LOW * u64::from(v));
-    let (quote, backslash, backtick) = (zero_if(b'"'), zero_if(b'\\'), zero_if(b'`'));
+    let has_zero = |x: u64| x.wrapping_sub(LOW) & !x;
     let control = w.wrapping_sub(LOW * 0x20) & !w;
     let hits = control
-        | (quote.wrapping_sub(LOW) & !quote)
-        | (backslash.wrapping_sub(LOW) & !backslash)
-        | (backtick.wrapping_sub(LOW) & !backtick);
+        | has_zero(zero_if(b'"'))
+        | has_zero(zero_if(b'\\'))
+        | has_zero(zero_if(b'`'))
+        | has_zero(zero_if(0xC2))
+        | has_zero(zero_if(0xE2));
     hits & HIGH != 0
 }
 
-/// The 8-byte chunks of `bytes` that may hold an escaped byte, with their offsets.
+/// The 8-byte chunks of `bytes` that may hold an escape's first byte, with their offsets.
 fn suspect_chunks(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
     bytes
         .chunks(8)
         .enumerate()
         .filter(|(_, chunk)| chunk.len() < 8 || needs_escape(word(chunk)))
         .map(|(k, chunk)| (8 * k, chunk))
+}
+
+/// Every escape in `s`, in order: its byte offset, how many bytes it replaces, and what
+/// is written instead.
+fn escapes(s: &str) -> impl Iterator<Item = (usize, usize, &'static str)> + '_ {
+    let bytes = s.as_bytes();
+    suspect_chunks(bytes).flat_map(move |(offset, chunk)| {
+        (offset..offset + chunk.len())
+            .filter_map(move |i| escape_at(bytes, i).map(|(len, escape)| (i, len, escape)))
+    })
+}
+
+/// The escape starting at byte `i`, if one does: `(bytes replaced, escape)`. A C1
+/// control (U+0080–U+009F) and U+2028/U+2029 are written as `\uXXXX` (SPEC §14.6): a
+/// terminal may act on the one, and a JavaScript-minded reader breaks lines at the others.
+fn escape_at(bytes: &[u8], i: usize) -> Option<(usize, &'static str)> {
+    let b = *bytes.get(i)?;
+    if let Some(escape) = escape_for(b) {
+        return Some((1, escape));
+    }
+    match (b, bytes.get(i + 1), bytes.get(i + 2)) {
+        (0xC2, Some(&next @ 0x80..=0x9F), _) => Some((2, C1[usize::from(next - 0x80)])),
+        (0xE2, Some(0x80), Some(0xA8)) => Some((3, "\\u2028")),
+        (0xE2, Some(0x80), Some(0xA9)) => Some((3, "\\u2029")),
+        _ => None,
+    }
 }
 
 /// Where the layout goes.
@@ -134,15 +163,13 @@ impl Counter {
     }
 
     fn escaped(&mut self, s: &str) {
-        let mut extra = 0;
-        for (_, chunk) in suspect_chunks(s.as_bytes()) {
-            for &b in chunk {
-                extra += usize::from(EXTRA[usize::from(b)]);
-            }
+        self.chars += s.chars().count();
+        self.bytes += s.len();
+        // An escape replaces one character (of `len` bytes) with its ASCII spelling.
+        for (_, len, escape) in escapes(s) {
+            self.chars += escape.len() - 1;
+            self.bytes += escape.len() - len;
         }
-        // Escapes replace one ASCII byte with several, so both counts grow alike.
-        self.chars += s.chars().count() + extra;
-        self.bytes += s.len() + extra;
     }
 }
 
@@ -194,19 +221,14 @@ impl Sink for String {
 /// Appends `s` as JSON string content: runs that need no escape are copied whole.
 fn push_escaped(out: &mut String, s: &str) {
     let mut start = 0;
-    for (offset, chunk) in suspect_chunks(s.as_bytes()) {
-        for (j, &b) in chunk.iter().enumerate() {
-            if let Some(escape) = escape_for(b) {
-                // Every escaped byte is ASCII, so `start..i` lies on char boundaries.
-                let i = offset + j;
-                if start < i {
-                    out.push_str(&s[start..i]);
-                }
-                // Char by char: cheaper than a `memcpy` call for two to six bytes.
-                escape.bytes().for_each(|c| out.push(char::from(c)));
-                start = i + 1;
-            }
+    for (i, len, escape) in escapes(s) {
+        // Every escape starts and ends on a char boundary, so `start..i` does too.
+        if start < i {
+            out.push_str(&s[start..i]);
         }
+        // Char by char: cheaper than a `memcpy` call for two to six bytes.
+        escape.bytes().for_each(|c| out.push(char::from(c)));
+        start = i + len;
     }
     out.push_str(&s[start..]);
 }
@@ -224,25 +246,20 @@ const fn escape_for(b: u8) -> Option<&'static str> {
     }
 }
 
-/// The characters each escape adds over the byte it replaces, for counting.
-static EXTRA: [u8; 256] = {
-    let mut table = [0u8; 256];
-    let mut b = 0;
-    while b < 256 {
-        if let Some(escape) = escape_for(b as u8) {
-            table[b] = escape.len() as u8 - 1;
-        }
-        b += 1;
-    }
-    table
-};
-
 #[rustfmt::skip]
 const CONTROL: [&str; 32] = [
     "\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005", "\\u0006", "\\u0007",
     "\\b", "\\t", "\\n", "\\u000b", "\\f", "\\r", "\\u000e", "\\u000f",
     "\\u0010", "\\u0011", "\\u0012", "\\u0013", "\\u0014", "\\u0015", "\\u0016", "\\u0017",
     "\\u0018", "\\u0019", "\\u001a", "\\u001b", "\\u001c", "\\u001d", "\\u001e", "\\u001f",
+];
+
+#[rustfmt::skip]
+const C1: [&str; 32] = [
+    "\\u0080", "\\u0081", "\\u0082", "\\u0083", "\\u0084", "\\u0085", "\\u0086", "\\u0087",
+    "\\u0088", "\\u0089", "\\u008a", "\\u008b", "\\u008c", "\\u008d", "\\u008e", "\\u008f",
+    "\\u0090", "\\u0091", "\\u0092", "\\u0093", "\\u0094", "\\u0095", "\\u0096", "\\u0097",
+    "\\u0098", "\\u0099", "\\u009a", "\\u009b", "\\u009c", "\\u009d", "\\u009e", "\\u009f",
 ];
 
 #[cfg(test)]
@@ -277,13 +294,31 @@ mod tests {
     }
 
     #[test]
+    fn c1_controls_and_line_separators_are_escaped() {
+        let text = "a\u{80}b\u{9f}c\u{2028}d\u{2029}e\u{a0}\u{2027}\u{202a}—’©";
+        let ours = rendered(text);
+        assert_eq!(
+            ours,
+            "\"a\\u0080b\\u009fc\\u2028d\\u2029e\u{a0}\u{2027}\u{202a}—’©\""
+        );
+        assert_eq!(serde_json::from_str::<String>(&ours).unwrap(), text);
+        // Straddling the 8-byte words the scan reads.
+        for pad in 0..9 {
+            let text = format!("{}\u{85}x\u{2028}", "p".repeat(pad));
+            let ours = rendered(&text);
+            assert!(!ours.contains(['\u{85}', '\u{2028}']), "{pad}: {ours}");
+            assert_eq!(serde_json::from_str::<String>(&ours).unwrap(), text);
+        }
+    }
+
+    #[test]
     fn word_scan_flags_exactly_the_escaped_bytes() {
         for b in 0..=255u8 {
             for at in 0..8 {
                 let mut bytes = *b"abcdefgh";
                 bytes[at] = b;
-                let escaped = escape_for(b).is_some();
-                assert_eq!(needs_escape(word(&bytes)), escaped, "byte {b:#x} at {at}");
+                let suspect = escape_for(b).is_some() || b == 0xC2 || b == 0xE2;
+                assert_eq!(needs_escape(word(&bytes)), suspect, "byte {b:#x} at {at}");
             }
         }
         let suspects: Vec<usize> = suspect_chunks(b"abcdefgh`bcdefghabcdefghabc")
@@ -322,6 +357,7 @@ mod tests {
             "a`b`",
             "tab\there\nnl \"q\" \\",
             "\u{1}\u{1f}é😀",
+            "c1 \u{85}\u{9b} sep \u{2028}\u{2029} — ’ ©",
         ] {
             let mut counter = Counter::default();
             counter.string_with_suffix(s, TRUNCATED);

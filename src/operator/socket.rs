@@ -113,9 +113,13 @@ impl Drop for OperatorSocket {
 }
 
 /// `dir` exists and is 0700.
+/// The socket's directory, 0700 even when it already existed looser.
 fn private_dir(dir: &Path) -> io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+    crate::fsutil::create_private_dir_all(dir)?;
+    std::fs::set_permissions(
+        dir,
+        std::fs::Permissions::from_mode(crate::fsutil::PRIVATE_DIR_MODE),
+    )
 }
 
 /// Removes a dead supervisor's socket; refuses to touch anything else.

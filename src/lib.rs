@@ -23,3 +23,4 @@ pub mod supervisor;
 pub mod time;
 pub mod tmux;
 pub mod tui;
+pub mod workspace;

@@ -40,8 +40,26 @@ async fn a_start_comment_spawns_with_the_spawn_template_and_is_never_forwarded()
         "the control comment is not forwarded"
     );
     let env: Vec<&str> = spec.env.iter().map(|(k, _)| k.as_str()).collect();
-    assert_eq!(env, ["THE_LOOP_WORK_ITEM", "THE_LOOP_HOME"]);
+    assert_eq!(
+        env,
+        [
+            "THE_LOOP_WORK_ITEM",
+            "THE_LOOP_HOME",
+            "THE_LOOP_BIN",
+            "PATH"
+        ]
+    );
     assert_eq!(spec.env[0].1, "github:octo/repo#3");
+    // SPEC §16.5: the running binary first on PATH, and named by THE_LOOP_BIN.
+    let bin = std::env::current_exe().unwrap();
+    assert_eq!(spec.env[2].1, bin.display().to_string());
+    let dir = bin.parent().unwrap().display().to_string();
+    assert!(spec.env[3].1.starts_with(&format!("{dir}:")) || spec.env[3].1 == dir);
+    assert_eq!(
+        spec.env[3].1.split(':').filter(|p| *p == dir).count(),
+        1,
+        "listed once"
+    );
     assert!(spec.remain_on_exit);
 
     let record = f.record(3).unwrap();

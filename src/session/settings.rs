@@ -47,6 +47,14 @@ pub struct Settings {
     /// Where harness binaries are looked up; the process's `PATH` when `None`.
     pub search_path: Option<OsString>,
     pub timings: Timings,
+    /// `workspaces.root`, absolute: where worktrees go (SPEC §16.1).
+    pub workspaces_root: PathBuf,
+    /// The running `the-loop` binary: first on every session's `PATH` and its
+    /// `THE_LOOP_BIN` (SPEC §16.5).
+    pub bin: Option<PathBuf>,
+    /// Claude Code's global config, where directories are marked trusted (SPEC §16.6);
+    /// `None`: no home directory, nothing is marked.
+    pub claude_config: Option<PathBuf>,
 }
 
 impl Settings {
@@ -65,6 +73,9 @@ impl Settings {
             config_path: config_path.map(|p| std::path::absolute(&p).unwrap_or(p)),
             search_path: None,
             timings: Timings::default(),
+            workspaces_root: crate::workspace::root_dir(&config.workspaces, paths),
+            bin: std::env::current_exe().ok(),
+            claude_config: crate::workspace::trust::config_file(),
         })
     }
 
@@ -72,13 +83,11 @@ impl Settings {
         Duration::from_millis(self.sessions.tmux.submit_delay_ms)
     }
 
-    /// The repo's `path`, else the current directory.
-    pub(crate) fn working_dir(&self, item: &WorkItemRef) -> Option<PathBuf> {
+    /// The config entry of the item's repository.
+    pub(crate) fn repo(&self, item: &WorkItemRef) -> Option<&RepoConfig> {
         let repo = item.repo_full_name();
         self.repos
             .iter()
             .find(|r| r.name.eq_ignore_ascii_case(&repo))
-            .and_then(RepoConfig::working_dir)
-            .or_else(|| std::env::current_dir().ok())
     }
 }

@@ -87,9 +87,14 @@ impl LiveBackend {
         let inputs = PromptInputs::manual(item, "the-loop tui");
         match self.sessions.start(item, &inputs, &Origin::tui()).await {
             Ok(StartOutcome::Spawned(record)) => Ok(format!(
-                "Started a session on {} (tmux session {})",
+                "Started a session on {} (tmux session {}{})",
                 short_ref(&record.work_item),
-                record.tmux_session
+                record.tmux_session,
+                record
+                    .branch
+                    .as_deref()
+                    .map(|b| format!(", branch {b}"))
+                    .unwrap_or_default()
             )),
             Ok(StartOutcome::AlreadyRunning(record)) => Err(refused(format!(
                 "{} already has a running session ({})",
@@ -125,7 +130,7 @@ impl LiveBackend {
             .await
             .map_err(session_error)?;
         let item = short_ref(&ended.record.work_item);
-        Ok(if ended.already_closed {
+        let said = if ended.already_closed {
             format!("{item} was already stopped")
         } else if ended.was_running {
             format!(
@@ -134,6 +139,13 @@ impl LiveBackend {
             )
         } else {
             format!("Stopped {item} (its agent had already exited)")
+        };
+        Ok(match &ended.workspace {
+            crate::workspace::Finished::NoWorkspace => said,
+            crate::workspace::Finished::Removed { .. } => format!("{said}; worktree removed"),
+            crate::workspace::Finished::Kept { reason, .. } => {
+                format!("{said}; worktree kept ({reason})")
+            }
         })
     }
 
@@ -178,8 +190,17 @@ impl LiveBackend {
                 short_ref(item)
             )));
         }
+        // A worktree session's diff is against the base its worktree started from.
+        let base = self
+            .sessions
+            .workspaces()
+            .record(item)
+            .ok()
+            .flatten()
+            .filter(|ws| cwd.starts_with(&ws.dir))
+            .map(|ws| ws.base);
         self.runs
-            .start(spec.clone(), item.clone(), cwd, self.recorder());
+            .start(spec.clone(), item.clone(), cwd, base, self.recorder());
         Ok(format!("{name} is reviewing {}", short_ref(item)))
     }
 

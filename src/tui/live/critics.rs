@@ -49,12 +49,15 @@ impl CriticRuns {
         self.lock().iter().map(|r| r.view.clone()).collect()
     }
 
-    /// Starts `spec` on `item` in `cwd` (must run inside a tokio runtime).
+    /// Starts `spec` on `item` in `cwd`, reviewing its diff against `base` (the
+    /// session's worktree base; `None`: what git finds) — must run inside a tokio
+    /// runtime.
     pub fn start(
         &self,
         spec: CriticSpec,
         item: WorkItemRef,
         cwd: PathBuf,
+        base: Option<String>,
         recorder: Recorder,
     ) -> RunId {
         let id = RunId(format!(
@@ -81,7 +84,7 @@ impl CriticRuns {
         let this = self.clone();
         let run = id.clone();
         tokio::spawn(async move {
-            let (envelope, saved) = one_round(&spec, item, cwd, &recorder).await;
+            let (envelope, saved) = one_round(&spec, item, cwd, base, &recorder).await;
             this.finish(&run, envelope, saved);
         });
         id
@@ -205,9 +208,10 @@ async fn one_round(
     spec: &CriticSpec,
     item: WorkItemRef,
     cwd: PathBuf,
+    base: Option<String>,
     recorder: &Recorder,
 ) -> (Envelope, Option<PathBuf>) {
-    let material = review::material(&item, &cwd).await;
+    let material = review::material(&item, &cwd, base.as_deref()).await;
     let mut request = Request::new(Prompt::Text(material));
     request.cwd = Some(cwd);
     request.work_item = Some(item);
@@ -285,6 +289,7 @@ mod tests {
             spec("grep -c UNTRUSTED \"$1\"; pwd"),
             item.clone(),
             work.clone(),
+            None,
             recorder,
         );
         assert!(runs.views()[0].is_running());
@@ -320,6 +325,7 @@ mod tests {
             spec("echo broken >&2; exit 3"),
             WorkItemRef::new("octo", "repo", 1),
             dir.path().to_path_buf(),
+            None,
             Recorder::new(&paths, events.clone()),
         );
         let view = finished(&runs).await;

@@ -343,6 +343,7 @@ mod tests {
                 label: "the-loop".into(),
                 issues: true,
                 pull_requests: true,
+                ..RepoConfig::named("")
             }],
             ..Config::default()
         };

@@ -181,9 +181,7 @@ fn unknown_placeholder(arg: &str) -> Option<String> {
     let mut rest = arg;
     while let Some(at) = rest.find('{') {
         let tail = &rest[at..];
-        let Some(end) = tail.find('}') else {
-            return None;
-        };
+        let end = tail.find('}')?;
         let word = &tail[..=end];
         let inner = &word[1..word.len() - 1];
         if !inner.is_empty()

@@ -447,10 +447,7 @@ pub fn run(args: FakeAgentArgs) -> CliResult {
         received: Vec::new(),
         count: 0,
         ask_trigger: args.ask_trigger.filter(|t| !t.is_empty()),
-        edit: args
-            .edit_on
-            .filter(|t| !t.is_empty())
-            .zip(args.edit_from),
+        edit: args.edit_on.filter(|t| !t.is_empty()).zip(args.edit_from),
         status: None,
     };
     if let Some(prompt) = args.prompt {

@@ -77,7 +77,11 @@ fn headless_runs_the_script_and_sigint_cleans_up() {
     assert!(worktree.starts_with(root.canonicalize().unwrap().join("worktrees")));
     let agent = std::fs::read_to_string(root.join("fake-agent.jsonl")).unwrap();
     let boot: serde_json::Value = serde_json::from_str(agent.lines().next().unwrap()).unwrap();
-    assert_eq!(boot["cwd"], worktree.display().to_string(), "the agent runs there");
+    assert_eq!(
+        boot["cwd"],
+        worktree.display().to_string(),
+        "the agent runs there"
+    );
     wait_until(
         "the agent's fix in its worktree",
         Duration::from_secs(30),
@@ -89,7 +93,10 @@ fn headless_runs_the_script_and_sigint_cleans_up() {
         said,
     );
     let checkout = std::fs::read_to_string(root.join("work/demo/src/retry.rs")).unwrap();
-    assert!(!checkout.contains("cap_ms"), "the checkout is the operator's");
+    assert!(
+        !checkout.contains("cap_ms"),
+        "the checkout is the operator's"
+    );
 
     let supervisor: i32 = events(&root)
         .iter()

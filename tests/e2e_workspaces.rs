@@ -23,3 +23,5 @@ mod isolation;
 mod path;
 #[path = "e2e_workspaces/setup.rs"]
 mod setup;
+#[path = "e2e_workspaces/trust.rs"]
+mod trust;

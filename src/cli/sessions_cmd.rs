@@ -318,22 +318,37 @@ fn print_table(records: &[SessionRecord], seen: &[SessionActivity]) {
         println!("no sessions (start one with `the-loop sessions start REF`)");
         return;
     }
-    let rows: Vec<[String; 6]> = records
+    // A BRANCH column when any session works in its own worktree (SPEC §16.4).
+    let branches = records.iter().any(|r| r.branch.is_some());
+    let rows: Vec<Vec<String>> = records
         .iter()
         .zip(seen)
         .map(|(r, a)| {
-            [
+            let mut row = vec![
                 r.work_item.to_string(),
                 r.harness.clone(),
                 r.status.as_str().to_string(),
                 a.state.as_str().to_string(),
                 a.idle_seconds.map_or_else(|| "-".to_string(), human_age),
                 r.tmux_session.clone(),
-            ]
+            ];
+            if branches {
+                row.push(match (&r.branch, &r.workspace_kept) {
+                    (Some(b), Some(kept)) => format!("{b} (kept: {kept})"),
+                    (Some(b), None) => b.clone(),
+                    (None, _) => "-".into(),
+                });
+            }
+            row
         })
         .collect();
-    let header = ["REF", "HARNESS", "STATUS", "STATE", "IDLE", "TMUX"].map(String::from);
-    let mut widths = header.clone().map(|h| h.chars().count());
+    let mut header: Vec<String> = ["REF", "HARNESS", "STATUS", "STATE", "IDLE", "TMUX"]
+        .map(String::from)
+        .to_vec();
+    if branches {
+        header.push("BRANCH".into());
+    }
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());

@@ -184,6 +184,7 @@ impl Sessions {
             Finished::NoWorkspace => {}
             Finished::Removed { .. } => {
                 r.workspace = None;
+                r.branch = None;
                 r.workspace_kept = None;
             }
             Finished::Kept { reason, .. } => r.workspace_kept = Some(reason.clone()),

@@ -409,3 +409,61 @@ fn the_branches_the_loop_creates_route_back_to_their_item() {
     assert_eq!(branch_issue(&super::super::issue_branch(15)), Some(15));
     assert_eq!(branch_issue(&super::super::fork_pull_branch(7)), Some(7));
 }
+
+#[tokio::test]
+async fn what_a_repository_configures_to_run_is_never_run_by_the_loop() {
+    // An agent can write the shared .git/config and hooks; the supervisor's git calls
+    // (create, status, diff, remove) must not execute any of it.
+    let repo = TestRepo::new();
+    let ws = repo.workspaces();
+    let marker = repo.dir.path().join("PWNED");
+    let script = repo.dir.path().join("evil.sh");
+    std::fs::write(&script, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let hooks = repo.clone.join(".git/hooks");
+    for hook in [
+        "post-checkout",
+        "reference-transaction",
+        "post-index-change",
+    ] {
+        std::fs::copy(&script, hooks.join(hook)).unwrap();
+    }
+    let s = script.display().to_string();
+    git(&repo.clone, &["config", "core.fsmonitor", &s]);
+    git(&repo.clone, &["config", "diff.external", &s]);
+    git(&repo.clone, &["config", "core.pager", &s]);
+    let record = worktree(&ws, &repo.repo_config(), 30).await;
+    std::fs::write(record.dir.join("README.md"), "changed\n").unwrap();
+    super::super::status::status(ws.git(), &record)
+        .await
+        .unwrap();
+    super::super::status::changes(ws.git(), &record.dir, Some(&record.base))
+        .await
+        .unwrap();
+    ws.finish(&item(30), Source::Cli).await.unwrap();
+    assert!(!marker.exists(), "a hook, fsmonitor or diff driver ran");
+}
+
+#[tokio::test]
+async fn a_hostile_branch_name_on_the_remote_is_only_ever_an_argument() {
+    let repo = TestRepo::new();
+    let ws = repo.workspaces();
+    // git accepts it as a branch name; a shell would run three commands.
+    let branch = "feat/$(touch${IFS}PWNED-a)`touch${IFS}PWNED-b`;touch${IFS}PWNED-c";
+    repo.pull_request(31, branch, "p.txt", "x");
+    let record = worktree(&ws, &repo.repo_config(), 31).await;
+    assert_eq!(record.branch, branch, "taken from git's refs, as it is");
+    ws.finish(&item(31), Source::Cli).await.unwrap();
+    let here = std::env::current_dir().unwrap();
+    for dir in [
+        here.as_path(),
+        repo.clone.as_path(),
+        repo.dir.path(),
+        record.dir.as_path(),
+    ] {
+        for m in ["PWNED-a", "PWNED-b", "PWNED-c"] {
+            assert!(!dir.join(m).exists(), "{m} in {}", dir.display());
+        }
+    }
+}

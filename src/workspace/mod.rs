@@ -30,7 +30,7 @@ pub mod store;
 pub mod trust;
 
 #[cfg(test)]
-mod test_repo;
+pub(crate) mod test_repo;
 
 pub use ending::{Assessment, Finished};
 pub use git::{Git, GitError};

@@ -62,6 +62,7 @@ async fn setup(issues: u64) -> Setup {
             label: "the-loop".into(),
             issues: true,
             pull_requests: true,
+            ..RepoConfig::named("")
         }],
         routing: RoutingConfig {
             authorized_users: vec!["alice".into()],

@@ -24,3 +24,4 @@ pub mod supervisor;
 pub mod time;
 pub mod tmux;
 pub mod tui;
+pub mod workspace;

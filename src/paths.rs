@@ -7,6 +7,8 @@ pub const ENV_HOME: &str = "THE_LOOP_HOME";
 pub const ENV_API_URL: &str = "THE_LOOP_GITHUB_API_URL";
 pub const ENV_TMUX_SOCKET: &str = "THE_LOOP_TMUX_SOCKET";
 pub const ENV_WORK_ITEM: &str = "THE_LOOP_WORK_ITEM";
+/// The running `the-loop` binary, set in every session (SPEC §16.5).
+pub const ENV_BIN: &str = "THE_LOOP_BIN";
 
 fn project_dirs() -> Option<directories::ProjectDirs> {
     directories::ProjectDirs::from("", "", "the-loop")
@@ -73,6 +75,14 @@ impl StatePaths {
     /// The running supervisor's operator socket (SPEC §14.1).
     pub fn operator_socket(&self) -> PathBuf {
         self.root.join("operator.sock")
+    }
+    /// One record per workspace the-loop made (SPEC §16).
+    pub fn workspaces_dir(&self) -> PathBuf {
+        self.root.join("workspaces")
+    }
+    /// The default `workspaces.root`: where the worktrees go.
+    pub fn worktrees_dir(&self) -> PathBuf {
+        self.root.join("worktrees")
     }
 }
 

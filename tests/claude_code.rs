@@ -271,3 +271,6 @@ async fn the_claude_adapter_starts_a_conversation_with_its_session_id_and_boot_p
         "the transcript is named by the minted session id"
     );
 }
+
+#[path = "claude_code/workspace.rs"]
+mod workspace;

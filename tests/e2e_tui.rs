@@ -104,6 +104,17 @@ async fn the_operator_runs_the_loop_from_the_screen() {
     viewer.wait_text("delivered #15").await;
     viewer.wait_text("reply sent").await;
 
+    // The agent edits its own worktree; `d` shows that diff against its base.
+    world.agent_edits(15);
+    screen.keys(&["1", "d"]);
+    screen
+        .wait_text("Diff · octo/repo#15 · the-loop/issue-15")
+        .await;
+    screen
+        .wait_text(&format!("+per_repo = true # {DIFF_MARK}"))
+        .await;
+    screen.keys(&["Escape"]);
+
     // A critic by key: picker, run, spinner while it works, then its result.
     screen.keys(&["c"]);
     screen.wait_text("diffcheck").await;

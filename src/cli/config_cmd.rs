@@ -48,8 +48,26 @@ fn check(env: &Environment, flag: Option<&Path>) -> CliResult {
     for warning in &loaded.warnings {
         eprintln!("warning: {warning}");
     }
+    for note in workspace_notes(&loaded.config) {
+        eprintln!("note: {note}");
+    }
     print!("{yaml}");
     Ok(())
+}
+
+/// Where each repo's sessions will work (SPEC §16.1): worktrees, or a shared path.
+fn workspace_notes(config: &config::Config) -> Vec<String> {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return Vec::new();
+    };
+    runtime.block_on(crate::workspace::describe_modes(
+        &config.repos,
+        &config.workspaces,
+        &crate::paths::StatePaths::from_env(),
+    ))
 }
 
 fn init(

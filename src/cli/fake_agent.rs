@@ -12,6 +12,10 @@
 //! submitted text containing TEXT makes it run `the-loop ask --question '…'` (its own
 //! executable, with the session's environment) and show that it waits; the operator's
 //! reply, when it arrives, ends the wait.
+//!
+//! With `--edit-on TEXT --edit-from DIR` it also "works": a submitted text containing
+//! TEXT makes it copy the files under DIR into its working directory (the session's
+//! worktree), as an agent's edit would. Each log line records the working directory.
 
 use super::CliResult;
 use serde::Serialize;
@@ -27,6 +31,13 @@ pub struct FakeAgentArgs {
     /// Ask the operator (`the-loop ask`) whenever a submitted text contains this.
     #[arg(long, value_name = "TEXT")]
     pub ask_trigger: Option<String>,
+    /// Edit the working directory (copy `--edit-from` into it) when a submitted text
+    /// contains this.
+    #[arg(long, value_name = "TEXT", requires = "edit_from")]
+    pub edit_on: Option<String>,
+    /// The files an edit writes, relative paths kept.
+    #[arg(long, value_name = "DIR", requires = "edit_on")]
+    pub edit_from: Option<PathBuf>,
     /// A boot prompt, recorded like a submission with `"boot": true`.
     pub prompt: Option<String>,
 }
@@ -173,6 +184,9 @@ struct LogLine<'a> {
     submission: &'a Submission,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     boot: bool,
+    /// Where the agent runs (its session's worktree, or the shared path).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cwd: Option<String>,
 }
 
 /// Raw mode and bracketed paste on; both restored when dropped (every exit path,
@@ -212,6 +226,8 @@ struct Agent {
     received: Vec<Submission>,
     count: usize,
     ask_trigger: Option<String>,
+    /// `--edit-on` and `--edit-from`.
+    edit: Option<(String, PathBuf)>,
     /// What the agent is waiting for, or what became of its last question.
     status: Option<String>,
 }
@@ -223,6 +239,9 @@ impl Agent {
                 ts: crate::time::now_ts(),
                 submission: &submission,
                 boot,
+                cwd: std::env::current_dir()
+                    .ok()
+                    .map(|d| d.display().to_string()),
             };
             let mut bytes = serde_json::to_vec(&line)?;
             bytes.push(b'\n');
@@ -279,6 +298,14 @@ impl Agent {
         if text.starts_with(REPLY_FRAMING) {
             self.status = Some("answered by the operator".into());
             return;
+        }
+        if let Some((trigger, from)) = &self.edit
+            && text.contains(trigger.as_str())
+        {
+            self.status = Some(match edit(from) {
+                Ok(n) => format!("edited {n} file(s) in its working directory"),
+                Err(e) => format!("could not edit: {e}"),
+            });
         }
         let Some(trigger) = &self.ask_trigger else {
             return;
@@ -356,6 +383,34 @@ fn ask_operator(question: &str) -> Result<(), String> {
     }
 }
 
+/// Copies every file under `from` into the working directory, relative paths kept;
+/// returns how many.
+fn edit(from: &std::path::Path) -> std::io::Result<usize> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                walk(&path, out)?;
+            } else {
+                out.push(path);
+            }
+        }
+        Ok(())
+    }
+    let mut files = Vec::new();
+    walk(from, &mut files)?;
+    let here = std::env::current_dir()?;
+    for file in &files {
+        let rel = file.strip_prefix(from).map_err(std::io::Error::other)?;
+        let target = here.join(rel);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::copy(file, &target)?;
+    }
+    Ok(files.len())
+}
+
 /// The first line, shortened, with control characters shown as `·`.
 fn preview(text: &str) -> String {
     let first = text.lines().next().unwrap_or("");
@@ -389,6 +444,7 @@ pub fn run(args: FakeAgentArgs) -> CliResult {
         received: Vec::new(),
         count: 0,
         ask_trigger: args.ask_trigger.filter(|t| !t.is_empty()),
+        edit: args.edit_on.filter(|t| !t.is_empty()).zip(args.edit_from),
         status: None,
     };
     if let Some(prompt) = args.prompt {

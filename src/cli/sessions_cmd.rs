@@ -17,6 +17,7 @@ use crate::session::{
     Sessions, Settings, StartOutcome, Toggle,
 };
 use crate::tmux::{self, RealTmux, Socket};
+use crate::workspace::Finished;
 use anyhow::anyhow;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -58,10 +59,17 @@ pub enum SessionsCommand {
         #[arg(long)]
         read_only: bool,
     },
-    /// Stop a session and forget it: its record, tmux session and ledger entry.
+    /// Stop a session and forget it: its record, tmux session and ledger entry. Its
+    /// worktree is removed only when nothing would be lost, unless --discard-workspace.
     Reset {
         #[arg(value_name = "REF")]
         work_item: String,
+        /// Also remove the session's worktree and branch, whatever they hold.
+        #[arg(long)]
+        discard_workspace: bool,
+        /// Do not ask before discarding.
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
 }
 
@@ -98,6 +106,9 @@ pub fn run(cmd: SessionsCommand, ctx: &Ctx) -> CliResult {
                         record.pane_id.as_deref().unwrap_or("?"),
                         record.work_item
                     );
+                    if let (Some(dir), Some(branch)) = (&record.workspace, &record.branch) {
+                        println!("working in {} on branch {branch}", dir.display());
+                    }
                 }
                 StartOutcome::AlreadyRunning(record) => {
                     println!(
@@ -141,14 +152,23 @@ pub fn run(cmd: SessionsCommand, ctx: &Ctx) -> CliResult {
                     ended.record.tmux_session
                 );
             }
+            say_workspace(&ended.workspace);
             Ok(())
         }
-        SessionsCommand::Reset { work_item } => {
+        SessionsCommand::Reset {
+            work_item,
+            discard_workspace,
+            yes,
+        } => {
             let item = parse_ref(&work_item)?;
+            if discard_workspace && !yes {
+                confirm_discard(&sessions, &item)?;
+            }
             let ended = runtime
-                .block_on(sessions.reset(&item, &origin))
+                .block_on(sessions.reset_with(&item, &origin, discard_workspace))
                 .map_err(session_error)?;
             println!("reset {}: session forgotten", ended.record.work_item);
+            say_workspace(&ended.workspace);
             Ok(())
         }
         SessionsCommand::Attach {
@@ -169,6 +189,63 @@ fn session_error(error: SessionError) -> CliError {
     CliError {
         code: error.exit_code(),
         error: error.into(),
+    }
+}
+
+/// What ending the session did to its worktree, in one line.
+fn say_workspace(finished: &Finished) {
+    match finished {
+        Finished::NoWorkspace => {}
+        Finished::Removed {
+            record,
+            branch_deleted,
+        } => println!(
+            "removed its worktree {}{}",
+            record.dir.display(),
+            if *branch_deleted {
+                format!(" and branch {}", record.branch)
+            } else {
+                String::new()
+            }
+        ),
+        Finished::Kept { record, reason } => println!(
+            "kept its worktree {} on branch {} ({reason}); `the-loop sessions reset {} --discard-workspace` removes it",
+            record.dir.display(),
+            record.branch,
+            record.work_item
+        ),
+    }
+}
+
+/// Asks before `--discard-workspace` throws work away; without a terminal to ask on,
+/// refuses and points to `--yes`.
+fn confirm_discard(sessions: &Sessions, item: &WorkItemRef) -> Result<(), CliError> {
+    use std::io::{BufRead, IsTerminal, Write};
+    let Some(record) = sessions.workspaces().record(item).map_err(failed)? else {
+        return Ok(()); // no worktree: nothing to lose
+    };
+    if !std::io::stdin().is_terminal() {
+        return Err(usage(anyhow!(
+            "--discard-workspace removes {} and branch {} whatever they hold; pass --yes to confirm without a terminal",
+            record.dir.display(),
+            record.branch
+        )));
+    }
+    eprint!(
+        "Remove the worktree {} and branch {}, with every uncommitted change and unpushed commit in them? [y/N] ",
+        record.dir.display(),
+        record.branch
+    );
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(failed)?;
+    if matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+        Ok(())
+    } else {
+        Err(failed(anyhow!("not discarded: nothing was changed")))
     }
 }
 
@@ -227,6 +304,9 @@ fn json_row(record: &SessionRecord, seen: &SessionActivity) -> Value {
         "tmuxSession": record.tmux_session,
         "pane": seen.pane.as_ref().map(ToString::to_string).or_else(|| record.pane_id.clone()),
         "cwd": record.cwd.display().to_string(),
+        "workspace": record.workspace.as_ref().map(|w| w.display().to_string()),
+        "branch": record.branch,
+        "workspaceKept": record.workspace_kept,
         "harnessSessionId": record.harness_session_id,
         "createdAt": record.created_at,
         "lastEventAt": record.last_event_at,
@@ -238,22 +318,37 @@ fn print_table(records: &[SessionRecord], seen: &[SessionActivity]) {
         println!("no sessions (start one with `the-loop sessions start REF`)");
         return;
     }
-    let rows: Vec<[String; 6]> = records
+    // A BRANCH column when any session works in its own worktree (SPEC §16.4).
+    let branches = records.iter().any(|r| r.branch.is_some());
+    let rows: Vec<Vec<String>> = records
         .iter()
         .zip(seen)
         .map(|(r, a)| {
-            [
+            let mut row = vec![
                 r.work_item.to_string(),
                 r.harness.clone(),
                 r.status.as_str().to_string(),
                 a.state.as_str().to_string(),
                 a.idle_seconds.map_or_else(|| "-".to_string(), human_age),
                 r.tmux_session.clone(),
-            ]
+            ];
+            if branches {
+                row.push(match (&r.branch, &r.workspace_kept) {
+                    (Some(b), Some(kept)) => format!("{b} (kept: {kept})"),
+                    (Some(b), None) => b.clone(),
+                    (None, _) => "-".into(),
+                });
+            }
+            row
         })
         .collect();
-    let header = ["REF", "HARNESS", "STATUS", "STATE", "IDLE", "TMUX"].map(String::from);
-    let mut widths = header.clone().map(|h| h.chars().count());
+    let mut header: Vec<String> = ["REF", "HARNESS", "STATUS", "STATE", "IDLE", "TMUX"]
+        .map(String::from)
+        .to_vec();
+    if branches {
+        header.push("BRANCH".into());
+    }
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());

@@ -15,6 +15,7 @@ fn sample() -> Config {
         label: default_label(),
         issues: true,
         pull_requests: true,
+        ..RepoConfig::named("")
     });
     config
         .sessions

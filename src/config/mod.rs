@@ -28,6 +28,7 @@ pub struct Config {
     pub routing: RoutingConfig,
     pub polling: PollingConfig,
     pub sessions: SessionsConfig,
+    pub workspaces: WorkspacesConfig,
     pub server: ServerConfig,
     pub tui: TuiConfig,
     /// Critic entries stay raw here: an invalid entry is listed with its error rather
@@ -73,6 +74,75 @@ pub struct RepoConfig {
     pub issues: bool,
     #[serde(default = "yes")]
     pub pull_requests: bool,
+    /// Where this repo's sessions work (SPEC §16.1).
+    #[serde(default)]
+    pub workspace: WorkspaceMode,
+    /// The branch new work branches start from; `""` = the remote's default branch
+    /// (`origin/HEAD`), else the checkout's current branch.
+    #[serde(default)]
+    pub base_branch: String,
+    /// Commands run in a new worktree before the agent starts, each an argv list (never
+    /// a shell); placeholders `{worktree}`, `{repoPath}`, `{branch}`.
+    #[serde(default)]
+    pub setup: Vec<Vec<String>>,
+    /// The time each setup command may take.
+    #[serde(default = "default_setup_timeout")]
+    pub setup_timeout_seconds: u64,
+}
+
+impl RepoConfig {
+    /// A repo entry with every other key at its default.
+    pub fn named(name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            path: None,
+            label: default_label(),
+            issues: true,
+            pull_requests: true,
+            workspace: WorkspaceMode::default(),
+            base_branch: String::new(),
+            setup: Vec::new(),
+            setup_timeout_seconds: default_setup_timeout(),
+        }
+    }
+}
+
+/// Where a repo's sessions run (SPEC §16.1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkspaceMode {
+    /// `worktree` when `path` is a git repository, else `shared`.
+    #[default]
+    Auto,
+    /// A git worktree per work item under `workspaces.root`.
+    Worktree,
+    /// Every session in `path` itself.
+    Shared,
+}
+
+impl WorkspaceMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Worktree => "worktree",
+            Self::Shared => "shared",
+        }
+    }
+}
+
+/// The placeholders of `repos[].setup` arguments.
+pub const SETUP_PLACEHOLDERS: &[&str] = &["{worktree}", "{repoPath}", "{branch}"];
+
+fn default_setup_timeout() -> u64 {
+    600
+}
+
+/// Where worktrees go (SPEC §16.1).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct WorkspacesConfig {
+    /// `""` = `<state>/worktrees`; a leading `~` is expanded.
+    pub root: String,
 }
 
 fn default_label() -> String {
@@ -164,6 +234,8 @@ pub struct SessionsConfig {
     /// §14.4): by default the GitHub token variables and the webhook secret are withheld.
     pub pass_env: Vec<String>,
     pub tmux: TmuxConfig,
+    /// Mark the directories Claude Code starts in as trusted (SPEC §16.6).
+    pub trust_workspaces: bool,
 }
 
 impl Default for SessionsConfig {
@@ -175,6 +247,7 @@ impl Default for SessionsConfig {
             spawn_prompt_template: String::new(),
             pass_env: Vec::new(),
             tmux: TmuxConfig::default(),
+            trust_workspaces: true,
         }
     }
 }

@@ -186,6 +186,48 @@ fn invalid_enum_values_list_the_choices() {
 fn semantic_rules_are_located_like_type_errors() {
     assert_cases(&[
         (
+            "repos:\n  - name: o/r\n    baseBranch: -main\n",
+            3,
+            17,
+            "repos[0].baseBranch",
+            "may not start with `-`",
+        ),
+        (
+            "repos:\n  - name: o/r\n    setup: [[npm, ci], []]\n",
+            3,
+            24,
+            "repos[0].setup[1]",
+            "an empty command",
+        ),
+        (
+            "repos:\n  - name: o/r\n    setup: [[\"npm ci\"]]\n",
+            3,
+            14,
+            "repos[0].setup[0][0]",
+            "a command is one executable",
+        ),
+        (
+            "repos:\n  - name: o/r\n    setup: [[make, \"-C{worktre}\"]]\n",
+            3,
+            20,
+            "repos[0].setup[0][1]",
+            "unknown placeholder `{worktre}`; the known ones are {worktree}, {repoPath}, {branch}",
+        ),
+        (
+            "repos:\n  - name: o/r\n    setupTimeoutSeconds: 0\n",
+            3,
+            26,
+            "repos[0].setupTimeoutSeconds",
+            "must be greater than 0",
+        ),
+        (
+            "repos:\n  - name: o/r\n    workspace: worktrees\n",
+            3,
+            16,
+            "repos[0].workspace",
+            "auto",
+        ),
+        (
             "polling:\n  intervalSeconds: 2\n",
             2,
             20,

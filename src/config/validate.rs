@@ -87,6 +87,7 @@ fn check_repos(config: &Config, out: &mut Vec<Problem>) {
             ));
             continue;
         }
+        check_workspace(i, repo, out);
         // GitHub names are case-insensitive: `Octo/Repo` and `octo/repo` are one repo.
         match first_seen.get(&repo.name.to_ascii_lowercase()) {
             Some(first) => out.push(Problem::new(
@@ -101,6 +102,97 @@ fn check_repos(config: &Config, out: &mut Vec<Problem>) {
             }
         }
     }
+}
+
+/// `baseBranch`, `setup` and `setupTimeoutSeconds` of `repos[i]` (SPEC §16.1).
+fn check_workspace(i: usize, repo: &super::RepoConfig, out: &mut Vec<Problem>) {
+    let at = |key: &str| KeyPath::root().key("repos").index(i).key(key);
+    let base = &repo.base_branch;
+    if let Some(why) = branch_problem(base) {
+        out.push(Problem::new(
+            at("baseBranch"),
+            format!("`{base}` is not a branch name: {why}; write a branch such as `main`, or \"\" for the remote's default"),
+        ));
+    }
+    if repo.setup_timeout_seconds == 0 {
+        out.push(Problem::new(
+            at("setupTimeoutSeconds"),
+            "must be greater than 0 (seconds); the default is 600",
+        ));
+    }
+    for (n, argv) in repo.setup.iter().enumerate() {
+        let path = at("setup").index(n);
+        match argv.first() {
+            None => out.push(Problem::new(
+                path.clone(),
+                "an empty command: write the executable and its arguments, e.g. `[npm, ci]`",
+            )),
+            Some(program) if program.trim().is_empty() || program.chars().any(char::is_whitespace) => {
+                out.push(Problem::new(
+                    path.clone().index(0),
+                    format!("`{program}`: a command is one executable; put its arguments in the list after it (never a shell line)"),
+                ))
+            }
+            Some(_) => {}
+        }
+        for (a, arg) in argv.iter().enumerate() {
+            if let Some(unknown) = unknown_placeholder(arg) {
+                out.push(Problem::new(
+                    path.clone().index(a),
+                    format!(
+                        "unknown placeholder `{unknown}`; the known ones are {}",
+                        super::SETUP_PLACEHOLDERS.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// Why `name` is not a branch git would accept (`""` is the default, fine).
+fn branch_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        return None;
+    }
+    if name.starts_with('-') {
+        Some("it may not start with `-`")
+    } else if name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        Some("it may not contain spaces or control characters")
+    } else if name.contains("..") || name.contains("@{") || name.contains("//") {
+        Some("it may not contain `..`, `@{` or `//`")
+    } else if name
+        .chars()
+        .any(|c| matches!(c, '~' | '^' | ':' | '?' | '*' | '[' | '\\'))
+    {
+        Some("it may not contain `~ ^ : ? * [ \\`")
+    } else if name.ends_with('/')
+        || name.ends_with('.')
+        || name.ends_with(".lock")
+        || name.starts_with('/')
+    {
+        Some("it may not start with `/` or end with `/`, `.` or `.lock`")
+    } else {
+        None
+    }
+}
+
+/// The first `{word}` in `arg` that is not a setup placeholder.
+fn unknown_placeholder(arg: &str) -> Option<String> {
+    let mut rest = arg;
+    while let Some(at) = rest.find('{') {
+        let tail = &rest[at..];
+        let end = tail.find('}')?;
+        let word = &tail[..=end];
+        let inner = &word[1..word.len() - 1];
+        if !inner.is_empty()
+            && inner.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !super::SETUP_PLACEHOLDERS.contains(&word)
+        {
+            return Some(word.to_string());
+        }
+        rest = &tail[1..];
+    }
+    None
 }
 
 /// `owner/name`, each part made of the characters GitHub allows (the rule refs use).

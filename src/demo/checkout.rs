@@ -1,14 +1,16 @@
-//! The demo repository's checkout, the sessions' working directory.
+//! The demo repository's checkout — the operator's, which the-loop never touches — and
+//! the fix the demo agent writes into its own worktree of it (SPEC §16).
 
 use super::tmux_server::output_within;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// Fills the demo checkout: a small repository whose working tree holds an uncommitted
-/// change, so a critic launched from the demo has a real diff to review. Best effort:
-/// without git it is a plain directory holding the changed file.
-pub fn prepare(dir: &Path) {
+/// Fills the demo checkout: a small, clean git repository on `main`. The demo agent
+/// works in a worktree of it, where it writes the files under `fix` (its change, which
+/// a critic launched from the demo then reviews). Best effort: without git the checkout
+/// is a plain directory and the sessions share it.
+pub fn prepare(dir: &Path, fix: &Path) {
     let write = |rel: &str, text: &str| {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {
@@ -43,7 +45,11 @@ pub fn prepare(dir: &Path) {
     let _ = git(&["init", "-q"])
         && git(&["add", "-A"])
         && git(&["commit", "-q", "-m", "Retry with exponential backoff"]);
-    write("src/retry.rs", RETRY_AFTER);
+    let fixed = fix.join("src/retry.rs");
+    if let Some(parent) = fixed.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let _ = std::fs::write(fixed, RETRY_AFTER);
 }
 
 const RETRY_BEFORE: &str =
@@ -65,18 +71,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_checkout_has_a_change_to_review() {
+    fn the_checkout_is_clean_and_the_fix_waits_for_the_agent() {
         let temp = tempfile::tempdir().unwrap();
-        prepare(temp.path());
-        let text = std::fs::read_to_string(temp.path().join("src/retry.rs")).unwrap();
-        assert!(text.contains("cap_ms"));
-        if temp.path().join(".git").is_dir() {
-            let diff = Command::new("git")
-                .args(["diff", "--stat"])
-                .current_dir(temp.path())
+        let (dir, fix) = (temp.path().join("work"), temp.path().join("fix"));
+        prepare(&dir, &fix);
+        let text = std::fs::read_to_string(dir.join("src/retry.rs")).unwrap();
+        assert!(!text.contains("cap_ms"), "the checkout has the code before");
+        let fixed = std::fs::read_to_string(fix.join("src/retry.rs")).unwrap();
+        assert!(fixed.contains("cap_ms"));
+        if dir.join(".git").is_dir() {
+            let status = Command::new("git")
+                .args(["status", "--porcelain"])
+                .current_dir(&dir)
                 .output()
                 .unwrap();
-            assert!(String::from_utf8_lossy(&diff.stdout).contains("src/retry.rs"));
+            assert!(status.stdout.is_empty(), "clean: {status:?}");
         }
     }
 }

@@ -12,6 +12,8 @@ pub struct ConfigInputs<'a> {
     pub workdir: &'a Path,
     pub exe: &'a Path,
     pub agent_log: &'a Path,
+    /// The files the demo agent writes into its worktree.
+    pub fix: &'a Path,
     pub socket: &'a str,
 }
 
@@ -35,7 +37,7 @@ github:
   apiUrl: {api}              # the simulated GitHub, in the demo process
 repos:
   - name: {repo}
-    path: {workdir}
+    path: {workdir}             # a git checkout: the agent works in its own worktree of it
     label: {label}
 routing:
   authorizedUsers: [{operator}]     # {stranger} is not here: their comments are refused
@@ -46,7 +48,7 @@ sessions:
   harnesses:
     {agent}:                   # takes pastes, shows them, asks when told to
       command: {exe}
-      args: [fake-agent, --log, {log}, --ask-trigger, {trigger}, "--", "{{prompt}}"]
+      args: [fake-agent, --log, {log}, --ask-trigger, {trigger}, --edit-on, {edit}, --edit-from, {fix}, "--", "{{prompt}}"]
   tmux:
     socket: {socket}
 server:
@@ -66,6 +68,8 @@ critics:
         stranger = scenario::STRANGER,
         log = quoted_path(c.agent_log),
         trigger = quoted(scenario::ASK_TRIGGER),
+        edit = quoted(scenario::EDIT_TRIGGER),
+        fix = quoted_path(c.fix),
         socket = quoted(c.socket),
         critic = CRITIC,
         agent = AGENT,
@@ -83,6 +87,7 @@ mod tests {
             workdir: dir,
             exe,
             agent_log: log,
+            fix: Path::new("/tmp/x/fix"),
             socket: "the-loop-demo-1-abc",
         }
     }
@@ -114,6 +119,10 @@ mod tests {
                 "/tmp/x/fake-agent.jsonl",
                 "--ask-trigger",
                 scenario::ASK_TRIGGER,
+                "--edit-on",
+                scenario::EDIT_TRIGGER,
+                "--edit-from",
+                "/tmp/x/fix",
                 "--",
                 "{prompt}"
             ]

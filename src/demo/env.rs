@@ -121,6 +121,11 @@ impl World {
         self.root.join("work").join(scenario::NAME)
     }
 
+    /// The demo agent's fix, copied into its worktree when the operator asks for it.
+    pub fn fix_dir(&self) -> PathBuf {
+        self.root.join("fix")
+    }
+
     /// Writes the demo config pointing at the simulator's `api_url`.
     pub fn write_config(&mut self, api_url: &str) -> io::Result<()> {
         let text = render_config(&ConfigInputs {
@@ -128,6 +133,7 @@ impl World {
             workdir: &self.workdir(),
             exe: &self.exe,
             agent_log: &self.agent_log(),
+            fix: &self.fix_dir(),
             socket: &self.socket,
         });
         crate::fsutil::atomic_write(&self.config_path(), text.as_bytes())?;

@@ -137,7 +137,7 @@ pub fn run(options: DemoOptions) -> Result<Report, DemoError> {
         World::create(&options.temp_dir, &options.exe, options.pace).map_err(state_error)?;
     world.keep(options.keep_state);
     preflight::sweep_stale(&options.temp_dir, world.root());
-    checkout::prepare(&world.workdir());
+    checkout::prepare(&world.workdir(), &world.fix_dir());
     let outcome = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

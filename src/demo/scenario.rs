@@ -30,6 +30,8 @@ pub const PULL: u64 = 13;
 pub const BRANCH: &str = "issue-12-cap-backoff";
 /// The demo agent asks the operator when a prompt contains this.
 pub const ASK_TRIGGER: &str = "ask the operator";
+/// The demo agent makes its fix when a prompt contains this (the operator's welcome).
+pub const EDIT_TRIGGER: &str = "keep the fix small";
 /// The question the review makes the agent ask (what follows the trigger).
 pub const QUESTION: &str = "Should the retry cap be per repository or global?";
 /// The token every demo process uses: the simulator requires exactly this one, so a

@@ -88,6 +88,13 @@ event_types! {
     ServerFailed => "server.failed",
     SessionReplyFailed => "session.reply_failed",
     StateCorrupt => "state.corrupt",
+    WorkspaceCreated => "workspace.created",
+    WorkspaceReused => "workspace.reused",
+    WorkspaceFetchFailed => "workspace.fetch_failed",
+    WorkspaceSetupFailed => "workspace.setup_failed",
+    WorkspaceRemoved => "workspace.removed",
+    WorkspaceKept => "workspace.kept",
+    WorkspaceTrustFailed => "workspace.trust_failed",
 }
 
 impl std::fmt::Display for EventType {

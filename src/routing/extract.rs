@@ -36,9 +36,10 @@ static CLOSING: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// `issue-N` or `issue/N` as its own component of a branch name (`issue-15-backoff`,
-/// `feature/issue/7`), not `tissue-5` or `issue-15x`.
+/// `feature/issue/7`), not `tissue-5` or `issue-15x`; and `the-loop/pr-N`, the branch
+/// the-loop checks a fork's pull request out on (SPEC §16.2).
 static BRANCH_ISSUE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:^|[^a-z0-9])issue[-/]([0-9]+)(?:$|[^a-z0-9])")
+    Regex::new(r"(?i)(?:^|[^a-z0-9])(?:issue[-/]|the-loop/pr-)([0-9]+)(?:$|[^a-z0-9])")
         .expect("the branch pattern is valid")
 });
 
@@ -157,7 +158,8 @@ fn qualified(host: &str, owner: &str, name: &str, digits: &str) -> Option<WorkIt
     positive(digits).map(|n| WorkItemRef::on_host(host, owner, name, n))
 }
 
-/// The issue number named by `issue-N` / `issue/N` in a branch name (the first one).
+/// The item number named by `issue-N` / `issue/N` (or `the-loop/pr-N`) in a branch name
+/// (the first one).
 pub fn branch_issue(branch: &str) -> Option<u64> {
     BRANCH_ISSUE
         .captures_iter(branch)

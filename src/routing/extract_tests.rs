@@ -144,6 +144,10 @@ fn branch_names() {
         ("issue15", None),
         ("main", None),
         ("", None),
+        ("the-loop/issue-15", Some(15)),
+        ("the-loop/pr-7", Some(7)),
+        ("the-loop/pr-7x", None),
+        ("other/pr-7", None),
     ];
     for (branch, expected) in cases {
         assert_eq!(branch_issue(branch), expected, "{branch:?}");

@@ -101,6 +101,28 @@ impl WorkItemRef {
         format!("h{}", &hex::encode(digest)[..8])
     }
 
+    /// The directory of the item's repository under `workspaces.root` (SPEC §16.2):
+    /// `<owner>-<repo>` (the host first when it is not github.com), lowercased since
+    /// GitHub names are case-insensitive. Where that join loses information (`a-b/c` and
+    /// `a/b-c` both read `a-b-c`) a short stable hash of the repository is appended, so
+    /// two repositories never share a directory (§14.7).
+    pub fn repo_dir_name(&self) -> String {
+        let host = (!self.host.eq_ignore_ascii_case(DEFAULT_HOST)).then_some(self.host.as_str());
+        let parts: Vec<&str> = host
+            .into_iter()
+            .chain([self.owner.as_str(), self.repo.as_str()])
+            .collect();
+        let readable = slugify(&parts.join("-")).to_ascii_lowercase();
+        if parts.iter().any(|p| p.contains('-')) {
+            use sha2::{Digest, Sha256};
+            let key = format!("{}/{}/{}", self.host, self.owner, self.repo).to_ascii_lowercase();
+            let digest = Sha256::digest(key.as_bytes());
+            format!("{readable}-{}", hex::encode(&digest[..4]))
+        } else {
+            readable
+        }
+    }
+
     /// The item's web URL (issues and PRs share it: GitHub redirects).
     pub fn html_url(&self) -> String {
         format!(
@@ -310,6 +332,34 @@ mod tests {
         assert_eq!(
             shouted.slug().rsplit('-').next(),
             dashed.slug().rsplit('-').next()
+        );
+    }
+
+    #[test]
+    fn repo_directories_are_readable_and_injective() {
+        assert_eq!(
+            WorkItemRef::new("Octo", "Repo", 1).repo_dir_name(),
+            "octo-repo"
+        );
+        assert_eq!(
+            WorkItemRef::on_host("ghe.example.com", "octo", "my.repo", 7).repo_dir_name(),
+            "ghe.example.com-octo-my.repo"
+        );
+        let a = WorkItemRef::new("a-b", "c", 1).repo_dir_name();
+        let b = WorkItemRef::new("a", "b-c", 1).repo_dir_name();
+        assert_ne!(a, b);
+        assert!(
+            a.starts_with("a-b-c-") && b.starts_with("a-b-c-"),
+            "{a} {b}"
+        );
+        assert_eq!(
+            a,
+            WorkItemRef::new("A-B", "C", 9).repo_dir_name(),
+            "case-insensitive"
+        );
+        assert_ne!(
+            WorkItemRef::new("octo", "my.repo", 1).repo_dir_name(),
+            WorkItemRef::new("octo", "my_repo", 1).repo_dir_name()
         );
     }
 }

@@ -6,11 +6,18 @@
 //! operator can still attach and read what the agent did; a later `start` clears the
 //! dead pane (verified) before spawning. Reset kills the tmux session too: it forgets
 //! everything. A live tmux session the record does not lead to is never touched.
+//!
+//! Once the harness has ended, the session's worktree follows the ending rule of
+//! SPEC §16.3 (`workspace::Workspaces::finish`): removed when nothing would be lost,
+//! else kept and said why; reset with `discard_workspace` removes it whatever it holds.
+//! A stop or close of an already closed session checks a kept worktree again (the work
+//! may have been pushed since).
 
 use super::lifecycle::{Origin, PaneState, SessionError, Sessions};
 use super::registry::{SessionRecord, Status};
-use crate::events::{Event, EventType};
+use crate::events::{Event, EventType, Source};
 use crate::routing::WorkItemRef;
+use crate::workspace::Finished;
 
 /// Forgets a work item's entry in the poll ledger (`poll/<owner>-<repo>.json`), so a
 /// reset item is baselined afresh the next time it is seen. The poller module provides
@@ -30,12 +37,14 @@ pub struct Ended {
     pub tmux_killed: bool,
     /// The record was already closed: nothing was done.
     pub already_closed: bool,
+    /// What happened to the session's worktree.
+    pub workspace: Finished,
 }
 
 impl Sessions {
     /// Ends the harness and marks the session closed (`session.stopped`).
     pub async fn stop(&self, item: &WorkItemRef, origin: &Origin) -> Result<Ended, SessionError> {
-        let ended = self.end(item).await?;
+        let mut ended = self.end(item).await?;
         if !ended.already_closed {
             self.emit(
                 Event::new(origin.source, EventType::SessionStopped)
@@ -45,6 +54,7 @@ impl Sessions {
                     .with("tmux_killed", false),
             );
         }
+        ended.workspace = self.settle_workspace(&ended.record, origin.source).await;
         Ok(ended)
     }
 
@@ -55,7 +65,7 @@ impl Sessions {
         merged: bool,
         origin: &Origin,
     ) -> Result<Ended, SessionError> {
-        let ended = self.end(item).await?;
+        let mut ended = self.end(item).await?;
         if !ended.already_closed {
             self.emit(
                 Event::new(origin.source, EventType::SessionClosed)
@@ -64,13 +74,35 @@ impl Sessions {
                     .with("tmux_killed", false),
             );
         }
+        ended.workspace = self.settle_workspace(&ended.record, origin.source).await;
         Ok(ended)
     }
 
     /// Stops the session, kills its (now dead) tmux session, forgets the record and the
-    /// item's ledger entry (`session.reset`).
+    /// item's ledger entry (`session.reset`). Its worktree follows the ending rule.
     pub async fn reset(&self, item: &WorkItemRef, origin: &Origin) -> Result<Ended, SessionError> {
+        self.reset_with(item, origin, false).await
+    }
+
+    /// [`Sessions::reset`]; with `discard_workspace` the worktree and its branch are
+    /// removed whatever they hold (`sessions reset --discard-workspace`).
+    pub async fn reset_with(
+        &self,
+        item: &WorkItemRef,
+        origin: &Origin,
+        discard_workspace: bool,
+    ) -> Result<Ended, SessionError> {
         let mut ended = self.end(item).await?;
+        ended.workspace = if discard_workspace {
+            let discarded = self
+                .workspaces()
+                .discard(&ended.record.work_item, origin.source)
+                .await?;
+            self.note_workspace(&ended.record.work_item, &discarded);
+            discarded
+        } else {
+            self.settle_workspace(&ended.record, origin.source).await
+        };
         let record = &ended.record;
         if let PaneState::Dead(_) = self.locate(&record.tmux_session).await {
             match self.tmux.kill_session(&record.tmux_session).await {
@@ -111,6 +143,7 @@ impl Sessions {
                 was_running: false,
                 tmux_killed: false,
                 already_closed: true,
+                workspace: Finished::NoWorkspace,
             });
         }
         let was_running = self.end_harness(&record).await?;
@@ -127,7 +160,38 @@ impl Sessions {
             was_running,
             tmux_killed: false,
             already_closed: false,
+            workspace: Finished::NoWorkspace,
         })
+    }
+
+    /// The ending rule for the session's worktree, recorded on the session. Failing to
+    /// decide (the state dir unwritable) is logged; nothing is removed then.
+    async fn settle_workspace(&self, record: &SessionRecord, source: Source) -> Finished {
+        match self.workspaces().finish(&record.work_item, source).await {
+            Ok(finished) => {
+                self.note_workspace(&record.work_item, &finished);
+                finished
+            }
+            Err(error) => {
+                tracing::warn!(work_item = %record.work_item, "workspace not settled: {error}");
+                Finished::NoWorkspace
+            }
+        }
+    }
+
+    fn note_workspace(&self, item: &WorkItemRef, finished: &Finished) {
+        let noted = self.registry.update(item, |r| match finished {
+            Finished::NoWorkspace => {}
+            Finished::Removed { .. } => {
+                r.workspace = None;
+                r.branch = None;
+                r.workspace_kept = None;
+            }
+            Finished::Kept { reason, .. } => r.workspace_kept = Some(reason.clone()),
+        });
+        if let Err(error) = noted {
+            tracing::warn!(work_item = %item, "workspace outcome not recorded: {error}");
+        }
     }
 
     /// SIGTERM to the harness, then SIGKILL after the grace period. True when one ran.

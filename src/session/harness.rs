@@ -95,6 +95,11 @@ impl Harness {
         &self.name
     }
 
+    /// The built-in Claude Code adapter (its binary possibly moved by config).
+    pub fn is_claude(&self) -> bool {
+        matches!(self.kind, Kind::Claude { .. })
+    }
+
     /// The binary this harness runs.
     pub fn program(&self) -> &str {
         match &self.kind {

@@ -14,6 +14,7 @@ use crate::paths;
 use crate::routing::WorkItemRef;
 use crate::routing::prompt::PromptVars;
 use crate::tmux::{self, PaneId, SpawnSpec, Tmux};
+use crate::workspace::{Placement, WorkspaceError, Workspaces};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -132,6 +133,8 @@ pub enum SessionError {
     )]
     UnwatchedRepo { item: String },
     #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    #[error(transparent)]
     Tmux(#[from] tmux::Error),
     #[error(transparent)]
     Registry(#[from] RegistryError),
@@ -153,7 +156,10 @@ impl SessionError {
         match self {
             Self::Harness(HarnessError::Unknown { .. } | HarnessError::NoCommand { .. })
             | Self::NoWorkingDir { .. }
-            | Self::UnwatchedRepo { .. } => 2,
+            | Self::UnwatchedRepo { .. }
+            | Self::Workspace(
+                WorkspaceError::NotARepository { .. } | WorkspaceError::InvalidBranch { .. },
+            ) => 2,
             _ => 1,
         }
     }
@@ -233,6 +239,66 @@ impl Sessions {
         &self.tmux
     }
 
+    /// The workspaces of this state root, as the settings in force place them.
+    pub fn workspaces(&self) -> Workspaces {
+        let settings = self.settings();
+        Workspaces::at(
+            settings.workspaces_root.clone(),
+            &paths::StatePaths::new(&settings.home),
+            self.events.clone(),
+        )
+        .with_child_env(settings.child_env.clone())
+    }
+
+    /// Marks `dir` trusted in Claude Code's config before the `claude` harness starts
+    /// there, when the-loop made it or the operator configured it (SPEC §16.6). A
+    /// failure is a warning: the agent still starts, its trust dialog then waits.
+    pub(crate) async fn mark_trusted(
+        &self,
+        harness: &Harness,
+        dir: &std::path::Path,
+        item: &WorkItemRef,
+        source: Source,
+    ) {
+        let settings = self.settings();
+        let Some(file) = settings.claude_config.clone() else {
+            return;
+        };
+        if !harness.is_claude() || !settings.sessions.trust_workspaces {
+            return;
+        }
+        let same = |a: &std::path::Path, b: &std::path::Path| {
+            let canon = |p: &std::path::Path| std::fs::canonicalize(p).ok();
+            canon(a).is_some() && canon(a) == canon(b)
+        };
+        let configured = settings
+            .repo(item)
+            .and_then(crate::config::RepoConfig::working_dir)
+            .is_some_and(|p| same(&p, dir));
+        if !configured && !self.workspaces().owns(dir) {
+            return;
+        }
+        let target = dir.to_path_buf();
+        let marked = tokio::task::spawn_blocking({
+            let file = file.clone();
+            move || crate::workspace::trust::trust(&file, &target)
+        })
+        .await;
+        let error = match marked {
+            Ok(Ok(_)) => return,
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => e.to_string(),
+        };
+        self.emit(
+            Event::new(source, EventType::WorkspaceTrustFailed)
+                .level(Level::Warning)
+                .with("work_item", item.to_string())
+                .with("dir", dir.display().to_string())
+                .with("file", file.display().to_string())
+                .with("error", error),
+        );
+    }
+
     pub fn settings(&self) -> Arc<Settings> {
         match self.settings.read() {
             Ok(s) => Arc::clone(&s),
@@ -296,16 +362,24 @@ impl Sessions {
         harness
             .locate(settings.search_path.as_deref())
             .map_err(|e| fail(e.into()))?;
-        let cwd = settings
-            .working_dir(item)
-            .filter(|p| p.is_dir())
-            .ok_or_else(|| {
-                fail(SessionError::NoWorkingDir {
-                    item: item.to_string(),
-                    path: settings.working_dir(item).unwrap_or_default(),
-                })
-            })?;
+        let placement = self
+            .workspaces()
+            .place(item, settings.repo(item), source)
+            .await
+            .map_err(|e| fail(e.into()))?;
+        let cwd = placement.cwd().to_path_buf();
+        if !cwd.is_dir() {
+            return Err(fail(SessionError::NoWorkingDir {
+                item: item.to_string(),
+                path: cwd,
+            }));
+        }
+        self.mark_trusted(&harness, &cwd, item, source).await;
         let mut record = SessionRecord::new(item, harness.name(), cwd);
+        if let Placement::Worktree(ws) = &placement {
+            record.workspace = Some(ws.dir.clone());
+            record.branch = Some(ws.branch.clone());
+        }
         record.harness_session_id = harness.mint_session_id();
         let prompt = settings.templates.render_spawn(&inputs.vars(item));
         let argv = harness.fresh_argv(&prompt, record.harness_session_id.as_deref());
@@ -323,6 +397,7 @@ impl Sessions {
                 .with("tmux_session", record.tmux_session.as_str())
                 .with("pane", pane.to_string())
                 .with("cwd", record.cwd.display().to_string())
+                .with_opt("branch", record.branch.clone())
                 .with("harness_session_id", record.harness_session_id.clone())
                 .with("trigger", origin.trigger)
                 .with("actor", origin.actor.clone()),
@@ -443,6 +518,7 @@ pub(crate) fn spawn_spec(
             settings.sessions.tmux.socket.clone(),
         ));
     }
+    env.extend(agent_path_env(settings.bin.as_deref()));
     SpawnSpec {
         name: record.tmux_session.clone(),
         cwd: record.cwd.clone(),
@@ -450,6 +526,30 @@ pub(crate) fn spawn_spec(
         argv,
         remain_on_exit: settings.sessions.tmux.remain_on_exit,
     }
+}
+
+/// SPEC §16.5: `PATH` starting with the running binary's directory, and `THE_LOOP_BIN`,
+/// so `the-loop ask` works in a session even when the binary was never installed.
+fn agent_path_env(bin: Option<&std::path::Path>) -> Vec<(String, String)> {
+    let Some(bin) = bin.and_then(|b| b.to_str()) else {
+        return Vec::new();
+    };
+    let mut env = vec![(paths::ENV_BIN.to_string(), bin.to_string())];
+    let dir = std::path::Path::new(bin).parent().and_then(|d| d.to_str());
+    // A directory with `:` cannot be a PATH entry; THE_LOOP_BIN still names the binary.
+    if let Some(dir) = dir.filter(|d| !d.is_empty() && !d.contains(':')) {
+        let rest = std::env::var("PATH").unwrap_or_default();
+        let rest: Vec<&str> = rest
+            .split(':')
+            .filter(|p| !p.is_empty() && *p != dir)
+            .collect();
+        let path = std::iter::once(dir)
+            .chain(rest)
+            .collect::<Vec<_>>()
+            .join(":");
+        env.push(("PATH".to_string(), path));
+    }
+    env
 }
 
 #[cfg(test)]

@@ -40,8 +40,26 @@ async fn a_start_comment_spawns_with_the_spawn_template_and_is_never_forwarded()
         "the control comment is not forwarded"
     );
     let env: Vec<&str> = spec.env.iter().map(|(k, _)| k.as_str()).collect();
-    assert_eq!(env, ["THE_LOOP_WORK_ITEM", "THE_LOOP_HOME"]);
+    assert_eq!(
+        env,
+        [
+            "THE_LOOP_WORK_ITEM",
+            "THE_LOOP_HOME",
+            "THE_LOOP_BIN",
+            "PATH"
+        ]
+    );
     assert_eq!(spec.env[0].1, "github:octo/repo#3");
+    // SPEC §16.5: the running binary first on PATH, and named by THE_LOOP_BIN.
+    let bin = std::env::current_exe().unwrap();
+    assert_eq!(spec.env[2].1, bin.display().to_string());
+    let dir = bin.parent().unwrap().display().to_string();
+    assert!(spec.env[3].1.starts_with(&format!("{dir}:")) || spec.env[3].1 == dir);
+    assert_eq!(
+        spec.env[3].1.split(':').filter(|p| *p == dir).count(),
+        1,
+        "listed once"
+    );
     assert!(spec.remain_on_exit);
 
     let record = f.record(3).unwrap();
@@ -343,4 +361,72 @@ async fn pause_and_resume_are_idempotent_and_refuse_closed_sessions() {
         f.sessions.pause(&item(2), &cli),
         Err(SessionError::NoSession(_))
     ));
+}
+
+#[tokio::test]
+async fn sessions_of_a_git_repo_run_in_worktrees_that_follow_the_ending_rule() {
+    use crate::events::Source;
+    use crate::workspace::Finished;
+    use crate::workspace::test_repo::git;
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    std::fs::write(repo.join("a.txt"), "a").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "a"]);
+    let path = repo.display().to_string();
+    let f = Fixture::with_config(dir, |c| c.repos[0].path = Some(path));
+    start(&f, 1).await.unwrap();
+    start(&f, 2).await.unwrap();
+    let (one, two) = (f.record(1).unwrap(), f.record(2).unwrap());
+    let ws = one.workspace.clone().unwrap();
+    assert_eq!(one.cwd, ws, "the session runs in its worktree");
+    assert_eq!(one.branch.as_deref(), Some("the-loop/issue-1"));
+    let spec = f
+        .tmux
+        .fake
+        .session(&item(1).tmux_session_name())
+        .unwrap()
+        .spec
+        .unwrap();
+    assert_eq!(spec.cwd, ws);
+    assert_eq!(
+        f.events_named("session.spawned")[0]["branch"],
+        "the-loop/issue-1"
+    );
+
+    // The item closes on GitHub: its clean worktree goes.
+    *f.signals.victim.lock().unwrap() = Some(item(1).tmux_session_name());
+    let origin = Origin::comment(Source::Poll, None);
+    let ended = f.sessions.close(&item(1), true, &origin).await.unwrap();
+    assert!(
+        matches!(ended.workspace, Finished::Removed { .. }),
+        "{ended:?}"
+    );
+    assert!(!ws.exists());
+    assert_eq!(f.record(1).unwrap().workspace, None);
+    assert_eq!(f.events_named("workspace.removed")[0]["source"], "poll");
+
+    // A stopped session with work keeps it, and its record says why.
+    let dirty = two.workspace.clone().unwrap();
+    std::fs::write(dirty.join("wip.txt"), "x").unwrap();
+    *f.signals.victim.lock().unwrap() = Some(item(2).tmux_session_name());
+    let ended = f.sessions.stop(&item(2), &Origin::cli()).await.unwrap();
+    assert!(
+        matches!(&ended.workspace, Finished::Kept { reason, .. } if reason == "1 changed file"),
+        "{ended:?}"
+    );
+    assert_eq!(
+        f.record(2).unwrap().workspace_kept.as_deref(),
+        Some("1 changed file")
+    );
+    // Stopping it again looks again: once the work is gone, so is the worktree.
+    std::fs::remove_file(dirty.join("wip.txt")).unwrap();
+    let ended = f.sessions.stop(&item(2), &Origin::cli()).await.unwrap();
+    assert!(ended.already_closed);
+    assert!(
+        matches!(ended.workspace, Finished::Removed { .. }),
+        "{ended:?}"
+    );
 }

@@ -90,6 +90,15 @@ pub struct SessionRecord {
     pub recent_deliveries: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub activity: Option<ActivitySnapshot>,
+    /// The session's own git worktree (SPEC §16), while it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<PathBuf>,
+    /// The worktree's branch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// Why the worktree was kept when the session ended (`2 changed files`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_kept: Option<String>,
     /// Fields written by another version, kept untouched.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -111,6 +120,9 @@ impl SessionRecord {
             last_event_at: None,
             recent_deliveries: Vec::new(),
             activity: None,
+            workspace: None,
+            branch: None,
+            workspace_kept: None,
             extra: Map::new(),
         }
     }

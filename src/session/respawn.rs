@@ -143,12 +143,10 @@ impl Sessions {
         harness
             .locate(settings.search_path.as_deref())
             .map_err(|e| spawn_failed(e.into()))?;
-        if !record.cwd.is_dir() {
-            return Err(spawn_failed(SessionError::NoWorkingDir {
-                item: item.to_string(),
-                path: record.cwd.clone(),
-            }));
-        }
+        let placed = self.respawn_dir(record).await.map_err(&spawn_failed)?;
+        let record = &placed;
+        self.mark_trusted(&harness, &record.cwd, item, Source::Dispatch)
+            .await;
         let vars = inputs.vars(item);
 
         let resume = record
@@ -193,6 +191,44 @@ impl Sessions {
         let argv = harness.fresh_argv(&boot, session_id.as_deref());
         let pane = self.spawn_over_dead(record, argv).await?;
         Ok(self.respawned(record, &harness, pane, boot.len(), false, session_id))
+    }
+
+    /// The record to respawn from: its working directory as it is, or — a worktree
+    /// removed by hand — the item's worktree placed again (reused or re-created, never
+    /// over work).
+    async fn respawn_dir(&self, record: &SessionRecord) -> Result<SessionRecord, SessionError> {
+        let mut record = record.clone();
+        if !record.cwd.is_dir() && record.workspace.is_some() {
+            let settings = self.settings();
+            let placement = self
+                .workspaces()
+                .place(
+                    &record.work_item,
+                    settings.repo(&record.work_item),
+                    Source::Dispatch,
+                )
+                .await?;
+            record.cwd = placement.cwd().to_path_buf();
+            record.workspace = placement.record().map(|ws| ws.dir.clone());
+            record.branch = placement.record().map(|ws| ws.branch.clone());
+            let (cwd, workspace, branch) = (
+                record.cwd.clone(),
+                record.workspace.clone(),
+                record.branch.clone(),
+            );
+            self.registry.update(&record.work_item, |r| {
+                r.cwd = cwd;
+                r.workspace = workspace;
+                r.branch = branch;
+            })?;
+        }
+        if !record.cwd.is_dir() {
+            return Err(SessionError::NoWorkingDir {
+                item: record.work_item.to_string(),
+                path: record.cwd.clone(),
+            });
+        }
+        Ok(record)
     }
 
     /// `new-session` under the collision rules: a dead occupant is cleared (verified), a

@@ -47,6 +47,16 @@ pub struct Settings {
     /// Where harness binaries are looked up; the process's `PATH` when `None`.
     pub search_path: Option<OsString>,
     pub timings: Timings,
+    /// `workspaces.root`, absolute: where worktrees go (SPEC §16.1).
+    pub workspaces_root: PathBuf,
+    /// The running `the-loop` binary: first on every session's `PATH` and its
+    /// `THE_LOOP_BIN` (SPEC §16.5).
+    pub bin: Option<PathBuf>,
+    /// Claude Code's global config, where directories are marked trusted (SPEC §16.6);
+    /// `None`: no home directory, nothing is marked.
+    pub claude_config: Option<PathBuf>,
+    /// What setup commands get of the environment (SPEC §14.4).
+    pub child_env: crate::secrets::ChildEnv,
 }
 
 impl Settings {
@@ -65,6 +75,10 @@ impl Settings {
             config_path: config_path.map(|p| std::path::absolute(&p).unwrap_or(p)),
             search_path: None,
             timings: Timings::default(),
+            workspaces_root: crate::workspace::root_dir(&config.workspaces, paths),
+            bin: std::env::current_exe().ok(),
+            claude_config: crate::workspace::trust::config_file(),
+            child_env: config.child_env(),
         })
     }
 
@@ -80,13 +94,11 @@ impl Settings {
             .any(|r| r.name.eq_ignore_ascii_case(&repo))
     }
 
-    /// The repo's `path`, else the current directory.
-    pub(crate) fn working_dir(&self, item: &WorkItemRef) -> Option<PathBuf> {
+    /// The config entry of the item's repository.
+    pub(crate) fn repo(&self, item: &WorkItemRef) -> Option<&RepoConfig> {
         let repo = item.repo_full_name();
         self.repos
             .iter()
             .find(|r| r.name.eq_ignore_ascii_case(&repo))
-            .and_then(RepoConfig::working_dir)
-            .or_else(|| std::env::current_dir().ok())
     }
 }

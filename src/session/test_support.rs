@@ -183,6 +183,7 @@ pub(crate) fn test_config(dir: &std::path::Path) -> Config {
         label: "the-loop".into(),
         issues: true,
         pull_requests: true,
+        ..RepoConfig::named("")
     }];
     config.sessions.harness = "agent".into();
     config
@@ -205,6 +206,7 @@ impl Fixture {
         let paths = StatePaths::new(dir.path());
         let events = EventLog::open(&paths);
         let mut settings = Settings::new(&config, None, &paths).unwrap();
+        settings.claude_config = None; // never the developer's own ~/.claude.json
         settings.timings = Timings {
             resume_check: Duration::from_millis(20),
             stop_grace: Duration::from_millis(50),

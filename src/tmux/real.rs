@@ -78,10 +78,22 @@ impl RealTmux {
     /// killed) answers "server exited unexpectedly" or "lost server"; the command is retried so the
     /// answer comes from whatever server is there next (often none: "absent").
     async fn run(&self, args: Vec<String>, stdin: Option<&[u8]>) -> Result<Output, Error> {
+        self.run_as(args, stdin, None).await
+    }
+
+    /// [`RealTmux::run`] with the client's `PATH` set to `client_path`: tmux gives a new
+    /// pane the `PATH` of the client that created it, whatever `-e PATH=` says (tmux
+    /// 3.3 `spawn.c`), so a session's `PATH` (SPEC §16.5) must be the client's.
+    async fn run_as(
+        &self,
+        args: Vec<String>,
+        stdin: Option<&[u8]>,
+        client_path: Option<&str>,
+    ) -> Result<Output, Error> {
         let attempts = async {
             let mut tries = 0;
             loop {
-                let out = self.run_once(&args, stdin).await?;
+                let out = self.run_once(&args, stdin, client_path).await?;
                 tries += 1;
                 let racing = ["server exited unexpectedly", "lost server"]
                     .iter()
@@ -106,7 +118,12 @@ impl RealTmux {
         }
     }
 
-    async fn run_once(&self, args: &[String], stdin: Option<&[u8]>) -> std::io::Result<Output> {
+    async fn run_once(
+        &self,
+        args: &[String],
+        stdin: Option<&[u8]>,
+        client_path: Option<&str>,
+    ) -> std::io::Result<Output> {
         let mut command = tokio::process::Command::new(&self.program);
         command
             .args(args)
@@ -125,6 +142,8 @@ impl RealTmux {
         // A server this client starts inherits its environment: keep secrets out of it.
         self.child_env.scrub(&mut command);
         if let Some(path) = &self.search_path {
+            command.env("PATH", path);
+        } else if let Some(path) = client_path {
             command.env("PATH", path);
         }
         let mut child = command.spawn()?;
@@ -214,7 +233,12 @@ impl Tmux for RealTmux {
             let spec = &spec;
             let args = argv::new_session(&self.socket, spec)?;
             let shown = argv::display_command("tmux", &args);
-            let out = self.run(args, None).await?;
+            let path = spec
+                .env
+                .iter()
+                .find(|(k, _)| k == "PATH")
+                .map(|(_, v)| v.as_str());
+            let out = self.run_as(args, None, path).await?;
             // `set-option` runs after `new-session` in the same invocation; when only it
             // fails (best effort), the pane id is printed and the session is kept.
             match argv::parse_pane_id(&out.stdout) {

@@ -36,6 +36,11 @@ pub enum Action {
         work_item: WorkItemRef,
         result: Result<String, String>,
     },
+    /// The session's worktree diff arrived.
+    DiffLoaded {
+        work_item: WorkItemRef,
+        result: Result<String, String>,
+    },
     /// A backend request finished.
     Done {
         request: Request,
@@ -99,6 +104,8 @@ pub struct Notification {
 pub enum Effect {
     Request(Request),
     Capture(WorkItemRef),
+    /// Load the session's worktree diff against its base.
+    LoadDiff(WorkItemRef),
     Refresh,
     Attach {
         work_item: WorkItemRef,

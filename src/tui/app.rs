@@ -80,6 +80,11 @@ pub enum Mode {
         run: super::backend::RunId,
         scroll: u16,
     },
+    /// The session's worktree diff (SPEC §16.4); the text is in [`App::diff`].
+    Diff {
+        work_item: WorkItemRef,
+        scroll: u16,
+    },
     Confirm(Confirm),
     Reply(Box<ReplyBox>),
     Filter {
@@ -94,6 +99,7 @@ impl Mode {
             Mode::Help { .. } => Some(Group::Help),
             Mode::Picker { .. } => Some(Group::Picker),
             Mode::Output { .. } => Some(Group::Output),
+            Mode::Diff { .. } => Some(Group::Diff),
             Mode::Confirm(_) => Some(Group::Confirm),
             Mode::Reply(_) => Some(Group::Reply),
             Mode::Filter { .. } => Some(Group::Filter),
@@ -182,6 +188,8 @@ pub struct App {
     pub events_scroll: usize,
 
     pub preview: Preview,
+    /// The open diff view's text, once loaded (`Err`: why there is none).
+    pub diff: Option<Result<String, String>>,
     pub message: Option<Message>,
     /// Keymap and theme problems found at start, shown in the status bar.
     pub warnings: Vec<String>,
@@ -251,6 +259,7 @@ impl App {
             filter: String::new(),
             events_scroll: 0,
             preview: Preview::default(),
+            diff: None,
             message: None,
             warnings: settings.warnings,
             spinner: 0,
@@ -304,7 +313,10 @@ impl App {
     /// The preview is refreshed only while it is on screen and has something to show.
     pub fn wants_preview(&self) -> bool {
         self.preview_target().is_some()
-            && !matches!(self.mode, Mode::Help { .. } | Mode::Output { .. })
+            && !matches!(
+                self.mode,
+                Mode::Help { .. } | Mode::Output { .. } | Mode::Diff { .. }
+            )
             && self
                 .layout()
                 .pane

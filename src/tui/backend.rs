@@ -70,6 +70,22 @@ pub struct SessionView {
     pub pane: Option<String>,
     pub url: String,
     pub cwd: Option<PathBuf>,
+    /// The session's own git worktree, when it has one (SPEC §16.4).
+    pub workspace: Option<WorkspaceView>,
+}
+
+/// A session's worktree as the Sessions pane shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspaceView {
+    pub branch: String,
+    /// What "ahead" counts from, as the operator reads it: `origin/main`.
+    pub base: String,
+    /// Uncommitted or untracked files; `None` until first looked at.
+    pub changed_files: Option<usize>,
+    /// Commits not in the base.
+    pub ahead: Option<usize>,
+    /// Why it was kept when its session ended (`2 changed files`).
+    pub kept: Option<String>,
 }
 
 impl SessionView {
@@ -86,6 +102,7 @@ impl SessionView {
             tmux_name: None,
             pane: None,
             cwd: None,
+            workspace: None,
         }
     }
 }
@@ -322,6 +339,11 @@ pub trait Backend: Send + Sync {
     fn post_critic<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, ActionResult>;
 
     fn open_url<'a>(&'a self, url: &'a str) -> BoxFuture<'a, ActionResult>;
+
+    /// The session's worktree diff against its base, as text (SPEC §16.4): what it is
+    /// compared against, the file list, untracked files, the patch.
+    fn diff<'a>(&'a self, work_item: &'a WorkItemRef)
+    -> BoxFuture<'a, Result<String, ActionError>>;
 
     fn attach<'a>(
         &'a self,

@@ -118,6 +118,7 @@ pub(super) fn run(app: &mut App, command: Command, fx: &mut Vec<Effect>) {
             app.events_scroll = 0;
         }
         Command::PostCritic => post_critic(app, fx),
+        Command::Diff => open_diff(app, fx),
         Command::Select => select_critic(app, fx),
         Command::Confirm => {
             if let Mode::Confirm(c) = std::mem::replace(&mut app.mode, Mode::Normal) {
@@ -175,6 +176,12 @@ fn move_by(app: &mut App, delta: isize, fx: &mut Vec<Effect>) {
         Mode::Output { .. } => {
             let len = super::critics::output_line_count(app);
             if let Mode::Output { scroll, .. } = &mut app.mode {
+                *scroll = to_u16(step(*scroll as usize, delta, len));
+            }
+        }
+        Mode::Diff { .. } => {
+            let len = super::diff::line_count(app);
+            if let Mode::Diff { scroll, .. } = &mut app.mode {
                 *scroll = to_u16(step(*scroll as usize, delta, len));
             }
         }
@@ -392,6 +399,35 @@ fn post_critic(app: &mut App, fx: &mut Vec<Effect>) {
         say(app, MessageLevel::Info, format!("Posting {}…", run.critic));
         fx.push(Effect::Request(Request::PostCritic(run.id)));
     }
+}
+
+/// Opens the diff view of the target session's worktree (or working directory) and
+/// asks the backend for the text.
+fn open_diff(app: &mut App, fx: &mut Vec<Effect>) {
+    let Some(item) = target_item(app) else {
+        say(app, MessageLevel::Info, "Select a session to see its diff");
+        return;
+    };
+    let has_tree = app
+        .session_for(&item)
+        .is_some_and(|s| s.state.has_session() || s.workspace.is_some());
+    if !has_tree {
+        say(
+            app,
+            MessageLevel::Warn,
+            format!(
+                "{} has no session and no worktree to diff",
+                short_ref(&item)
+            ),
+        );
+        return;
+    }
+    app.diff = None;
+    app.mode = Mode::Diff {
+        work_item: item.clone(),
+        scroll: 0,
+    };
+    fx.push(Effect::LoadDiff(item));
 }
 
 fn open_url(app: &mut App, fx: &mut Vec<Effect>) {

@@ -23,6 +23,7 @@ use tokio::sync::broadcast;
 pub enum Call {
     Snapshot,
     Capture(WorkItemRef),
+    Diff(WorkItemRef),
     Attach {
         work_item: WorkItemRef,
         read_only: bool,
@@ -35,6 +36,7 @@ struct State {
     snapshot: Snapshot,
     history: Vec<Event>,
     captures: HashMap<WorkItemRef, String>,
+    diffs: HashMap<WorkItemRef, String>,
     calls: Vec<Call>,
     fail_next: Option<ActionError>,
     next_run: u64,
@@ -91,6 +93,11 @@ impl FakeBackend {
 
     pub fn set_capture(&self, work_item: &WorkItemRef, ansi: &str) {
         self.lock().captures.insert(work_item.clone(), ansi.into());
+    }
+
+    /// What the diff view shows for `work_item`.
+    pub fn set_diff(&self, work_item: &WorkItemRef, text: &str) {
+        self.lock().diffs.insert(work_item.clone(), text.into());
     }
 
     /// The next action fails with this error.
@@ -404,6 +411,19 @@ impl Backend for FakeBackend {
             format!("Posted {critic}'s findings: {url}")
         });
         ready(result)
+    }
+
+    fn diff<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+    ) -> BoxFuture<'a, Result<String, ActionError>> {
+        let mut st = self.lock();
+        st.calls.push(Call::Diff(work_item.clone()));
+        ready(
+            st.diffs.get(work_item).cloned().ok_or_else(|| {
+                ActionError::Refused(format!("no diff for {}", short_ref(work_item)))
+            }),
+        )
     }
 
     fn open_url<'a>(&'a self, url: &'a str) -> BoxFuture<'a, ActionResult> {

@@ -308,6 +308,38 @@ pub fn describe(event: &Event, offset: UtcOffset) -> EventRow {
         ),
         T::ServerStarted => ("·", RowKind::Other, "webhook server".into(), s("listen")),
         T::ServerFailed => ("✗", RowKind::Failed, "webhook server failed".into(), err()),
+        T::WorkspaceCreated => (
+            "⎇",
+            RowKind::Session,
+            "worktree created".into(),
+            s("branch"),
+        ),
+        T::WorkspaceReused => ("⎇", RowKind::Session, "worktree reused".into(), s("branch")),
+        T::WorkspaceFetchFailed => (
+            "▲",
+            RowKind::Failed,
+            "fetch failed".into(),
+            join(&[&format!("(using {})", s("fallback")), &err()]),
+        ),
+        T::WorkspaceSetupFailed => (
+            "✗",
+            RowKind::Failed,
+            "setup failed".into(),
+            join(&[&s("command"), &err()]),
+        ),
+        T::WorkspaceRemoved => (
+            "⎇",
+            RowKind::Session,
+            "worktree removed".into(),
+            s("branch"),
+        ),
+        T::WorkspaceKept => (
+            "▲",
+            RowKind::Session,
+            "worktree kept".into(),
+            format!("({})", s("reason")),
+        ),
+        T::WorkspaceTrustFailed => ("▲", RowKind::Failed, "trust not marked".into(), err()),
     };
     EventRow::new(time, glyph, kind, verb, item, rest)
 }

@@ -30,12 +30,13 @@ pub enum Group {
     Filter,
     Picker,
     Output,
+    Diff,
     Help,
     Confirm,
 }
 
 impl Group {
-    pub const ALL: [Group; 12] = [
+    pub const ALL: [Group; 13] = [
         Group::Global,
         Group::Sessions,
         Group::Pane,
@@ -46,6 +47,7 @@ impl Group {
         Group::Filter,
         Group::Picker,
         Group::Output,
+        Group::Diff,
         Group::Help,
         Group::Confirm,
     ];
@@ -63,6 +65,7 @@ impl Group {
             Group::Filter => "Events filter",
             Group::Picker => "Critic picker",
             Group::Output => "Critic output",
+            Group::Diff => "Worktree diff",
             Group::Help => "Help",
             Group::Confirm => "Confirmation",
         }
@@ -76,7 +79,7 @@ impl Group {
             Group::Reply => &[Command::Send, Command::Cancel],
             Group::Filter => &[Command::Apply, Command::Cancel],
             Group::Picker => &[Command::Select, Command::Close],
-            Group::Output | Group::Help => &[Command::Close],
+            Group::Output | Group::Diff | Group::Help => &[Command::Close],
             Group::Confirm => &[Command::Confirm, Command::Close],
             _ => &[],
         }
@@ -118,6 +121,8 @@ pub enum Command {
     ClearFilter,
     Open,
     PostCritic,
+    /// The session's worktree diff against its base (SPEC §16.4).
+    Diff,
     Send,
     Cancel,
     Apply,

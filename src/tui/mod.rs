@@ -16,6 +16,7 @@ pub mod app;
 pub mod backend;
 mod commands;
 mod critics;
+mod diff;
 mod events_pane;
 pub mod fake;
 pub mod feed;

@@ -383,6 +383,13 @@ where
                 Action::Captured { work_item, result }
             }));
         }
+        Effect::LoadDiff(work_item) => {
+            let b = Arc::clone(backend);
+            spawn(Box::pin(async move {
+                let result = b.diff(&work_item).await.map_err(|e| e.to_string());
+                Action::DiffLoaded { work_item, result }
+            }));
+        }
         Effect::Request(request) => {
             let b = Arc::clone(backend);
             spawn(Box::pin(async move {

@@ -45,6 +45,7 @@ pub fn session(
         idle_secs: Some(idle),
         pane: Some(format!("%{number}")),
         cwd: Some(PathBuf::from(format!("/src/{repo}"))),
+        workspace: None,
     }
 }
 
@@ -230,6 +231,34 @@ pub fn capture() -> String {
         "",
         "\u{1b}[33m✻ Thinking…\u{1b}[0m",
         "",
+        "",
+    ]
+    .join("\n")
+}
+
+/// A worktree diff as the diff view shows it (SPEC §16.4).
+pub fn diff() -> String {
+    [
+        "/home/me/.local/state/the-loop/worktrees/octo-repo/15",
+        "Compared against: origin/main (merge base 1a2b3c4d5e6f)",
+        "",
+        "Changed files:",
+        " src/retry.rs | 4 ++--",
+        " 1 file changed, 2 insertions(+), 2 deletions(-)",
+        "",
+        "Untracked files:",
+        "notes.md",
+        "",
+        "diff --git a/src/retry.rs b/src/retry.rs",
+        "index 3b18e51..a9c4d0e 100644",
+        "--- a/src/retry.rs",
+        "+++ b/src/retry.rs",
+        "@@ -1,3 +1,3 @@",
+        "-/// The delay before retry number `attempt` (0-based): doubles each time.",
+        "-pub fn backoff_ms(attempt: u32, base_ms: u64) -> u64 {",
+        "+/// The delay before retry number `attempt` (0-based): doubles each time, up to `cap_ms`.",
+        "+pub fn backoff_ms(attempt: u32, base_ms: u64, cap_ms: u64) -> u64 {",
+        "     base_ms.saturating_mul(1 << attempt.min(20))",
         "",
     ]
     .join("\n")

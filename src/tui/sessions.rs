@@ -1,7 +1,11 @@
 //! The Sessions pane: one aligned row per session or watched item —
-//! `● octo/repo#15  claude  working   12s`. Watched items without a session are listed
-//! dimmed so they can be started. Columns give way on narrow panes: harness first, then
-//! idle time, then the state word (the glyph still says it).
+//! `● octo/repo#15  claude  working   12s  ~3 ↑2`. Watched items without a session are
+//! listed dimmed so they can be started. Columns give way on narrow panes: the worktree
+//! column first, then harness, idle time, the state word (the glyph still says it).
+//!
+//! A session in its own worktree (SPEC §16.4) shows its changed files (`~3`) and
+//! commits ahead of its base (`↑2`); a kept worktree of an ended session reads `kept`.
+//! The last line names the selected session's branch and base, and the diff key.
 
 use super::app::{App, Focus};
 use super::backend::{SessionState, SessionView};
@@ -15,6 +19,7 @@ use ratatui::widgets::Paragraph;
 
 const STATE_W: usize = 10;
 const IDLE_W: usize = 4;
+const WORK_W: usize = 8;
 const REF_MIN: usize = 8;
 
 pub fn state_style(app: &App, state: SessionState) -> Style {
@@ -35,6 +40,24 @@ struct Columns {
     harness: usize,
     state: bool,
     idle: bool,
+    work: bool,
+}
+
+/// `~3 ↑2`, `clean`, or nothing for a session without a worktree.
+fn work_label(s: &SessionView) -> Option<String> {
+    let w = s.workspace.as_ref()?;
+    let mut parts = Vec::new();
+    if let Some(n) = w.changed_files.filter(|n| *n > 0) {
+        parts.push(format!("~{n}"));
+    }
+    if let Some(n) = w.ahead.filter(|n| *n > 0) {
+        parts.push(format!("↑{n}"));
+    }
+    Some(if parts.is_empty() && w.changed_files.is_some() {
+        "clean".into()
+    } else {
+        parts.join(" ")
+    })
 }
 
 fn columns(app: &App, w: usize) -> Columns {
@@ -46,34 +69,46 @@ fn columns(app: &App, w: usize) -> Columns {
         .max()
         .unwrap_or(0)
         .min(10);
-    let fixed = |h: usize, state: bool, idle: bool| {
+    let work = app.sessions.iter().any(|s| s.workspace.is_some());
+    let fixed = |h: usize, state: bool, idle: bool, work: bool| {
         2 + (if h > 0 { h + 1 } else { 0 })
             + (if state { STATE_W + 1 } else { 0 })
             + (if idle { IDLE_W + 1 } else { 0 })
+            + (if work { WORK_W + 1 } else { 0 })
     };
+    // What gives way first: the worktree counts (the selected session's are on the
+    // pane's last line), the harness (the Pane title names it), the idle time, the
+    // state word (the glyph says it). Whole refs are preferred to any column.
     let options = [
-        (harness, true, true),
-        (0, true, true),
-        (0, true, false),
-        (0, false, false),
+        (harness, true, true, work),
+        (0, true, true, work),
+        (harness, true, true, false),
+        (0, true, true, false),
+        (0, true, false, false),
+        (0, false, false, false),
     ];
-    let (h, state, idle) = options
-        .into_iter()
-        .find(|(h, s, i)| fixed(*h, *s, *i) + REF_MIN <= w)
-        .unwrap_or((0, false, false));
     let longest = app
         .sessions
         .iter()
         .map(|s| width(&short_ref(&s.work_item)))
         .max()
         .unwrap_or(REF_MIN);
+    let fits = |need: usize| {
+        options
+            .into_iter()
+            .find(|(h, s, i, k)| fixed(*h, *s, *i, *k) + need <= w)
+    };
+    let (h, state, idle, work) = fits(longest.max(REF_MIN))
+        .or_else(|| fits(REF_MIN))
+        .unwrap_or((0, false, false, false));
     Columns {
         reference: w
-            .saturating_sub(fixed(h, state, idle))
+            .saturating_sub(fixed(h, state, idle, work))
             .min(longest.max(REF_MIN)),
         harness: h,
         state,
         idle,
+        work,
     }
 }
 
@@ -101,8 +136,15 @@ fn row<'a>(app: &App, s: &SessionView, cols: &Columns) -> Line<'a> {
         ));
     }
     if cols.state {
+        // An ended session whose worktree was kept (SPEC §16.3) says so.
+        let kept = !s.state.has_session() && s.workspace.as_ref().is_some_and(|w| w.kept.is_some());
+        let (label, style) = if kept {
+            ("kept", app.theme.warn)
+        } else {
+            (s.state.label(), state)
+        };
         spans.push(Span::raw(" "));
-        spans.push(Span::styled(fit(s.state.label(), STATE_W), state));
+        spans.push(Span::styled(fit(label, STATE_W), style));
     }
     if cols.idle {
         let idle = match (s.state, s.idle_secs) {
@@ -114,7 +156,77 @@ fn row<'a>(app: &App, s: &SessionView, cols: &Columns) -> Line<'a> {
         spans.push(Span::raw(" "));
         spans.push(Span::styled(fit_right(&idle, IDLE_W), t.time));
     }
+    if cols.work {
+        let label = work_label(s).unwrap_or_default();
+        spans.push(Span::raw(" "));
+        spans.push(Span::styled(fit(&label, WORK_W), t.dim));
+    }
     Line::from(spans)
+}
+
+/// `⎇ the-loop/issue-15 · 3 changed · 2 ahead of origin/main · d diff` for the
+/// selected session's worktree, shortened until it fits `w`.
+fn detail(app: &App, s: &SessionView, w: usize) -> Option<Line<'static>> {
+    let ws = s.workspace.as_ref()?;
+    let t = &app.theme;
+    let branch = format!("⎇ {}", super::text::clean_line(&ws.branch));
+    let key = app
+        .keymap
+        .key_label(super::keymap::Group::Sessions, super::keymap::Command::Diff);
+    let forms: Vec<String> = match (&ws.kept, s.state.has_session()) {
+        (Some(reason), false) => vec![format!(
+            "{branch} · kept: {}",
+            super::text::clean_line(reason)
+        )],
+        _ => {
+            let (c, a) = (ws.changed_files, ws.ahead);
+            let base = super::text::clean_line(&ws.base);
+            let long = [
+                c.map(|n| format!("{n} changed")),
+                a.map(|n| format!("{n} ahead of {base}")),
+            ];
+            let mid = [
+                c.map(|n| format!("{n} changed")),
+                a.map(|n| format!("{n} ahead")),
+            ];
+            let short = [c.map(|n| format!("~{n}")), a.map(|n| format!("↑{n}"))];
+            [
+                (long.as_slice(), " · "),
+                (mid.as_slice(), " · "),
+                (short.as_slice(), " "),
+            ]
+            .iter()
+            .map(|(parts, sep)| {
+                let parts: Vec<String> = parts.iter().flatten().cloned().collect();
+                if parts.is_empty() {
+                    branch.clone()
+                } else {
+                    format!("{branch} · {}", parts.join(sep))
+                }
+            })
+            .collect()
+        }
+    };
+    let hint_w = key.as_ref().map_or(0, |k| width(k) + 8);
+    let with_key = forms.iter().find(|f| width(f) + hint_w <= w);
+    let (text, show_key) = match with_key {
+        Some(f) => (f.clone(), key.is_some()),
+        None => (
+            forms
+                .iter()
+                .find(|f| width(f) <= w)
+                .cloned()
+                .unwrap_or_else(|| forms.last().cloned().unwrap_or_default()),
+            false,
+        ),
+    };
+    let mut spans = vec![Span::styled(text, t.dim)];
+    if let (true, Some(key)) = (show_key, key) {
+        spans.push(Span::styled(" · ", t.dim));
+        spans.push(Span::styled(key, t.key));
+        spans.push(Span::styled(" diff", t.dim));
+    }
+    Some(Line::from(super::view::clip_spans(spans, w)))
 }
 
 pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
@@ -149,7 +261,11 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         return;
     }
     let cols = columns(app, inner.width as usize);
-    let height = inner.height as usize;
+    let detail_line = app
+        .selected_session()
+        .filter(|_| inner.height >= 4)
+        .and_then(|s| detail(app, s, inner.width as usize));
+    let height = inner.height as usize - usize::from(detail_line.is_some());
     let start = window_start(app.session_index, app.sessions.len(), height);
     let lines: Vec<Line> = app
         .sessions
@@ -163,4 +279,12 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         })
         .collect();
     frame.render_widget(Paragraph::new(lines), inner);
+    if let Some(line) = detail_line {
+        let bottom = Rect {
+            y: inner.bottom().saturating_sub(1),
+            height: 1,
+            ..inner
+        };
+        frame.render_widget(Paragraph::new(line), bottom);
+    }
 }

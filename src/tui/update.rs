@@ -64,6 +64,12 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
             request_refresh(app, &mut fx);
         }
         Action::Captured { work_item, result } => on_capture(app, work_item, result),
+        Action::DiffLoaded { work_item, result } => {
+            if matches!(&app.mode, Mode::Diff { work_item: open, .. } if *open == work_item) {
+                app.diff = Some(result);
+                app.dirty = true;
+            }
+        }
         Action::Done { request, result } => on_done(app, request, result, &mut fx),
         Action::Attached { work_item, result } => {
             match result {

@@ -4,7 +4,7 @@
 
 use super::app::{App, Focus, Mode};
 use super::layout::{self, Arrangement};
-use super::{critics, events_pane, footer, help, picker, popup, preview, questions, reply};
+use super::{critics, diff, events_pane, footer, help, picker, popup, preview, questions, reply};
 use super::{sessions, status};
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -40,6 +40,7 @@ pub fn render(app: &App, frame: &mut Frame) {
         Mode::Help { scroll } => help::render(app, frame, area, *scroll),
         Mode::Picker { work_item, index } => picker::render(app, frame, area, work_item, *index),
         Mode::Output { run, scroll } => critics::render_output(app, frame, area, run, *scroll),
+        Mode::Diff { work_item, scroll } => diff::render(app, frame, area, work_item, *scroll),
         Mode::Confirm(confirm) => popup::render_confirm(app, frame, area, confirm),
         Mode::Normal | Mode::Reply(_) | Mode::Filter { .. } => {}
     }

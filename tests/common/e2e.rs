@@ -41,6 +41,14 @@ pub struct Setup {
     pub exposed: bool,
     /// Watched besides [`REPO`] (same working directory and label).
     pub extra_repos: Vec<String>,
+    /// The repo's `path` (default: the world's own directory, not a git repository).
+    pub repo_path: Option<PathBuf>,
+    /// More keys of the repo entry, as YAML lines indented for it (`    setup: […]`).
+    pub repo_yaml: String,
+    /// The harness's `command` and `args` (a YAML list) instead of the fake agent.
+    pub harness: Option<(String, String)>,
+    /// Set in the environment of every `the-loop` the world runs.
+    pub env: Vec<(String, String)>,
 }
 
 impl Default for Setup {
@@ -53,6 +61,10 @@ impl Default for Setup {
             server: false,
             exposed: false,
             extra_repos: Vec::new(),
+            repo_path: None,
+            repo_yaml: String::new(),
+            harness: None,
+            env: Vec::new(),
         }
     }
 }
@@ -157,12 +169,21 @@ impl World {
                 )
             })
             .collect();
+        let (command, args) = setup.harness.clone().unwrap_or_else(|| {
+            (
+                BIN.to_string(),
+                format!(
+                    "[fake-agent, --log, {}, \"{{prompt}}\"]",
+                    self.agent_log.display()
+                ),
+            )
+        });
         format!(
             r#"repos:
   - name: {REPO}
     path: {work}
     label: {LABEL}
-{extra}routing:
+{extra}{repo_yaml}routing:
   authorizedUsers: [{users}]
 polling:
   intervalSeconds: {interval}
@@ -171,17 +192,21 @@ sessions:
   harness: fake
   harnesses:
     fake:
-      command: {BIN}
-      args: [fake-agent, --log, {log}, "{{prompt}}"]
+      command: {command}
+      args: {args}
   tmux:
     socket: {socket}
     submitDelayMs: {delay}
 {server}"#,
-            work = self.work_dir().display(),
+            work = setup
+                .repo_path
+                .as_deref()
+                .unwrap_or(self.work_dir())
+                .display(),
+            repo_yaml = setup.repo_yaml,
             users = setup.authorized.join(", "),
             interval = setup.interval_seconds,
             retries = setup.max_retries,
-            log = self.agent_log.display(),
             socket = self.tmux.socket,
             delay = setup.submit_delay_ms,
         )
@@ -205,6 +230,9 @@ sessions:
             .env_remove("GITHUB_TOKEN")
             .env_remove("TMUX")
             .env_remove("TMUX_PANE");
+        for (key, value) in &self.setup.env {
+            cmd.env(key, value);
+        }
     }
 
     /// `the-loop ARGS` in this world (short commands).

@@ -24,7 +24,8 @@ pub const TOKEN: &str = "ghp_tuie2etesttoken_0123456789abcdef";
 pub const OPERATOR: &str = "alice";
 /// A submitted text containing this makes the fake agent ask the operator.
 pub const TRIGGER: &str = "ASK-OPERATOR";
-/// Written into the working tree, so a critic that reads the diff can say it saw it.
+/// Written into the session's worktree (as its agent would), so a critic that reads the
+/// diff can say it saw it.
 pub const DIFF_MARK: &str = "CRITIC-SEES-THIS";
 /// Long enough for a few 5 s poll cycles on a loaded two-core machine.
 pub const PATIENCE: Duration = Duration::from_secs(90);
@@ -327,7 +328,8 @@ pub async fn wait<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
     }
 }
 
-/// A repository with one commit and an uncommitted change holding [`DIFF_MARK`].
+/// A repository with one commit: the operator's checkout, which sessions make their
+/// worktrees from (SPEC §16).
 fn git_work_tree(dir: &Path) {
     let git = |args: &[&str]| {
         let out = Command::new("git")
@@ -343,11 +345,25 @@ fn git_work_tree(dir: &Path) {
     std::fs::write(dir.join("retry.txt"), "cap = 3\n").unwrap();
     git(&["add", "retry.txt"]);
     git(&["commit", "-q", "-m", "first"]);
-    std::fs::write(
-        dir.join("retry.txt"),
-        format!("cap = 3\nper_repo = true # {DIFF_MARK}\n"),
-    )
-    .unwrap();
+}
+
+impl TuiWorld {
+    /// The agent's edit: an uncommitted change holding [`DIFF_MARK`] in the worktree the
+    /// session of #`number` works in; returns that worktree.
+    pub fn agent_edits(&self, number: u64) -> std::path::PathBuf {
+        let created = self
+            .events_named("workspace.created")
+            .into_iter()
+            .find(|e| e["work_item"] == format!("github:{REPO}#{number}"))
+            .expect("a worktree for the session");
+        let dir = std::path::PathBuf::from(created["workspace"].as_str().unwrap());
+        std::fs::write(
+            dir.join("retry.txt"),
+            format!("cap = 3\nper_repo = true # {DIFF_MARK}\n"),
+        )
+        .unwrap();
+        dir
+    }
 }
 
 fn make_executable(path: &Path) {

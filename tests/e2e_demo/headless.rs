@@ -65,6 +65,39 @@ fn headless_runs_the_script_and_sigint_cleans_up() {
         },
         said,
     );
+    // The demo agent works in its own worktree of the demo checkout (SPEC §16): the
+    // operator's welcome made it write its fix there, and the checkout is untouched.
+    let created = events(&root)
+        .into_iter()
+        .find(|e| e["event"] == "workspace.created")
+        .expect("a worktree for the demo issue");
+    assert_eq!(created["work_item"], "github:octo/demo#12");
+    assert_eq!(created["branch"], "the-loop/issue-12");
+    let worktree = PathBuf::from(created["workspace"].as_str().unwrap());
+    assert!(worktree.starts_with(root.canonicalize().unwrap().join("worktrees")));
+    let agent = std::fs::read_to_string(root.join("fake-agent.jsonl")).unwrap();
+    let boot: serde_json::Value = serde_json::from_str(agent.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        boot["cwd"],
+        worktree.display().to_string(),
+        "the agent runs there"
+    );
+    wait_until(
+        "the agent's fix in its worktree",
+        Duration::from_secs(30),
+        || {
+            std::fs::read_to_string(worktree.join("src/retry.rs"))
+                .ok()
+                .filter(|t| t.contains("cap_ms"))
+        },
+        said,
+    );
+    let checkout = std::fs::read_to_string(root.join("work/demo/src/retry.rs")).unwrap();
+    assert!(
+        !checkout.contains("cap_ms"),
+        "the checkout is the operator's"
+    );
+
     let supervisor: i32 = events(&root)
         .iter()
         .find(|e| e["event"] == "supervisor.started")

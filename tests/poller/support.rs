@@ -141,6 +141,7 @@ pub fn config(api_url: &str) -> Config {
             label: "the-loop".into(),
             issues: true,
             pull_requests: true,
+            ..RepoConfig::named("")
         }],
         routing: RoutingConfig {
             authorized_users: vec!["alice".into()],

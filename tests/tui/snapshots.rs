@@ -306,3 +306,65 @@ fn messages_show_in_the_footer_and_as_event_rows() {
     send(&mut app, Action::Tick(NOW + Duration::seconds(20)));
     snap("message_expired_100x24", screen(&app));
 }
+
+/// The sample with worktrees (SPEC §16.4): a working session with changes, a clean one,
+/// and an ended session whose worktree was kept.
+fn with_worktrees() -> Snapshot {
+    use the_loop::tui::backend::WorkspaceView;
+    let mut s = sample::snapshot(NOW);
+    let view = |branch: &str, changed, ahead, kept: Option<&str>| WorkspaceView {
+        branch: branch.into(),
+        base: "origin/main".into(),
+        changed_files: Some(changed),
+        ahead: Some(ahead),
+        kept: kept.map(String::from),
+    };
+    s.sessions[0].workspace = Some(view("the-loop/issue-15", 3, 2, None));
+    s.sessions[1].workspace = Some(view("the-loop/issue-18", 0, 0, None));
+    let mut kept = sample::session("octo/web", 21, "claude", SessionState::NoSession, 0);
+    kept.workspace = Some(view(
+        "the-loop/issue-21",
+        1,
+        1,
+        Some("1 changed file, 1 unpushed commit"),
+    ));
+    s.sessions.push(kept);
+    s
+}
+
+#[test]
+fn worktree_sessions_show_changes_commits_ahead_and_kept() {
+    let mut app = app_with(with_worktrees(), 100, 30);
+    capture(&mut app);
+    let screen_text = screen(&app);
+    assert!(
+        screen_text.contains("octo/web#21         kept"),
+        "{screen_text}"
+    );
+    assert!(screen_text.contains("⎇ the-loop/issue-15"), "{screen_text}");
+    snap("worktrees_100x30", screen_text);
+    let mut wide = app_with(with_worktrees(), 200, 30);
+    capture(&mut wide);
+    let wide = screen(&wide);
+    assert!(wide.contains("~3 ↑2"), "{wide}");
+    assert!(wide.contains("clean"), "{wide}");
+    assert!(
+        wide.contains("⎇ the-loop/issue-15 · 3 changed · 2 ahead · d diff"),
+        "{wide}"
+    );
+}
+
+#[test]
+fn the_diff_view_is_coloured_and_scrolls() {
+    let mut app = app_with(with_worktrees(), 100, 30);
+    keys(&mut app, &["d"]);
+    let item = sample::item("octo/repo", 15);
+    send(
+        &mut app,
+        Action::DiffLoaded {
+            work_item: item,
+            result: Ok(sample::diff()),
+        },
+    );
+    snap("diff_100x30", screen(&app));
+}

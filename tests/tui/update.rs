@@ -397,8 +397,10 @@ fn dismissing_a_question() {
     let mut app = sample_app(120, 32);
     assert!(
         requests(&keys(&mut app, &["d"])).is_empty(),
-        "d does nothing in Sessions"
+        "d in Sessions is the diff view, never a dismissal"
     );
+    keys(&mut app, &["esc"]);
+    assert!(matches!(app.mode, Mode::Normal));
     assert_eq!(
         requests(&keys(&mut app, &["3", "d"])),
         [Request::Dismiss(item("octo/repo", 18))]
@@ -723,4 +725,50 @@ fn the_preview_is_wanted_only_when_visible_with_something_to_show() {
     assert!(fx.contains(&Effect::Capture(item("octo/repo", 15))));
     let empty = App::new(settings(), NOW);
     assert!(!empty.wants_preview());
+}
+
+#[test]
+fn the_diff_key_loads_the_sessions_diff_and_the_view_scrolls() {
+    let mut app = sample_app(120, 32);
+    let item = app.selected_session().unwrap().work_item.clone();
+    let fx = keys(&mut app, &["d"]);
+    assert_eq!(fx, [Effect::LoadDiff(item.clone())]);
+    assert!(matches!(&app.mode, Mode::Diff { work_item, scroll: 0 } if *work_item == item));
+    assert_eq!(app.diff, None, "loading");
+    // A late answer for another item is not shown.
+    send(
+        &mut app,
+        Action::DiffLoaded {
+            work_item: sample::item("octo/web", 3),
+            result: Ok("other".into()),
+        },
+    );
+    assert_eq!(app.diff, None);
+    let long: String = (0..300).map(|i| format!("+line {i}\n")).collect();
+    send(
+        &mut app,
+        Action::DiffLoaded {
+            work_item: item.clone(),
+            result: Ok(format!("diff --git a/x b/x\n{long}")),
+        },
+    );
+    assert!(app.diff.as_ref().is_some_and(|d| d.is_ok()));
+    keys(&mut app, &["j", "j"]);
+    assert!(matches!(app.mode, Mode::Diff { scroll: 2, .. }));
+    keys(&mut app, &["G"]);
+    let Mode::Diff { scroll: end, .. } = app.mode else {
+        panic!()
+    };
+    assert!(end > 250, "{end}");
+    keys(&mut app, &["d"]);
+    assert!(matches!(app.mode, Mode::Normal), "d closes it again");
+    // A watched item with neither a session nor a worktree has nothing to diff.
+    let watched = app
+        .sessions
+        .iter()
+        .position(|s| !s.state.has_session())
+        .unwrap();
+    app.session_index = watched;
+    assert!(keys(&mut app, &["d"]).is_empty());
+    assert!(matches!(app.mode, Mode::Normal));
 }

@@ -88,6 +88,7 @@ impl Fixture {
                 label: "the-loop".into(),
                 issues: true,
                 pull_requests: true,
+                ..RepoConfig::named("")
             },
             allow: Allowlist::new(&["alice".to_string()]),
             kw: ControlKeywords::new(&Keywords::default()),

@@ -14,6 +14,7 @@ use crate::session::{
 };
 use crate::tui::backend::{ActionError, ActionResult, AttachPlan};
 use crate::tui::text::short_ref;
+use std::path::PathBuf;
 
 fn refused(message: impl Into<String>) -> ActionError {
     ActionError::Refused(message.into())
@@ -33,6 +34,73 @@ impl LiveBackend {
             .registry()
             .get(item)
             .map_err(|e| ActionError::Failed(e.to_string()))
+    }
+
+    /// Where a session's work is, and what its diff is against: its worktree and the
+    /// base it started from; else its working directory (or the repo's `path` for an
+    /// item without a session) and what git finds there. The same for the diff view and
+    /// for critics (SPEC §11.4, §16.4).
+    fn review_place(&self, item: &WorkItemRef) -> Result<(PathBuf, Option<String>), ActionError> {
+        let workspace = self.sessions.workspaces().record(item).ok().flatten();
+        let cwd = match (self.record(item)?, &workspace) {
+            (Some(record), _) if record.cwd.is_dir() => record.cwd,
+            (_, Some(ws)) => ws.cwd.clone(),
+            (Some(record), None) => record.cwd,
+            (None, None) => self
+                .sessions
+                .settings()
+                .repos
+                .iter()
+                .find(|r| r.name.eq_ignore_ascii_case(&item.repo_full_name()))
+                .and_then(crate::config::RepoConfig::working_dir)
+                .ok_or_else(|| {
+                    refused(format!(
+                        "{} has no session and its repo has no `path`: nowhere to review",
+                        short_ref(item)
+                    ))
+                })?,
+        };
+        if !cwd.is_dir() {
+            return Err(refused(format!(
+                "the working directory {} of {} does not exist",
+                cwd.display(),
+                short_ref(item)
+            )));
+        }
+        // A worktree session's diff is against the base its worktree started from.
+        let base = workspace
+            .filter(|ws| cwd.starts_with(&ws.dir))
+            .map(|ws| ws.base);
+        Ok((cwd, base))
+    }
+
+    /// The diff view's text: what it is compared against, the file list, untracked
+    /// files, the patch.
+    pub(super) async fn diff_text(&self, item: &WorkItemRef) -> Result<String, ActionError> {
+        let (cwd, base) = self.review_place(item)?;
+        let git = crate::workspace::Git::default();
+        let changes = crate::workspace::status::changes(&git, &cwd, base.as_deref())
+            .await
+            .map_err(refused)?;
+        let or_none = |s: &str| {
+            if s.trim().is_empty() {
+                "(none)".to_string()
+            } else {
+                s.trim_end().to_string()
+            }
+        };
+        Ok(format!(
+            "{}\nCompared against: {}\n\nChanged files:\n{}\n\nUntracked files:\n{}\n\n{}\n",
+            cwd.display(),
+            changes.base,
+            or_none(&changes.stat),
+            or_none(&changes.untracked),
+            if changes.diff.trim().is_empty() {
+                "(no changes against the base)".to_string()
+            } else {
+                changes.diff
+            }
+        ))
     }
 
     pub(super) async fn capture(&self, item: &WorkItemRef) -> Result<String, ActionError> {
@@ -87,9 +155,14 @@ impl LiveBackend {
         let inputs = PromptInputs::manual(item, "the-loop tui");
         match self.sessions.start(item, &inputs, &Origin::tui()).await {
             Ok(StartOutcome::Spawned(record)) => Ok(format!(
-                "Started a session on {} (tmux session {})",
+                "Started a session on {} (tmux session {}{})",
                 short_ref(&record.work_item),
-                record.tmux_session
+                record.tmux_session,
+                record
+                    .branch
+                    .as_deref()
+                    .map(|b| format!(", branch {b}"))
+                    .unwrap_or_default()
             )),
             Ok(StartOutcome::AlreadyRunning(record)) => Err(refused(format!(
                 "{} already has a running session ({})",
@@ -125,7 +198,7 @@ impl LiveBackend {
             .await
             .map_err(session_error)?;
         let item = short_ref(&ended.record.work_item);
-        Ok(if ended.already_closed {
+        let said = if ended.already_closed {
             format!("{item} was already stopped")
         } else if ended.was_running {
             format!(
@@ -134,6 +207,13 @@ impl LiveBackend {
             )
         } else {
             format!("Stopped {item} (its agent had already exited)")
+        };
+        Ok(match &ended.workspace {
+            crate::workspace::Finished::NoWorkspace => said,
+            crate::workspace::Finished::Removed { .. } => format!("{said}; worktree removed"),
+            crate::workspace::Finished::Kept { reason, .. } => {
+                format!("{said}; worktree kept ({reason})")
+            }
         })
     }
 
@@ -155,33 +235,12 @@ impl LiveBackend {
                 "{name} is disabled: set `enabled: true` on its entry to run it"
             )));
         }
-        let cwd = match self.record(item)? {
-            Some(record) => record.cwd,
-            None => self
-                .sessions
-                .settings()
-                .repos
-                .iter()
-                .find(|r| r.name.eq_ignore_ascii_case(&item.repo_full_name()))
-                .and_then(crate::config::RepoConfig::working_dir)
-                .ok_or_else(|| {
-                    refused(format!(
-                        "{} has no session and its repo has no `path`: nowhere to review",
-                        short_ref(item)
-                    ))
-                })?,
-        };
-        if !cwd.is_dir() {
-            return Err(refused(format!(
-                "the working directory {} of {} does not exist",
-                cwd.display(),
-                short_ref(item)
-            )));
-        }
+        let (cwd, base) = self.review_place(item)?;
         self.runs.start(
             spec.clone(),
             item.clone(),
             cwd,
+            base,
             self.recorder(),
             self.loaded().config.child_env(),
         );

@@ -50,12 +50,15 @@ impl CriticRuns {
         self.lock().iter().map(|r| r.view.clone()).collect()
     }
 
-    /// Starts `spec` on `item` in `cwd` (must run inside a tokio runtime).
+    /// Starts `spec` on `item` in `cwd`, reviewing its diff against `base` (the
+    /// session's worktree base; `None`: what git finds) — must run inside a tokio
+    /// runtime.
     pub fn start(
         &self,
         spec: CriticSpec,
         item: WorkItemRef,
         cwd: PathBuf,
+        base: Option<String>,
         recorder: Recorder,
         child_env: ChildEnv,
     ) -> RunId {
@@ -83,7 +86,7 @@ impl CriticRuns {
         let this = self.clone();
         let run = id.clone();
         tokio::spawn(async move {
-            let (envelope, saved) = one_round(&spec, item, cwd, &recorder, child_env).await;
+            let (envelope, saved) = one_round(&spec, item, cwd, base, &recorder, child_env).await;
             this.finish(&run, envelope, saved);
         });
         id
@@ -207,10 +210,11 @@ async fn one_round(
     spec: &CriticSpec,
     item: WorkItemRef,
     cwd: PathBuf,
+    base: Option<String>,
     recorder: &Recorder,
     child_env: ChildEnv,
 ) -> (Envelope, Option<PathBuf>) {
-    let material = review::material(&item, &cwd).await;
+    let material = review::material(&item, &cwd, base.as_deref()).await;
     let mut request = Request::new(Prompt::Text(material));
     request.child_env = child_env;
     request.cwd = Some(cwd);
@@ -289,6 +293,7 @@ mod tests {
             spec("grep -c UNTRUSTED \"$1\"; pwd"),
             item.clone(),
             work.clone(),
+            None,
             recorder,
             ChildEnv::default(),
         );
@@ -325,6 +330,7 @@ mod tests {
             spec("echo broken >&2; exit 3"),
             WorkItemRef::new("octo", "repo", 1),
             dir.path().to_path_buf(),
+            None,
             Recorder::new(&paths, events.clone()),
             ChildEnv::default(),
         );

@@ -281,6 +281,13 @@ impl Backend for LiveBackend {
         Box::pin(async move { attach::open_url(url) })
     }
 
+    fn diff<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+    ) -> BoxFuture<'a, Result<String, super::backend::ActionError>> {
+        Box::pin(self.diff_text(work_item))
+    }
+
     fn attach<'a>(
         &'a self,
         work_item: &'a WorkItemRef,

@@ -1,44 +1,20 @@
-//! The review material a critic launched from the TUI reads (SPEC §11.4): by default the
-//! diff of the session's working tree against its base, framed as UNTRUSTED data by
-//! `templates/critic_review.md` (embedded).
-//!
-//! The base is `git merge-base HEAD origin/HEAD`, else the merge base with the branch's
-//! upstream, else `HEAD` (then only uncommitted changes show). git runs from argv with
-//! external diff drivers, text conversion and fsmonitor hooks off — the working tree is
-//! an agent's, and reviewing it must not run anything it configured. The diff is capped
-//! so the whole prompt fits in one argument (harness critics pass it inline); a
-//! directory that is not a git repository gets a note instead of a diff.
+//! The review material a critic launched from the TUI reads (SPEC §11.4, §16.4): the diff
+//! of the session's working tree against its base — for a worktree session the base it
+//! was created from — framed as UNTRUSTED data by `templates/critic_review.md`
+//! (embedded). The diff itself is `workspace::status::changes` (the same material the
+//! diff view shows); a directory that is not a git repository gets a note instead.
 
 use crate::routing::WorkItemRef;
+use crate::workspace::Git;
+pub use crate::workspace::status::{Changes, MAX_DIFF_BYTES, changes};
 use std::path::Path;
-use std::process::Stdio;
-use std::time::Duration;
-use tokio::io::AsyncReadExt;
 
 const TEMPLATE: &str = include_str!("../../../templates/critic_review.md");
 
-/// The diff is cut here (the prompt must stay under Linux's 128 KiB per argument).
-pub const MAX_DIFF_BYTES: usize = 96 * 1024;
-const MAX_STAT_BYTES: usize = 8 * 1024;
-const MAX_UNTRACKED_BYTES: usize = 4 * 1024;
-/// One git command may take this long (a huge working tree on a slow disk).
-const GIT_TIMEOUT: Duration = Duration::from_secs(30);
-/// git's well-known empty tree: the base of a repository without commits.
-const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
-
-/// What the template is filled with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Changes {
-    /// What the diff is against, for the reader: `origin/HEAD (merge base 1a2b3c4)`.
-    pub base: String,
-    pub stat: String,
-    pub untracked: String,
-    pub diff: String,
-}
-
-/// The material for a critic on `item` working in `cwd`.
-pub async fn material(item: &WorkItemRef, cwd: &Path) -> String {
-    let changes = match changes(cwd).await {
+/// The material for a critic on `item` working in `cwd`, diffed against `base` (the
+/// session's worktree base) or, without one, against what git can find.
+pub async fn material(item: &WorkItemRef, cwd: &Path, base: Option<&str>) -> String {
+    let changes = match changes(&Git::default(), cwd, base).await {
         Ok(changes) => changes,
         Err(note) => Changes {
             base: "nothing".into(),
@@ -98,198 +74,6 @@ fn fence_for(texts: &[&str]) -> String {
     "`".repeat((longest + 1).max(3))
 }
 
-/// The working tree's changes against its base, or a note saying why there are none.
-pub async fn changes(cwd: &Path) -> Result<Changes, String> {
-    match git(cwd, &["rev-parse", "--is-inside-work-tree"], 64).await {
-        Ok(out) if out.ok && out.text.trim() == "true" => {}
-        Ok(_) => {
-            return Err(format!(
-                "(no diff: {} is not inside a git repository; review the files there directly)",
-                cwd.display()
-            ));
-        }
-        Err(e) => return Err(format!("(no diff: {e})")),
-    }
-    let (base, label) = base(cwd).await;
-    let diff_args = |extra: &'static str| {
-        vec![
-            "diff",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--no-color",
-            extra,
-            base.as_str(),
-            "--",
-        ]
-    };
-    let stat = git(cwd, &diff_args("--stat=160"), MAX_STAT_BYTES).await?;
-    let diff = git(cwd, &diff_args("--patch"), MAX_DIFF_BYTES).await?;
-    let untracked = git(
-        cwd,
-        &["ls-files", "--others", "--exclude-standard"],
-        MAX_UNTRACKED_BYTES,
-    )
-    .await?;
-    if !diff.ok {
-        return Err(format!(
-            "(no diff: git diff failed: {})",
-            diff.stderr.trim()
-        ));
-    }
-    Ok(Changes {
-        base: label,
-        stat: stat.shown("the list"),
-        untracked: untracked.shown("the list"),
-        diff: diff.shown("the diff"),
-    })
-}
-
-/// The commit to diff against and how to describe it.
-async fn base(cwd: &Path) -> (String, String) {
-    let run = |args: &'static [&'static str]| async move {
-        git(cwd, args, 1024)
-            .await
-            .ok()
-            .filter(|o| o.ok)
-            .map(|o| o.text.trim().to_string())
-            .filter(|s| !s.is_empty())
-    };
-    if run(&["rev-parse", "--verify", "--quiet", "HEAD"])
-        .await
-        .is_none()
-    {
-        return (
-            EMPTY_TREE.into(),
-            "nothing (the repository has no commits yet)".into(),
-        );
-    }
-    if let Some(sha) = run(&["merge-base", "HEAD", "origin/HEAD"]).await {
-        return (
-            sha.clone(),
-            format!("origin/HEAD (merge base {})", short(&sha)),
-        );
-    }
-    let upstream = run(&[
-        "rev-parse",
-        "--abbrev-ref",
-        "--symbolic-full-name",
-        "@{upstream}",
-    ])
-    .await;
-    if let Some(upstream) = upstream {
-        let found = git(cwd, &["merge-base", "HEAD", upstream.as_str()], 1024)
-            .await
-            .ok()
-            .filter(|o| o.ok)
-            .map(|o| o.text.trim().to_string());
-        if let Some(sha) = found.filter(|s| !s.is_empty()) {
-            return (
-                sha.clone(),
-                format!("{upstream} (merge base {})", short(&sha)),
-            );
-        }
-    }
-    ("HEAD".into(), "HEAD (uncommitted changes only)".into())
-}
-
-fn short(sha: &str) -> &str {
-    sha.get(..12).unwrap_or(sha)
-}
-
-struct GitOutput {
-    ok: bool,
-    text: String,
-    stderr: String,
-    /// Output stopped at the cap.
-    cut: bool,
-}
-
-impl GitOutput {
-    fn shown(&self, what: &str) -> String {
-        if self.cut {
-            format!(
-                "{}\n… ({what} was cut at {} KiB; read the rest in the working tree)",
-                self.text.trim_end(),
-                self.text.len() / 1024
-            )
-        } else {
-            self.text.clone()
-        }
-    }
-}
-
-/// Runs `git -C cwd ARGS` with what the repository configured to run switched off,
-/// reading at most `cap` bytes of its output (cut at a line end).
-async fn git(cwd: &Path, args: &[&str], cap: usize) -> Result<GitOutput, String> {
-    let mut command = tokio::process::Command::new("git");
-    crate::secrets::ChildEnv::default().scrub(&mut command);
-    command
-        .arg("-C")
-        .arg(cwd)
-        .args(["-c", "core.fsmonitor=false", "-c", "core.quotepath=off"])
-        .args(["--no-pager", "--no-optional-locks"])
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = command.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => "git is not installed (not found on PATH)".to_string(),
-        _ => format!("could not run git: {e}"),
-    })?;
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    // stderr is drained alongside (keeping its start), so git never blocks on it.
-    let errors = tokio::spawn(async move {
-        let mut kept = Vec::new();
-        if let Some(mut e) = stderr {
-            let _ = (&mut e).take(4096).read_to_end(&mut kept).await;
-            let _ = tokio::io::copy(&mut e, &mut tokio::io::sink()).await;
-        }
-        kept
-    });
-    let read = async {
-        let mut bytes = Vec::new();
-        if let Some(out) = stdout {
-            let _ = out.take(cap as u64 + 1).read_to_end(&mut bytes).await;
-        }
-        bytes
-    };
-    let Ok(mut bytes) = tokio::time::timeout(GIT_TIMEOUT, read).await else {
-        return Err(format!(
-            "git {} took longer than {}s",
-            args.join(" "),
-            GIT_TIMEOUT.as_secs()
-        ));
-    };
-    let cut = bytes.len() > cap;
-    if cut {
-        // Stop git rather than wait for output nobody reads.
-        let _ = child.start_kill();
-        bytes.truncate(cap);
-        let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        bytes.truncate(end);
-    }
-    let ok = match tokio::time::timeout(GIT_TIMEOUT, child.wait()).await {
-        Ok(Ok(status)) => status.success() || cut,
-        _ => false,
-    };
-    let err = tokio::time::timeout(GIT_TIMEOUT, errors)
-        .await
-        .ok()
-        .and_then(Result::ok)
-        .unwrap_or_default();
-    bytes.retain(|&b| b != 0); // a NUL can never travel in an argument
-    Ok(GitOutput {
-        ok,
-        text: String::from_utf8_lossy(&bytes).into_owned(),
-        stderr: String::from_utf8_lossy(&err).into_owned(),
-        cut,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,7 +117,7 @@ mod tests {
     #[tokio::test]
     async fn a_directory_outside_git_gets_a_note() {
         let dir = tempfile::tempdir().unwrap();
-        let text = material(&item(), dir.path()).await;
+        let text = material(&item(), dir.path(), None).await;
         assert!(text.contains("is not inside a git repository"), "{text}");
         assert!(text.contains("Compared against: nothing"), "{text}");
     }
@@ -348,7 +132,7 @@ mod tests {
         sh_git(d, &["commit", "-q", "-m", "first"]);
         std::fs::write(d.join("a.txt"), "one\nTWO-CHANGED\n").unwrap();
         std::fs::write(d.join("new.txt"), "fresh\n").unwrap();
-        let changes = changes(d).await.unwrap();
+        let changes = changes(&Git::default(), d, None).await.unwrap();
         assert_eq!(changes.base, "HEAD (uncommitted changes only)");
         assert!(changes.diff.contains("+TWO-CHANGED"), "{changes:?}");
         assert!(changes.stat.contains("a.txt"), "{changes:?}");
@@ -365,7 +149,7 @@ mod tests {
         sh_git(d, &["commit", "-q", "-m", "first"]);
         let line = "y".repeat(99) + "\n";
         std::fs::write(d.join("big.txt"), line.repeat(3000)).unwrap();
-        let changes = changes(d).await.unwrap();
+        let changes = changes(&Git::default(), d, None).await.unwrap();
         assert!(
             changes.diff.len() <= MAX_DIFF_BYTES + 200,
             "{}",

@@ -2,7 +2,11 @@
 //! (`session::activity::observe`: one `list-panes -a` for all of them, a capture only of
 //! a window that had output), then the watched items without a session, read from the
 //! poller's ledgers — re-parsed only when a ledger file changed, so a refresh every
-//! second stays cheap with 50 sessions.
+//! second stays cheap with 50 sessions. A session in its own worktree carries its branch,
+//! changed files and commits ahead (SPEC §16.4): git is asked again about a worktree at
+//! most every [`WORKTREE_EVERY`], and about a few worktrees per refresh, so the git
+//! cost of a refresh is bounded whatever the number of sessions. Ended sessions whose
+//! worktree was kept are listed too, marked.
 
 use crate::config::Config;
 use crate::ingress::ledger::ledger_path;
@@ -12,12 +16,19 @@ use crate::session::activity::{self, ActivityState, ActivityTracker, SessionActi
 use crate::session::registry::same_item;
 use crate::session::{OpenQuestions, SessionRecord, Sessions, Status};
 use crate::tmux::PaneId;
-use crate::tui::backend::{SessionState, SessionView};
+use crate::tui::backend::{SessionState, SessionView, WorkspaceView};
+use crate::workspace::WorkspaceRecord;
+use crate::workspace::status::Status as TreeStatus;
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
+
+/// How old a worktree's counts may get before git is asked again.
+pub const WORKTREE_EVERY: Duration = Duration::from_secs(5);
+/// At most this many worktrees are looked at per refresh.
+const WORKTREES_PER_REFRESH: usize = 4;
 
 /// The rows, and whether tmux failed to answer (states are then unknown).
 pub struct Rows {
@@ -32,6 +43,8 @@ pub struct SessionRows {
     /// The pane each session was last seen in, for captures between refreshes.
     panes: Mutex<HashMap<WorkItemRef, PaneId>>,
     watched: Mutex<WatchedCache>,
+    /// Each worktree's last counts and when they were taken.
+    trees: Mutex<HashMap<WorkItemRef, (Instant, Option<TreeStatus>)>>,
 }
 
 impl SessionRows {
@@ -91,10 +104,78 @@ impl SessionRows {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .items(config, paths);
+        let trees = self.worktrees(sessions, &records).await;
         Rows {
-            sessions: merge(&records, &seen, watched),
+            sessions: merge(&records, &seen, watched, &trees),
             tmux_unknown,
         }
+    }
+
+    /// The worktree view of every session that has one (or kept one), counts refreshed
+    /// for the stalest few.
+    async fn worktrees(
+        &self,
+        sessions: &Sessions,
+        records: &[SessionRecord],
+    ) -> HashMap<WorkItemRef, WorkspaceView> {
+        let wanted: Vec<&SessionRecord> = records
+            .iter()
+            .filter(|r| r.workspace.is_some() || r.workspace_kept.is_some())
+            .collect();
+        if wanted.is_empty() {
+            return HashMap::new();
+        }
+        let workspaces = sessions.workspaces();
+        let known: Vec<(&SessionRecord, WorkspaceRecord)> = wanted
+            .into_iter()
+            .filter_map(|r| Some((r, workspaces.record(&r.work_item).ok().flatten()?)))
+            .collect();
+        let now = Instant::now();
+        let stale: Vec<&WorkspaceRecord> = {
+            let trees = self.trees.lock().unwrap_or_else(|e| e.into_inner());
+            let mut stale: Vec<(Option<Instant>, &WorkspaceRecord)> = known
+                .iter()
+                .map(|(_, ws)| (trees.get(&ws.work_item).map(|t| t.0), ws))
+                .filter(|(at, _)| at.is_none_or(|at| now.duration_since(at) >= WORKTREE_EVERY))
+                .collect();
+            stale.sort_by_key(|(at, _)| *at);
+            stale
+                .into_iter()
+                .take(WORKTREES_PER_REFRESH)
+                .map(|(_, ws)| ws)
+                .collect()
+        };
+        let git = workspaces.git().clone();
+        let fresh = futures::future::join_all(stale.iter().map(|ws| {
+            let git = git.clone();
+            async move {
+                let status = crate::workspace::status::status(&git, ws).await.ok();
+                (ws.work_item.clone(), status)
+            }
+        }))
+        .await;
+        let mut trees = self.trees.lock().unwrap_or_else(|e| e.into_inner());
+        for (item, status) in fresh {
+            trees.insert(item, (now, status));
+        }
+        trees.retain(|item, _| known.iter().any(|(_, ws)| &ws.work_item == item));
+        known
+            .iter()
+            .map(|(record, ws)| {
+                let counts = trees.get(&ws.work_item).and_then(|t| t.1.clone());
+                let view = WorkspaceView {
+                    branch: counts
+                        .as_ref()
+                        .and_then(|c| c.branch.clone())
+                        .unwrap_or_else(|| ws.branch.clone()),
+                    base: ws.base_label().to_string(),
+                    changed_files: counts.as_ref().map(|c| c.changed_files),
+                    ahead: counts.as_ref().map(|c| c.ahead),
+                    kept: record.workspace_kept.clone().or_else(|| ws.kept.clone()),
+                };
+                (record.work_item.clone(), view)
+            })
+            .collect()
     }
 }
 
@@ -105,6 +186,7 @@ fn merge(
     records: &[SessionRecord],
     seen: &[SessionActivity],
     watched: Vec<WatchedItem>,
+    trees: &HashMap<WorkItemRef, WorkspaceView>,
 ) -> Vec<SessionView> {
     let title_of = |item: &WorkItemRef| {
         watched
@@ -131,11 +213,26 @@ fn merge(
                 .or_else(|| record.pane_id.clone()),
             url: record.url.clone(),
             cwd: Some(record.cwd.clone()),
+            workspace: trees.get(&record.work_item).cloned(),
+        })
+        .collect();
+    // An ended session whose worktree was kept: listed (watched or not), marked.
+    let kept: Vec<SessionView> = records
+        .iter()
+        .filter(|r| !r.status.is_open())
+        .filter_map(|r| {
+            let view = trees.get(&r.work_item).filter(|v| v.kept.is_some())?;
+            let mut row = SessionView::watched(r.work_item.clone());
+            row.title = title_of(&r.work_item);
+            row.cwd = Some(r.cwd.clone());
+            row.workspace = Some(view.clone());
+            Some(row)
         })
         .collect();
     for item in watched {
         if rows
             .iter()
+            .chain(&kept)
             .any(|r| same_item(&r.work_item, &item.work_item))
         {
             continue;
@@ -147,6 +244,7 @@ fn merge(
         }
         rows.push(row);
     }
+    rows.extend(kept);
     rows
 }
 
@@ -299,7 +397,12 @@ mod tests {
             seen(16, ActivityState::Closed),
             seen(17, ActivityState::Unknown),
         ];
-        let rows = merge(&records, &seen, vec![watched(15), watched(16), watched(20)]);
+        let rows = merge(
+            &records,
+            &seen,
+            vec![watched(15), watched(16), watched(20)],
+            &HashMap::new(),
+        );
         let listed: Vec<(u64, SessionState)> =
             rows.iter().map(|r| (r.work_item.number, r.state)).collect();
         assert_eq!(
@@ -317,6 +420,37 @@ mod tests {
         assert_eq!(
             rows[2].harness, None,
             "a closed session is offered to start again"
+        );
+    }
+
+    #[test]
+    fn worktrees_show_on_their_sessions_and_a_kept_one_stays_listed() {
+        let mut closed = record(16, Status::Closed);
+        closed.workspace_kept = Some("1 changed file".into());
+        let records = [record(15, Status::Active), closed];
+        let seen = [
+            seen(15, ActivityState::Working),
+            seen(16, ActivityState::Closed),
+        ];
+        let view = |kept: Option<&str>| WorkspaceView {
+            branch: "the-loop/issue-15".into(),
+            base: "origin/main".into(),
+            changed_files: Some(2),
+            ahead: Some(1),
+            kept: kept.map(String::from),
+        };
+        let trees = HashMap::from([
+            (item(15), view(None)),
+            (item(16), view(Some("1 changed file"))),
+        ]);
+        let rows = merge(&records, &seen, vec![], &trees);
+        assert_eq!(rows.len(), 2, "the kept one is listed though not watched");
+        assert_eq!(rows[0].workspace, Some(view(None)));
+        assert_eq!(rows[1].work_item, item(16));
+        assert_eq!(rows[1].state, SessionState::NoSession);
+        assert_eq!(
+            rows[1].workspace.as_ref().unwrap().kept.as_deref(),
+            Some("1 changed file")
         );
     }
 
@@ -343,6 +477,7 @@ mod tests {
                 label: "the-loop".into(),
                 issues: true,
                 pull_requests: true,
+                ..RepoConfig::named("")
             }],
             ..Config::default()
         };

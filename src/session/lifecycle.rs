@@ -296,6 +296,7 @@ impl Sessions {
             })?;
         let mut record = SessionRecord::new(item, harness.name(), cwd);
         record.harness_session_id = harness.mint_session_id();
+        let harness = super::hooks::wire(harness, &settings, item);
         let prompt = settings.templates.render_spawn(&inputs.vars(item));
         let argv = harness.fresh_argv(&prompt, record.harness_session_id.as_deref());
         let pane = self

@@ -90,6 +90,9 @@ pub struct SessionRecord {
     pub recent_deliveries: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub activity: Option<ActivitySnapshot>,
+    /// What the harness last reported about itself (SPEC §17; `session::hooks`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported: Option<crate::session::hooks::Reported>,
     /// Fields written by another version, kept untouched.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -111,6 +114,7 @@ impl SessionRecord {
             last_event_at: None,
             recent_deliveries: Vec::new(),
             activity: None,
+            reported: None,
             extra: Map::new(),
         }
     }

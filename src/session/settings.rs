@@ -46,6 +46,9 @@ pub struct Settings {
     pub config_path: Option<PathBuf>,
     /// Where harness binaries are looked up; the process's `PATH` when `None`.
     pub search_path: Option<OsString>,
+    /// The `the-loop` binary harnesses report to (`<bin> hook …`, SPEC §17): the
+    /// running one.
+    pub bin: PathBuf,
     pub timings: Timings,
 }
 
@@ -64,6 +67,7 @@ impl Settings {
             home: std::path::absolute(&paths.root).unwrap_or_else(|_| paths.root.clone()),
             config_path: config_path.map(|p| std::path::absolute(&p).unwrap_or(p)),
             search_path: None,
+            bin: running_binary(),
             timings: Timings::default(),
         })
     }
@@ -81,4 +85,12 @@ impl Settings {
             .and_then(RepoConfig::working_dir)
             .or_else(|| std::env::current_dir().ok())
     }
+}
+
+/// The running binary's absolute path (`the-loop` on PATH when it cannot be known).
+pub fn running_binary() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| std::path::absolute(p).ok())
+        .unwrap_or_else(|| PathBuf::from("the-loop"))
 }

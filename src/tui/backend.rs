@@ -20,6 +20,8 @@ pub enum SessionState {
     Working,
     Idle,
     AwaitingInput,
+    /// The harness's permission dialog waits for the operator (SPEC §17.4).
+    AwaitingPermission,
     Dead,
     Paused,
     NoSession,
@@ -31,6 +33,7 @@ impl SessionState {
             SessionState::Working => "working",
             SessionState::Idle => "idle",
             SessionState::AwaitingInput => "awaiting",
+            SessionState::AwaitingPermission => "permission",
             SessionState::Dead => "dead",
             SessionState::Paused => "paused",
             SessionState::NoSession => "no session",
@@ -42,6 +45,7 @@ impl SessionState {
             SessionState::Working => "●",
             SessionState::Idle => "○",
             SessionState::AwaitingInput => "?",
+            SessionState::AwaitingPermission => "!",
             SessionState::Dead => "✗",
             SessionState::Paused => "‖",
             SessionState::NoSession => "·",
@@ -64,6 +68,8 @@ pub struct SessionView {
     /// Registry status (`active`, `paused`, `closed`); `None` without a session.
     pub status: Option<String>,
     pub state: SessionState,
+    /// `working` / `idle` guessed from the screen: the harness does not report itself.
+    pub guessed: bool,
     /// Seconds since the pane last showed activity.
     pub idle_secs: Option<u64>,
     pub tmux_name: Option<String>,
@@ -82,6 +88,7 @@ impl SessionView {
             harness: None,
             status: None,
             state: SessionState::NoSession,
+            guessed: false,
             idle_secs: None,
             tmux_name: None,
             pane: None,

@@ -42,6 +42,7 @@ pub fn session(
             .into(),
         ),
         state,
+        guessed: false,
         idle_secs: Some(idle),
         pane: Some(format!("%{number}")),
         cwd: Some(PathBuf::from(format!("/src/{repo}"))),

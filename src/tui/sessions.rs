@@ -1,7 +1,8 @@
 //! The Sessions pane: one aligned row per session or watched item —
 //! `● octo/repo#15  claude  working   12s`. Watched items without a session are listed
 //! dimmed so they can be started. Columns give way on narrow panes: harness first, then
-//! idle time, then the state word (the glyph still says it).
+//! idle time, then the state word (the glyph still says it). A state guessed from the
+//! screen (a harness that does not report) reads `working?` / `idle?`.
 
 use super::app::{App, Focus};
 use super::backend::{SessionState, SessionView};
@@ -22,7 +23,7 @@ pub fn state_style(app: &App, state: SessionState) -> Style {
     match state {
         SessionState::Working => t.working,
         SessionState::Idle => t.idle,
-        SessionState::AwaitingInput => t.awaiting,
+        SessionState::AwaitingInput | SessionState::AwaitingPermission => t.awaiting,
         SessionState::Dead => t.dead,
         SessionState::Paused => t.paused,
         SessionState::NoSession => t.no_session,
@@ -102,7 +103,13 @@ fn row<'a>(app: &App, s: &SessionView, cols: &Columns) -> Line<'a> {
     }
     if cols.state {
         spans.push(Span::raw(" "));
-        spans.push(Span::styled(fit(s.state.label(), STATE_W), state));
+        // A state guessed from the screen says so (SPEC §17.3).
+        let label = if s.guessed {
+            format!("{}?", s.state.label())
+        } else {
+            s.state.label().to_string()
+        };
+        spans.push(Span::styled(fit(&label, STATE_W), state));
     }
     if cols.idle {
         let idle = match (s.state, s.idle_secs) {

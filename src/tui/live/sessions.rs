@@ -8,7 +8,9 @@ use crate::config::Config;
 use crate::ingress::ledger::ledger_path;
 use crate::paths::StatePaths;
 use crate::routing::WorkItemRef;
-use crate::session::activity::{self, ActivityState, ActivityTracker, SessionActivity};
+use crate::session::activity::{
+    self, ActivityState, ActivityTracker, SessionActivity, StateSource,
+};
 use crate::session::registry::same_item;
 use crate::session::{OpenQuestions, SessionRecord, Sessions, Status};
 use crate::tmux::PaneId;
@@ -122,6 +124,8 @@ fn merge(
             harness: Some(record.harness.clone()),
             status: Some(record.status.as_str().to_string()),
             state: state_of(record.status, activity.state),
+            guessed: activity.source == StateSource::Screen
+                && matches!(activity.state, ActivityState::Working | ActivityState::Idle),
             idle_secs: activity.idle_seconds,
             tmux_name: Some(record.tmux_session.clone()),
             pane: activity
@@ -157,6 +161,7 @@ fn state_of(status: Status, state: ActivityState) -> SessionState {
         ActivityState::Working => SessionState::Working,
         ActivityState::Idle => SessionState::Idle,
         ActivityState::AwaitingInput => SessionState::AwaitingInput,
+        ActivityState::AwaitingPermission => SessionState::AwaitingPermission,
         ActivityState::Dead => SessionState::Dead,
         ActivityState::Paused => SessionState::Paused,
         ActivityState::Closed => SessionState::NoSession,
@@ -276,6 +281,8 @@ mod tests {
             pane: Some(PaneId::parse("%3").unwrap()),
             liveness: Liveness::Live,
             snapshot: None,
+            source: StateSource::Hooks,
+            permission: None,
         }
     }
 

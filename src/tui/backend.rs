@@ -106,6 +106,19 @@ pub struct QuestionView {
     pub comment_url: Option<String>,
 }
 
+/// A harness's open permission dialog (SPEC §17.4): the agent waits for the operator.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionView {
+    pub work_item: WorkItemRef,
+    /// Names the request: an answer is refused when the dialog changed since.
+    pub request_id: String,
+    /// `Bash`, `Edit`, …
+    pub tool: String,
+    /// One sanitized line: the command, the file path, …
+    pub summary: String,
+    pub requested_at: OffsetDateTime,
+}
+
 /// Whether this screen runs the supervisor or watches another one (SPEC §11.6).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Role {
@@ -251,6 +264,8 @@ impl CriticRunView {
 pub struct Snapshot {
     pub sessions: Vec<SessionView>,
     pub questions: Vec<QuestionView>,
+    /// Open permission dialogs, listed in the Questions pane beside the questions.
+    pub permissions: Vec<PermissionView>,
     pub status: StatusView,
     pub critics: Vec<CriticSpecView>,
     pub runs: Vec<CriticRunView>,
@@ -313,6 +328,15 @@ pub trait Backend: Send + Sync {
     fn pause<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;
     fn resume<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;
     fn stop<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;
+
+    /// Answers the session's permission dialog (SPEC §17.4): approve once (`true`) or
+    /// deny, when it is still request `request_id` and still on screen.
+    fn answer_permission<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        request_id: &'a str,
+        approve: bool,
+    ) -> BoxFuture<'a, ActionResult>;
 
     /// Closes an open question without replying (`session.question_dismissed`).
     fn dismiss_question<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;

@@ -144,6 +144,7 @@ impl LiveBackend {
                     comment_url: q.comment_url.clone(),
                 })
                 .collect(),
+            permissions: rows.permissions,
             status,
             critics: self.critic_specs(&loaded),
             runs: self.runs.views(),
@@ -259,6 +260,15 @@ impl Backend for LiveBackend {
 
     fn stop<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult> {
         Box::pin(self.do_stop(work_item))
+    }
+
+    fn answer_permission<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        request_id: &'a str,
+        approve: bool,
+    ) -> BoxFuture<'a, ActionResult> {
+        Box::pin(self.answer(work_item, request_id, approve))
     }
 
     fn dismiss_question<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult> {

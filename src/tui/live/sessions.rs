@@ -5,25 +5,29 @@
 //! second stays cheap with 50 sessions.
 
 use crate::config::Config;
+use crate::events::Source;
 use crate::ingress::ledger::ledger_path;
 use crate::paths::StatePaths;
 use crate::routing::WorkItemRef;
 use crate::session::activity::{
     self, ActivityState, ActivityTracker, SessionActivity, StateSource,
 };
+use crate::session::hooks;
 use crate::session::registry::same_item;
 use crate::session::{OpenQuestions, SessionRecord, Sessions, Status};
 use crate::tmux::PaneId;
-use crate::tui::backend::{SessionState, SessionView};
+use crate::tui::backend::{PermissionView, SessionState, SessionView};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
-/// The rows, and whether tmux failed to answer (states are then unknown).
+/// The rows, the open permission dialogs, and whether tmux failed to answer (states
+/// are then unknown).
 pub struct Rows {
     pub sessions: Vec<SessionView>,
+    pub permissions: Vec<PermissionView>,
     pub tmux_unknown: bool,
 }
 
@@ -78,6 +82,8 @@ impl SessionRows {
             )
             .await
         };
+        // A dialog answered in the pane resolves as `elsewhere` (SPEC §17.4).
+        hooks::reconcile(sessions, &records, &seen, Source::Tui).await;
         let tmux_unknown = seen.iter().any(|a| a.state == ActivityState::Unknown);
         {
             let mut panes = self.panes.lock().unwrap_or_else(|e| e.into_inner());
@@ -95,9 +101,30 @@ impl SessionRows {
             .items(config, paths);
         Rows {
             sessions: merge(&records, &seen, watched),
+            permissions: permissions(&seen),
             tmux_unknown,
         }
     }
+}
+
+/// The permission dialogs the observed sessions wait on, oldest first.
+fn permissions(seen: &[SessionActivity]) -> Vec<PermissionView> {
+    let now = time::OffsetDateTime::now_utc();
+    let mut out: Vec<PermissionView> = seen
+        .iter()
+        .filter_map(|a| {
+            let p = a.permission.as_ref()?;
+            Some(PermissionView {
+                work_item: a.work_item.clone(),
+                request_id: p.id.clone(),
+                tool: p.tool.clone(),
+                summary: p.summary.clone(),
+                requested_at: crate::time::parse_ts(&p.requested_at).unwrap_or(now),
+            })
+        })
+        .collect();
+    out.sort_by_key(|p| p.requested_at);
+    out
 }
 
 /// Open sessions first (by ref), then watched items that have none (closed sessions

@@ -136,7 +136,19 @@ impl ClaudeHome {
             })
             .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
             .filter(|v| v["type"] == "user" && v["message"]["role"] == "user")
-            .filter_map(|v| v["message"]["content"].as_str().map(str::to_owned))
+            .filter_map(|v| match &v["message"]["content"] {
+                Value::String(s) => Some(s.clone()),
+                // Text blocks (tool results are not the user's messages).
+                Value::Array(blocks) => {
+                    let texts: Vec<&str> = blocks
+                        .iter()
+                        .filter(|b| b["type"] == "text")
+                        .filter_map(|b| b["text"].as_str())
+                        .collect();
+                    (!texts.is_empty()).then(|| texts.join("\n"))
+                }
+                _ => None,
+            })
             .collect()
     }
 

@@ -31,7 +31,10 @@ pub enum Turn {
     /// Text, then `end_turn`.
     Text(String),
     /// A `Bash` tool call, then `tool_use`.
-    Bash { command: String, description: String },
+    Bash {
+        command: String,
+        description: String,
+    },
     /// Any tool call.
     Tool { name: String, input: Value },
     /// Starts the message at once, waits, then streams the rest of the turn.
@@ -108,7 +111,9 @@ impl FakeModel {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let state = Arc::new(Mutex::new(ModelState::default()));
-        let app = Router::new().fallback(handle).with_state(Arc::clone(&state));
+        let app = Router::new()
+            .fallback(handle)
+            .with_state(Arc::clone(&state));
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {
             let _ = axum::serve(listener, app)

@@ -375,3 +375,36 @@ async fn type_prompt(world: &ClaudeWorld, text: &str) {
     tokio::time::sleep(Duration::from_millis(300)).await;
     world.tmux.raw(&["send-keys", "-t", &target, "Enter"]);
 }
+
+/// The allowance for `the-loop ask` is not a way around permissions: a command chained
+/// after it still asks, and the operator's own Claude settings are never written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ask_allowance_does_not_cover_a_chained_command() {
+    let Some(world) = ClaudeWorld::new().await else {
+        return;
+    };
+    world.start().await;
+    world.model.script([
+        Turn::bash("the-loop ask --question 'ok?' && touch chained-marker"),
+        Turn::text("should not get here without the operator"),
+    ]);
+    world.deliver("d-1", "Ask, then make the marker.").await;
+    let requested = world.wait_events("session.permission_requested", 1).await;
+    assert_eq!(
+        requested[0]["summary"],
+        "the-loop ask --question 'ok?' && touch chained-marker"
+    );
+    world.wait_screen(DIALOG).await;
+    assert!(!world.home.project.join("chained-marker").exists());
+    let out = world.cli(&["sessions", "deny", &item().to_string()]);
+    assert!(out.status.success(), "{out:?}");
+    world.wait_listed("idle", "hooks").await;
+    for settings in [".claude/settings.json", ".claude/settings.local.json"] {
+        let path = world.home.home.join(settings);
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            !text.contains("hook claude"),
+            "{settings} was written: {text}"
+        );
+    }
+}

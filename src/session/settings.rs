@@ -88,9 +88,17 @@ impl Settings {
 }
 
 /// The running binary's absolute path (`the-loop` on PATH when it cannot be known).
+/// A binary replaced while it runs (rebuilt, upgraded) reads as `… (deleted)` on Linux:
+/// the path it was started from is where the new one is.
 pub fn running_binary() -> PathBuf {
     std::env::current_exe()
         .ok()
         .and_then(|p| std::path::absolute(p).ok())
+        .map(
+            |p| match p.to_str().and_then(|s| s.strip_suffix(" (deleted)")) {
+                Some(original) => PathBuf::from(original),
+                None => p,
+            },
+        )
         .unwrap_or_else(|| PathBuf::from("the-loop"))
 }

@@ -64,7 +64,7 @@ fn app(width: u16, height: u16) -> App {
     let mut app = App::new(AppSettings::builtin(), NOW);
     update(&mut app, Action::Resize { width, height });
     update(&mut app, Action::History(events(1000)));
-    update(&mut app, Action::Snapshot(snapshot()));
+    update(&mut app, Action::Snapshot(Box::new(snapshot())));
     let target = app.preview_target().map(|s| s.work_item.clone()).unwrap();
     update(
         &mut app,
@@ -126,7 +126,7 @@ fn bench_render(c: &mut Criterion) {
                 },
             );
             update(&mut app, Action::History(history.clone()));
-            update(&mut app, Action::Snapshot(snap.clone()));
+            update(&mut app, Action::Snapshot(Box::new(snap.clone())));
             let mut terminal = Terminal::new(TestBackend::new(200, 50)).unwrap();
             terminal.draw(|f| view::render(&app, f)).unwrap();
         })

@@ -7,141 +7,24 @@
 //!
 //! The binary comes from npm (`@anthropic-ai/claude-code`, installed by `scripts/check`
 //! into `target/npm`), or from `$THE_LOOP_CLAUDE_BIN`. Without it the tests say so and
-//! pass, except under CI (`CI` set), where a missing binary fails them.
+//! pass, except under CI (`CI` set), where a missing binary fails them. Every test sets
+//! the environment of SPEC §17.6 (`tests/common/claude.rs`); with no model to talk to,
+//! `ANTHROPIC_BASE_URL` points at a closed port.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "common/claude.rs"]
+mod claude;
 #[path = "common/tmux_server.rs"]
 mod common;
 
+use claude::{ClaudeHome, NO_MODEL, claude_bin};
 use common::{TmuxServer, wait_for};
-use serde_json::Value;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 use the_loop::config::SessionsConfig;
 use the_loop::session::deliver::{deliver, sanitize};
 use the_loop::session::harness::Harness;
-use the_loop::tmux::{BufferName, PaneId, Paste, RealTmux, SpawnSpec, Tmux};
-
-/// A dummy key: Claude Code only checks that the operator approved it.
-const API_KEY: &str = "sk-ant-api03-the-loop-offline-test-key-0000000000000000000000";
-
-fn claude_bin() -> Option<PathBuf> {
-    if let Some(bin) = std::env::var_os("THE_LOOP_CLAUDE_BIN") {
-        return Some(PathBuf::from(bin));
-    }
-    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/npm/node_modules/.bin/claude");
-    if local.exists() {
-        return Some(local);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "Claude Code is not installed: scripts/check installs it with npm into target/npm"
-    );
-    eprintln!("skipping: Claude Code not installed (scripts/check installs it)");
-    None
-}
-
-/// A private `HOME` whose `.claude.json` marks onboarding done, trusts the project
-/// directory and pre-approves the dummy key.
-struct ClaudeHome {
-    _dir: tempfile::TempDir,
-    home: PathBuf,
-    project: PathBuf,
-}
-
-impl ClaudeHome {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        let project = dir.path().join("project");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(&project).unwrap();
-        let project_key = project.display().to_string();
-        let config = serde_json::json!({
-            "hasCompletedOnboarding": true,
-            "projects": { project_key: { "hasTrustDialogAccepted": true } },
-            "customApiKeyResponses": {
-                "approved": [&API_KEY[API_KEY.len() - 20..]],
-                "rejected": []
-            }
-        });
-        std::fs::write(home.join(".claude.json"), config.to_string()).unwrap();
-        Self {
-            _dir: dir,
-            home,
-            project,
-        }
-    }
-
-    fn spec(&self, name: &str, argv: Vec<String>) -> SpawnSpec {
-        let env = [
-            ("HOME", self.home.display().to_string()),
-            ("ANTHROPIC_API_KEY", API_KEY.to_string()),
-            // Fail fast instead of waiting on a network that is not there.
-            ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9".to_string()),
-            ("DISABLE_AUTOUPDATER", "1".to_string()),
-            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_string()),
-        ];
-        SpawnSpec {
-            name: name.into(),
-            cwd: self.project.clone(),
-            env: env
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect(),
-            argv,
-            remain_on_exit: true,
-        }
-    }
-
-    /// Every user message Claude Code recorded, across its transcripts, in order.
-    fn user_messages(&self) -> Vec<String> {
-        let root = self.home.join(".claude/projects");
-        let mut files: Vec<PathBuf> = walk(&root)
-            .into_iter()
-            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-            .collect();
-        files.sort();
-        files
-            .iter()
-            .flat_map(|f| {
-                std::fs::read_to_string(f)
-                    .unwrap_or_default()
-                    .lines()
-                    .map(str::to_owned)
-                    .collect::<Vec<_>>()
-            })
-            .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
-            .filter(|v| v["type"] == "user" && v["message"]["role"] == "user")
-            .filter_map(|v| v["message"]["content"].as_str().map(str::to_owned))
-            .collect()
-    }
-
-    fn transcript(&self, session_id: &str) -> Option<PathBuf> {
-        walk(&self.home.join(".claude/projects"))
-            .into_iter()
-            .find(|p| {
-                p.file_name()
-                    .is_some_and(|n| n == format!("{session_id}.jsonl").as_str())
-            })
-    }
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                out.extend(walk(&path));
-            } else {
-                out.push(path);
-            }
-        }
-    }
-    out
-}
+use the_loop::tmux::{BufferName, PaneId, Paste, RealTmux, Tmux};
 
 /// Waits until Claude Code shows its input box.
 async fn wait_input_box(tmux: &RealTmux, pane: &PaneId) {
@@ -188,7 +71,7 @@ async fn a_hostile_prompt_reaches_claude_code_as_one_submitted_message() {
     let Some(bin) = claude_bin() else { return };
     let server = TmuxServer::new();
     let tmux = server.tmux();
-    let home = ClaudeHome::new();
+    let home = ClaudeHome::new(NO_MODEL);
     let pane = tmux
         .new_session(&home.spec("claude-paste", vec![bin.display().to_string()]))
         .await
@@ -220,7 +103,7 @@ async fn without_the_sanitizer_the_injected_terminator_splits_the_paste() {
     let Some(bin) = claude_bin() else { return };
     let server = TmuxServer::new();
     let tmux = server.tmux();
-    let home = ClaudeHome::new();
+    let home = ClaudeHome::new(NO_MODEL);
     let pane = tmux
         .new_session(&home.spec("claude-raw", vec![bin.display().to_string()]))
         .await
@@ -252,7 +135,7 @@ async fn the_claude_adapter_starts_a_conversation_with_its_session_id_and_boot_p
     let Some(bin) = claude_bin() else { return };
     let server = TmuxServer::new();
     let tmux = server.tmux();
-    let home = ClaudeHome::new();
+    let home = ClaudeHome::new(NO_MODEL);
     let harness = Harness::resolve("claude", &SessionsConfig::default()).unwrap();
     assert!(harness.mints_session_id());
     let id = harness.mint_session_id().unwrap();

@@ -284,3 +284,43 @@ async fn figures() {
     );
     screen.keys(&["q"]);
 }
+
+/// A critic round run from a shell with `--work-item` (not from this screen) is listed
+/// in the Critics pane, from the event log and its saved result (SPEC §17.7).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_run_from_the_cli_is_listed_in_the_critics_pane() {
+    let world = TuiWorld::new().await;
+    world.start_sessions([15]).await;
+    let screen = world.open_screen("supervisor", &[]);
+    screen.wait_text("supervising octo/repo").await;
+    screen.keys(&["5"]);
+    screen.wait_text("No runs yet").await;
+
+    let out = std::process::Command::new(tmux_server::BIN)
+        .args([
+            "critic",
+            "run",
+            "diffcheck",
+            "--prompt",
+            "Review the retry cap.",
+        ])
+        .args(["--work-item", "github:octo/repo#15"])
+        .env("THE_LOOP_HOME", &world.home)
+        .env("THE_LOOP_CONFIG", &world.config)
+        .env_remove("TMUX")
+        .env_remove("TMUX_PANE")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = screen.wait_text("✓ diffcheck #15").await;
+    assert!(!text.contains("No runs yet"), "{text}");
+    // Its saved output opens like a round of this screen's.
+    screen.keys(&["Enter"]);
+    screen.wait_text("read ").await;
+    screen.keys(&["Escape"]);
+    screen
+        .wait_for("the output closed", |t| !t.contains("read "))
+        .await;
+    screen.keys(&["q"]);
+    assert_eq!(screen.wait_exit().await, 0);
+}

@@ -6,6 +6,8 @@
 mod common;
 #[path = "tui/event_loop.rs"]
 mod event_loop;
+#[path = "tui/permissions.rs"]
+mod permissions;
 #[path = "tui/sizes.rs"]
 mod sizes;
 #[path = "tui/snapshots.rs"]

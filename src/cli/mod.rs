@@ -9,6 +9,7 @@ pub mod demo_cmd;
 pub mod events_cmd;
 pub mod excerpt_cmd;
 pub mod fake_agent;
+pub mod hook_cmd;
 pub mod reply_cmd;
 pub mod run_cmd;
 pub mod sessions_cmd;
@@ -68,6 +69,9 @@ pub enum Command {
     /// The demo's built-in critic: reads review material, prints one JSON result.
     #[command(hide = true)]
     DemoCritic(demo_cmd::DemoCriticArgs),
+    /// Run by a session's harness to report its state (SPEC §17): prints nothing.
+    #[command(hide = true)]
+    Hook(hook_cmd::HookArgs),
 }
 
 /// What every command gets besides its own arguments.
@@ -128,6 +132,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::FakeAgent(args) => fake_agent::run(args),
         Command::Demo(args) => demo_cmd::run(args, &ctx),
         Command::DemoCritic(args) => demo_cmd::run_critic(args),
+        Command::Hook(args) => hook_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

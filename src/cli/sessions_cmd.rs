@@ -1,5 +1,5 @@
 //! `the-loop sessions list [--json] | start REF | pause REF | resume REF | stop REF |
-//! attach REF [--read-only] | reset REF` (SPEC §1, §7).
+//! attach REF [--read-only] | reset REF | approve REF | deny REF` (SPEC §1, §7, §17.4).
 //!
 //! Each command works in-process on the registry and tmux, with or without a running
 //! supervisor, through the same [`Sessions`] the dispatcher uses. Exit codes: 0 ok,
@@ -12,6 +12,7 @@ use crate::events::{EventLog, Source};
 use crate::paths::StatePaths;
 use crate::routing::WorkItemRef;
 use crate::session::activity::{self, ActivityState, ActivityTracker, SessionActivity};
+use crate::session::hooks::{self, Answered, Decision};
 use crate::session::{
     OpenQuestions, Origin, PaneState, PromptInputs, Registry, SessionError, SessionRecord,
     Sessions, Settings, StartOutcome, Toggle,
@@ -70,6 +71,18 @@ pub enum SessionsCommand {
         /// Do not ask before discarding.
         #[arg(long, short = 'y')]
         yes: bool,
+    },
+    /// Approve, once, the permission dialog the session's agent waits on (exit 1 when
+    /// nothing is waiting).
+    Approve {
+        #[arg(value_name = "REF")]
+        work_item: String,
+    },
+    /// Deny the permission dialog the session's agent waits on (exit 1 when nothing is
+    /// waiting).
+    Deny {
+        #[arg(value_name = "REF")]
+        work_item: String,
     },
 }
 
@@ -178,6 +191,37 @@ pub fn run(cmd: SessionsCommand, ctx: &Ctx) -> CliResult {
             let item = parse_ref(&work_item)?;
             runtime.block_on(attach(&sessions, &socket, &item, read_only))
         }
+        SessionsCommand::Approve { work_item } => {
+            let item = parse_ref(&work_item)?;
+            runtime.block_on(answer(&sessions, &item, Decision::Approved))
+        }
+        SessionsCommand::Deny { work_item } => {
+            let item = parse_ref(&work_item)?;
+            runtime.block_on(answer(&sessions, &item, Decision::Denied))
+        }
+    }
+}
+
+/// `approve` / `deny`: the key goes to the dialog the session shows now.
+async fn answer(sessions: &Sessions, item: &WorkItemRef, decision: Decision) -> CliResult {
+    let actor = Some(crate::session::ask::local_user());
+    match hooks::answer(sessions, item, decision, None, actor, Source::Cli).await {
+        Ok(Answered::Sent { decision, request }) => {
+            println!(
+                "{} {}: {} `{}`",
+                decision.as_str(),
+                item,
+                request.tool,
+                request.summary
+            );
+            Ok(())
+        }
+        Ok(Answered::Elsewhere(request)) => Err(failed(anyhow!(
+            "the permission dialog for {} `{}` on {item} is no longer on screen (answered in the pane?); nothing was sent",
+            request.tool,
+            request.summary
+        ))),
+        Err(error) => Err(failed(error)),
     }
 }
 
@@ -275,6 +319,7 @@ async fn list(sessions: &Sessions, as_json: bool) -> CliResult {
     )
     .await;
     activity::save_snapshots(registry, &records, &seen);
+    hooks::reconcile(sessions, &records, &seen, Source::Cli).await;
     if seen.iter().any(|a| a.state == ActivityState::Unknown)
         && let Err(error) = sessions.tmux().list_sessions().await
     {
@@ -300,6 +345,12 @@ fn json_row(record: &SessionRecord, seen: &SessionActivity) -> Value {
         "harness": record.harness,
         "status": record.status.as_str(),
         "state": seen.state.as_str(),
+        "stateSource": seen.source.as_str(),
+        "permission": seen.permission.as_ref().map(|p| json!({
+            "tool": p.tool,
+            "summary": p.summary,
+            "requestedAt": p.requested_at,
+        })),
         "idleSeconds": seen.idle_seconds,
         "tmuxSession": record.tmux_session,
         "pane": seen.pane.as_ref().map(ToString::to_string).or_else(|| record.pane_id.clone()),
@@ -328,7 +379,7 @@ fn print_table(records: &[SessionRecord], seen: &[SessionActivity]) {
                 r.work_item.to_string(),
                 r.harness.clone(),
                 r.status.as_str().to_string(),
-                a.state.as_str().to_string(),
+                shown_state(a),
                 a.idle_seconds.map_or_else(|| "-".to_string(), human_age),
                 r.tmux_session.clone(),
             ];
@@ -361,6 +412,18 @@ fn print_table(records: &[SessionRecord], seen: &[SessionActivity]) {
             .map(|(cell, w)| format!("{cell:<w$}"))
             .collect();
         println!("{}", cells.join("  ").trim_end());
+    }
+}
+
+/// The state column: a guess from the screen says so (`idle?`); a permission dialog
+/// names its tool.
+fn shown_state(a: &SessionActivity) -> String {
+    let guess = a.source == activity::StateSource::Screen
+        && matches!(a.state, ActivityState::Working | ActivityState::Idle);
+    match &a.permission {
+        Some(p) => format!("{} ({})", a.state.as_str(), p.tool),
+        None if guess => format!("{}?", a.state.as_str()),
+        None => a.state.as_str().to_string(),
     }
 }
 

@@ -81,6 +81,9 @@ event_types! {
     SessionAwaitingInput => "session.awaiting_input",
     SessionReplySent => "session.reply_sent",
     SessionQuestionDismissed => "session.question_dismissed",
+    SessionPermissionRequested => "session.permission_requested",
+    SessionPermissionResolved => "session.permission_resolved",
+    SessionTurnEnded => "session.turn_ended",
     CriticStarted => "critic.started",
     CriticFinished => "critic.finished",
     CriticPosted => "critic.posted",
@@ -127,6 +130,8 @@ pub enum Source {
     Cli,
     Dispatch,
     Critic,
+    /// `the-loop hook`, run by a harness to report its state (SPEC §17).
+    Hook,
 }
 
 impl Source {
@@ -138,6 +143,7 @@ impl Source {
             Source::Cli => "cli",
             Source::Dispatch => "dispatch",
             Source::Critic => "critic",
+            Source::Hook => "hook",
         }
     }
 }

@@ -6,7 +6,13 @@
 //! window had output since the last look. Output alone is not work — a harness may
 //! redraw an identical screen — so a session is `working` while its visible text
 //! changed within [`WORKING_WINDOW_SECS`], and `idle` after that.
+//!
+//! That heuristic is a guess, used only for harnesses that say nothing about
+//! themselves. A session whose harness reports through hooks (SPEC §17, claude; codex
+//! for turn ends) shows what it reported — `working`, `awaiting-permission`, `idle` —
+//! and every view says which it is (`stateSource: hooks | screen`).
 
+use super::hooks::{PermissionRequest, Reported, ReportedState};
 use super::registry::{ActivitySnapshot, Registry, SessionRecord, Status};
 use crate::routing::WorkItemRef;
 use crate::tmux::{Liveness, PaneId, SessionInfo, Tmux};
@@ -17,6 +23,10 @@ use std::collections::HashMap;
 /// A session whose screen changed this recently is working.
 pub const WORKING_WINDOW_SECS: u64 = 5;
 
+/// A reported `working` whose screen has not changed for this long is not believed:
+/// a busy harness redraws (its spinner, its timer), so a report was lost.
+pub const STALE_WORKING_SECS: u64 = 60;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ActivityState {
@@ -26,6 +36,8 @@ pub enum ActivityState {
     Idle,
     /// Running with an open question to the operator (SPEC §8.1).
     AwaitingInput,
+    /// The harness shows a permission dialog and waits for the operator (SPEC §17.4).
+    AwaitingPermission,
     /// The record is open but no harness runs (pane exited, or tmux session gone).
     Dead,
     /// Running; deliveries are held back by the operator.
@@ -42,6 +54,7 @@ impl ActivityState {
             Self::Working => "working",
             Self::Idle => "idle",
             Self::AwaitingInput => "awaiting-input",
+            Self::AwaitingPermission => "awaiting-permission",
             Self::Dead => "dead",
             Self::Paused => "paused",
             Self::Closed => "closed",
@@ -53,6 +66,25 @@ impl ActivityState {
 impl std::fmt::Display for ActivityState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// Where a state comes from (`stateSource`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StateSource {
+    /// The harness reported it.
+    Hooks,
+    /// Guessed from the screen (and liveness, pause, open questions).
+    Screen,
+}
+
+impl StateSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Hooks => "hooks",
+            Self::Screen => "screen",
+        }
     }
 }
 
@@ -68,6 +100,9 @@ pub struct SessionActivity {
     pub liveness: Liveness,
     /// What to remember for the next look (running sessions only).
     pub snapshot: Option<ActivitySnapshot>,
+    pub source: StateSource,
+    /// The open permission request, while `awaiting-permission`.
+    pub permission: Option<PermissionRequest>,
 }
 
 /// Remembers the last snapshot per session between looks (the TUI keeps one). A
@@ -130,6 +165,8 @@ async fn observe_one<T: Tmux + ?Sized>(
         pane: None,
         liveness: Liveness::Unknown,
         snapshot: None,
+        source: StateSource::Screen,
+        permission: None,
     };
     if let Some(info) = info {
         activity.liveness = info.map_or(Liveness::Absent, |i| i.liveness);
@@ -159,13 +196,25 @@ async fn observe_one<T: Tmux + ?Sized>(
         activity.snapshot = Some(snapshot);
     }
     let running_state = activity.snapshot.as_ref().map(|s| s.changed_at);
-    activity.state = classify(
+    let guess = classify(
         record.status,
         activity.liveness,
         open_question(&record.work_item),
         running_state,
         now,
     );
+    (activity.state, activity.source) = with_report(
+        guess,
+        record.status,
+        activity.liveness,
+        open_question(&record.work_item),
+        running_state,
+        record.reported.as_ref(),
+        now,
+    );
+    if activity.state == ActivityState::AwaitingPermission {
+        activity.permission = record.reported.as_ref().and_then(|r| r.permission.clone());
+    }
     if let Some(snapshot) = &mut activity.snapshot {
         snapshot.state = activity.state.as_str().to_string();
         tracker
@@ -194,6 +243,61 @@ pub fn classify(
             Some(at) if now.saturating_sub(at) < WORKING_WINDOW_SECS => ActivityState::Working,
             _ => ActivityState::Idle,
         },
+    }
+}
+
+/// The state shown: what the harness reported, when it reports (`hooks`), else the
+/// screen's `guess`. Liveness and the record come first (a pane that is gone is dead
+/// whatever was reported); a permission dialog shows even while paused (the operator
+/// is needed either way); an open question shows over `idle`, not over `working`.
+pub fn with_report(
+    guess: ActivityState,
+    status: Status,
+    liveness: Liveness,
+    open_question: bool,
+    changed_at: Option<u64>,
+    reported: Option<&Reported>,
+    now: u64,
+) -> (ActivityState, StateSource) {
+    let screen = (guess, StateSource::Screen);
+    let Some(reported) = reported else {
+        return screen;
+    };
+    let hooks = |state| (state, StateSource::Hooks);
+    match (status, liveness) {
+        (Status::Closed, _) | (_, Liveness::Unknown) => return screen,
+        (_, Liveness::Dead | Liveness::Absent) => {
+            return if reported.state == ReportedState::Exited {
+                hooks(ActivityState::Dead)
+            } else {
+                screen
+            };
+        }
+        (Status::Active | Status::Paused, Liveness::Live) => {}
+    }
+    if reported.permission.is_some() || reported.state == ReportedState::AwaitingPermission {
+        return hooks(ActivityState::AwaitingPermission);
+    }
+    if status == Status::Paused {
+        return hooks(ActivityState::Paused);
+    }
+    let reported_at = crate::time::parse_ts(&reported.at)
+        .and_then(|t| u64::try_from(t.unix_timestamp()).ok())
+        .unwrap_or(0);
+    let quiet_for = now.saturating_sub(changed_at.unwrap_or(0).max(reported_at));
+    match reported.state {
+        ReportedState::Working if quiet_for >= STALE_WORKING_SECS => screen,
+        ReportedState::Working => hooks(ActivityState::Working),
+        ReportedState::Idle if open_question => hooks(ActivityState::AwaitingInput),
+        // Codex reports only turn ends: output after the last one is a new turn.
+        ReportedState::Idle
+            if reported.harness == "codex" && changed_at.is_some_and(|c| c > reported_at + 2) =>
+        {
+            screen
+        }
+        ReportedState::Idle => hooks(ActivityState::Idle),
+        ReportedState::Exited => hooks(ActivityState::Dead),
+        ReportedState::AwaitingPermission => hooks(ActivityState::AwaitingPermission),
     }
 }
 

@@ -124,6 +124,25 @@ pub async fn deliver<T: Tmux + ?Sized>(
     Ok(delivery)
 }
 
+/// A fixed keystroke for a harness's own dialog (SPEC §17.4): never text from anywhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    /// Chooses the selected option (Claude's "1. Yes").
+    Enter,
+    /// Dismisses the dialog (Claude's deny).
+    Escape,
+}
+
+/// Sends `key` to `pane` as one unbracketed paste (like the submitting `\r`: no
+/// `send-keys`, which fails while a read-only client is attached).
+pub async fn press<T: Tmux + ?Sized>(tmux: &T, pane: &PaneId, key: Key) -> Result<(), tmux::Error> {
+    let bytes: &[u8] = match key {
+        Key::Enter => b"\r",
+        Key::Escape => b"\x1b",
+    };
+    paste_once(tmux, bytes, pane, Paste::Plain).await
+}
+
 /// Loads `data` into a fresh buffer and pastes it. On failure the buffer is deleted,
 /// best effort, so a failed delivery leaves nothing on the server.
 async fn paste_once<T: Tmux + ?Sized>(

@@ -14,6 +14,29 @@ pub const BUILT_IN: &[&str] = &["claude", "codex", "cursor"];
 pub struct Harness {
     name: String,
     kind: Kind,
+    /// How a session's harness reports its state back (SPEC §17), when wired.
+    hooks: Option<HookWiring>,
+}
+
+/// What a built-in harness can report about itself (SPEC §17.2, §17.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookSupport {
+    /// Claude Code: every state change, through hooks declared in a settings file.
+    SettingsFile,
+    /// Codex: only "turn complete", through its `notify` program.
+    TurnNotify,
+    /// Nothing: the screen heuristic is all there is.
+    None,
+}
+
+/// Where a session's harness sends its reports: `<bin> hook <harness>`, and (claude)
+/// the per-session settings file declaring the hooks. Written by `session::hooks`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookWiring {
+    /// The running `the-loop` binary (absolute).
+    pub bin: PathBuf,
+    /// Claude's `--settings` file.
+    pub settings_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -88,6 +111,7 @@ impl Harness {
         Ok(Self {
             name: name.to_string(),
             kind,
+            hooks: None,
         })
     }
 
@@ -98,6 +122,44 @@ impl Harness {
     /// The built-in Claude Code adapter (its binary possibly moved by config).
     pub fn is_claude(&self) -> bool {
         matches!(self.kind, Kind::Claude { .. })
+    }
+
+    /// What this harness reports about itself; a custom harness reports nothing.
+    pub fn hook_support(&self) -> HookSupport {
+        match &self.kind {
+            Kind::Claude { .. } => HookSupport::SettingsFile,
+            Kind::Codex { .. } => HookSupport::TurnNotify,
+            Kind::Cursor { .. } | Kind::Custom(_) => HookSupport::None,
+        }
+    }
+
+    /// This harness with its sessions reporting to `wiring` (fresh and resume argv).
+    pub fn with_hooks(mut self, wiring: HookWiring) -> Self {
+        self.hooks = Some(wiring);
+        self
+    }
+
+    /// The flags that wire the hooks in, for the interactive argv (SPEC §17.2, §17.5):
+    /// claude's `--settings <file>`, codex's `-c notify=["<bin>","hook","codex"]`.
+    fn hook_flags(&self) -> Vec<String> {
+        let Some(wiring) = &self.hooks else {
+            return Vec::new();
+        };
+        match (&self.kind, &wiring.settings_file) {
+            (Kind::Claude { .. }, Some(file)) => {
+                vec!["--settings".into(), file.to_string_lossy().into_owned()]
+            }
+            (Kind::Codex { .. }, _) => {
+                // A TOML array of basic strings; JSON's string escapes are TOML's.
+                let element = |s: &str| serde_json::Value::from(s).to_string();
+                let bin = element(&wiring.bin.to_string_lossy());
+                vec![
+                    "-c".into(),
+                    format!("notify=[{bin},{},{}]", element("hook"), element("codex")),
+                ]
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// The binary this harness runs.
@@ -132,13 +194,20 @@ impl Harness {
         match &self.kind {
             Kind::Claude { program } => {
                 let mut argv = vec![program.clone()];
+                argv.extend(self.hook_flags());
                 if let Some(id) = session_id {
                     argv.extend(["--session-id".into(), id.into()]);
                 }
                 argv.push(prompt);
                 argv
             }
-            Kind::Codex { program } | Kind::Cursor { program } => vec![program.clone(), prompt],
+            Kind::Codex { program } => {
+                let mut argv = vec![program.clone()];
+                argv.extend(self.hook_flags());
+                argv.push(prompt);
+                argv
+            }
+            Kind::Cursor { program } => vec![program.clone(), prompt],
             Kind::Custom(c) => custom(
                 &c.command,
                 &c.args,
@@ -155,18 +224,18 @@ impl Harness {
         }
         let prompt = pane_prompt(prompt);
         match &self.kind {
-            Kind::Claude { program } => Some(vec![
-                program.clone(),
-                "--resume".into(),
-                session_id.into(),
-                prompt,
-            ]),
-            Kind::Codex { program } => Some(vec![
-                program.clone(),
-                "resume".into(),
-                session_id.into(),
-                prompt,
-            ]),
+            Kind::Claude { program } => {
+                let mut argv = vec![program.clone()];
+                argv.extend(self.hook_flags());
+                argv.extend(["--resume".into(), session_id.into(), prompt]);
+                Some(argv)
+            }
+            Kind::Codex { program } => {
+                let mut argv = vec![program.clone(), "resume".into()];
+                argv.extend(self.hook_flags());
+                argv.extend([session_id.into(), prompt]);
+                Some(argv)
+            }
             Kind::Cursor { .. } => None,
             Kind::Custom(c) if c.resume_args.is_empty() => None,
             Kind::Custom(c) => Some(custom(

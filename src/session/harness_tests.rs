@@ -1,4 +1,5 @@
 use super::*;
+use std::path::PathBuf;
 
 fn config(entries: &[(&str, HarnessConfig)]) -> SessionsConfig {
     let mut c = SessionsConfig::default();
@@ -236,4 +237,53 @@ fn missing_binary_is_found_missing_on_path() {
         find_program(bin.to_str().unwrap(), Some(OsStr::new(""))),
         Some(bin)
     );
+}
+
+#[test]
+fn hooks_are_wired_into_the_interactive_argv_only() {
+    let wiring = HookWiring {
+        bin: PathBuf::from("/opt/my bin/the-loop"),
+        settings_file: Some(PathBuf::from("/state/harness/s/claude-settings.json")),
+    };
+    let claude = built_in("claude").with_hooks(wiring.clone());
+    assert_eq!(claude.hook_support(), HookSupport::SettingsFile);
+    assert_eq!(
+        claude.fresh_argv("do it", Some("u-1")),
+        strings(&[
+            "claude",
+            "--settings",
+            "/state/harness/s/claude-settings.json",
+            "--session-id",
+            "u-1",
+            "do it"
+        ])
+    );
+    assert_eq!(
+        claude.resume_argv("go on", "u-1"),
+        Some(strings(&[
+            "claude",
+            "--settings",
+            "/state/harness/s/claude-settings.json",
+            "--resume",
+            "u-1",
+            "go on"
+        ]))
+    );
+    assert_eq!(
+        claude.oneshot_argv("review", None, Path::new(FILE)),
+        built_in("claude").oneshot_argv("review", None, Path::new(FILE)),
+        "critics are not sessions"
+    );
+    let codex = built_in("codex").with_hooks(wiring);
+    assert_eq!(codex.hook_support(), HookSupport::TurnNotify);
+    let notify = r#"notify=["/opt/my bin/the-loop","hook","codex"]"#;
+    assert_eq!(
+        codex.fresh_argv("do it", None),
+        strings(&["codex", "-c", notify, "do it"])
+    );
+    assert_eq!(
+        codex.resume_argv("go on", "abc"),
+        Some(strings(&["codex", "resume", "-c", notify, "abc", "go on"]))
+    );
+    assert_eq!(built_in("cursor").hook_support(), HookSupport::None);
 }

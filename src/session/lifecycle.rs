@@ -381,6 +381,7 @@ impl Sessions {
             record.branch = Some(ws.branch.clone());
         }
         record.harness_session_id = harness.mint_session_id();
+        let harness = super::hooks::wire(harness, &settings, item);
         let prompt = settings.templates.render_spawn(&inputs.vars(item));
         let argv = harness.fresh_argv(&prompt, record.harness_session_id.as_deref());
         let pane = self
@@ -518,7 +519,7 @@ pub(crate) fn spawn_spec(
             settings.sessions.tmux.socket.clone(),
         ));
     }
-    env.extend(agent_path_env(settings.bin.as_deref()));
+    env.extend(agent_path_env(Some(settings.bin.as_path())));
     SpawnSpec {
         name: record.tmux_session.clone(),
         cwd: record.cwd.clone(),

@@ -12,6 +12,7 @@ pub mod deliver;
 pub mod dispatcher;
 mod ending;
 pub mod harness;
+pub mod hooks;
 mod jobs;
 pub mod lifecycle;
 pub mod paste_lock;
@@ -25,7 +26,7 @@ pub mod signal;
 #[cfg(test)]
 mod test_support;
 
-pub use activity::{ActivityState, ActivityTracker, SessionActivity, observe};
+pub use activity::{ActivityState, ActivityTracker, SessionActivity, StateSource, observe};
 pub use deliver::{DeliverError, Delivery, deliver, sanitize};
 pub use dispatcher::{Dispatcher, DispatcherError};
 pub use ending::{Ended, LedgerHook};

@@ -99,6 +99,9 @@ pub struct SessionRecord {
     /// Why the worktree was kept when the session ended (`2 changed files`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_kept: Option<String>,
+    /// What the harness last reported about itself (SPEC §17; `session::hooks`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported: Option<crate::session::hooks::Reported>,
     /// Fields written by another version, kept untouched.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -123,6 +126,7 @@ impl SessionRecord {
             workspace: None,
             branch: None,
             workspace_kept: None,
+            reported: None,
             extra: Map::new(),
         }
     }

@@ -143,6 +143,7 @@ impl Sessions {
         harness
             .locate(settings.search_path.as_deref())
             .map_err(|e| spawn_failed(e.into()))?;
+        let harness = super::hooks::wire(harness, &settings, item);
         let placed = self.respawn_dir(record).await.map_err(&spawn_failed)?;
         let record = &placed;
         self.mark_trusted(&harness, &record.cwd, item, Source::Dispatch)
@@ -240,6 +241,13 @@ impl Sessions {
     ) -> Result<PaneId, DeliveryFailure> {
         let settings = self.settings();
         let spec = spawn_spec(&settings, record, argv);
+        // What the previous harness process reported is over; the new one reports anew.
+        if let Err(error) = self
+            .registry
+            .update(&record.work_item, |r| r.reported = None)
+        {
+            tracing::warn!(work_item = %record.work_item, "old harness report not cleared: {error}");
+        }
         self.tmux
             .new_session(&spec)
             .await

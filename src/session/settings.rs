@@ -46,12 +46,12 @@ pub struct Settings {
     pub config_path: Option<PathBuf>,
     /// Where harness binaries are looked up; the process's `PATH` when `None`.
     pub search_path: Option<OsString>,
+    /// The running `the-loop` binary: what harnesses report to (`<bin> hook …`, SPEC
+    /// §17), first on every session's `PATH` and its `THE_LOOP_BIN` (SPEC §16.5).
+    pub bin: PathBuf,
     pub timings: Timings,
     /// `workspaces.root`, absolute: where worktrees go (SPEC §16.1).
     pub workspaces_root: PathBuf,
-    /// The running `the-loop` binary: first on every session's `PATH` and its
-    /// `THE_LOOP_BIN` (SPEC §16.5).
-    pub bin: Option<PathBuf>,
     /// Claude Code's global config, where directories are marked trusted (SPEC §16.6);
     /// `None`: no home directory, nothing is marked.
     pub claude_config: Option<PathBuf>,
@@ -74,9 +74,9 @@ impl Settings {
             home: std::path::absolute(&paths.root).unwrap_or_else(|_| paths.root.clone()),
             config_path: config_path.map(|p| std::path::absolute(&p).unwrap_or(p)),
             search_path: None,
+            bin: running_binary(),
             timings: Timings::default(),
             workspaces_root: crate::workspace::root_dir(&config.workspaces, paths),
-            bin: std::env::current_exe().ok(),
             claude_config: crate::workspace::trust::config_file(),
             child_env: config.child_env(),
         })
@@ -101,4 +101,20 @@ impl Settings {
             .iter()
             .find(|r| r.name.eq_ignore_ascii_case(&repo))
     }
+}
+
+/// The running binary's absolute path (`the-loop` on PATH when it cannot be known).
+/// A binary replaced while it runs (rebuilt, upgraded) reads as `… (deleted)` on Linux:
+/// the path it was started from is where the new one is.
+pub fn running_binary() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| std::path::absolute(p).ok())
+        .map(
+            |p| match p.to_str().and_then(|s| s.strip_suffix(" (deleted)")) {
+                Some(original) => PathBuf::from(original),
+                None => p,
+            },
+        )
+        .unwrap_or_else(|| PathBuf::from("the-loop"))
 }

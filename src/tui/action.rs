@@ -25,7 +25,7 @@ pub enum Action {
     PreviewDue,
     /// Time to ask the backend for a fresh snapshot.
     RefreshDue,
-    Snapshot(Snapshot),
+    Snapshot(Box<Snapshot>),
     /// The recent events loaded at start.
     History(Vec<Event>),
     /// Live events, batched.
@@ -65,6 +65,12 @@ pub enum Request {
     Resume(WorkItemRef),
     Stop(WorkItemRef),
     Dismiss(WorkItemRef),
+    /// Approve once (`approve`) or deny a harness's permission dialog (SPEC §17.4).
+    Permission {
+        work_item: WorkItemRef,
+        request_id: String,
+        approve: bool,
+    },
     RunCritic {
         critic: String,
         work_item: WorkItemRef,
@@ -84,6 +90,13 @@ impl Request {
             Request::Resume(w) => format!("resume {}", short_ref(w)),
             Request::Stop(w) => format!("stop {}", short_ref(w)),
             Request::Dismiss(w) => format!("dismiss the question on {}", short_ref(w)),
+            Request::Permission {
+                work_item, approve, ..
+            } => format!(
+                "{} the permission request on {}",
+                if *approve { "approve" } else { "deny" },
+                short_ref(work_item)
+            ),
             Request::RunCritic { critic, work_item } => {
                 format!("run {critic} on {}", short_ref(work_item))
             }
@@ -93,7 +106,8 @@ impl Request {
     }
 }
 
-/// A desktop notification or bell for a new question (`tui.notify`).
+/// A desktop notification or bell for a new question or permission request
+/// (`tui.notify`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notification {
     pub title: String,

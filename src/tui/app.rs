@@ -1,7 +1,9 @@
 //! The screen's state. It changes only in [`super::update::update`]; render functions
 //! read it by reference.
 
-use super::backend::{CriticRunView, CriticSpecView, QuestionView, SessionView, StatusView};
+use super::backend::{
+    CriticRunView, CriticSpecView, PermissionView, QuestionView, SessionView, StatusView,
+};
 use super::feed::Feed;
 use super::keymap::{Group, Keymap};
 use super::layout::{self, Layout};
@@ -175,6 +177,9 @@ pub struct App {
     pub sessions: Vec<SessionView>,
     pub session_index: usize,
     pub questions: Vec<QuestionView>,
+    /// Open permission dialogs, listed in Questions before the questions.
+    pub permissions: Vec<PermissionView>,
+    /// The selected row of the Questions pane: permissions first, then questions.
     pub question_index: usize,
     pub status: StatusView,
     pub critics: Vec<CriticSpecView>,
@@ -201,6 +206,8 @@ pub struct App {
     pub snapshot_pending: bool,
     /// The questions already seen, so only new ones notify.
     pub(super) seen_questions: HashSet<(WorkItemRef, i128)>,
+    /// The permission requests already seen (by request id), so only new ones notify.
+    pub(super) seen_permissions: HashSet<String>,
     /// The end of the initial history, to skip live events it already holds.
     pub(super) history_tail: Vec<Event>,
     /// `--attach X`: select X when the first snapshot has it.
@@ -250,6 +257,7 @@ impl App {
             sessions: Vec::new(),
             session_index: 0,
             questions: Vec::new(),
+            permissions: Vec::new(),
             question_index: 0,
             status: StatusView::default(),
             critics: Vec::new(),
@@ -267,6 +275,7 @@ impl App {
             quit: false,
             snapshot_pending: false,
             seen_questions: HashSet::new(),
+            seen_permissions: HashSet::new(),
             history_tail: Vec::new(),
             pending_focus: settings.focus,
         }
@@ -280,8 +289,25 @@ impl App {
         self.sessions.get(self.session_index)
     }
 
+    /// The selected question, when the Questions pane's selection is one.
     pub fn selected_question(&self) -> Option<&QuestionView> {
-        self.questions.get(self.question_index)
+        self.question_index
+            .checked_sub(self.permissions.len())
+            .and_then(|i| self.questions.get(i))
+    }
+
+    /// The selected permission request, when the Questions pane's selection is one.
+    pub fn selected_permission(&self) -> Option<&PermissionView> {
+        self.permissions.get(self.question_index)
+    }
+
+    /// The rows of the Questions pane: permission requests, then questions.
+    pub fn waiting_len(&self) -> usize {
+        self.permissions.len() + self.questions.len()
+    }
+
+    pub fn permission_for(&self, work_item: &WorkItemRef) -> Option<&PermissionView> {
+        self.permissions.iter().find(|p| &p.work_item == work_item)
     }
 
     pub fn selected_run(&self) -> Option<&CriticRunView> {

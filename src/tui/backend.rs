@@ -20,6 +20,8 @@ pub enum SessionState {
     Working,
     Idle,
     AwaitingInput,
+    /// The harness's permission dialog waits for the operator (SPEC §17.4).
+    AwaitingPermission,
     Dead,
     Paused,
     NoSession,
@@ -31,6 +33,7 @@ impl SessionState {
             SessionState::Working => "working",
             SessionState::Idle => "idle",
             SessionState::AwaitingInput => "awaiting",
+            SessionState::AwaitingPermission => "permission",
             SessionState::Dead => "dead",
             SessionState::Paused => "paused",
             SessionState::NoSession => "no session",
@@ -42,6 +45,7 @@ impl SessionState {
             SessionState::Working => "●",
             SessionState::Idle => "○",
             SessionState::AwaitingInput => "?",
+            SessionState::AwaitingPermission => "!",
             SessionState::Dead => "✗",
             SessionState::Paused => "‖",
             SessionState::NoSession => "·",
@@ -64,6 +68,8 @@ pub struct SessionView {
     /// Registry status (`active`, `paused`, `closed`); `None` without a session.
     pub status: Option<String>,
     pub state: SessionState,
+    /// `working` / `idle` guessed from the screen: the harness does not report itself.
+    pub guessed: bool,
     /// Seconds since the pane last showed activity.
     pub idle_secs: Option<u64>,
     pub tmux_name: Option<String>,
@@ -98,6 +104,7 @@ impl SessionView {
             harness: None,
             status: None,
             state: SessionState::NoSession,
+            guessed: false,
             idle_secs: None,
             tmux_name: None,
             pane: None,
@@ -114,6 +121,19 @@ pub struct QuestionView {
     pub question: String,
     pub asked_at: OffsetDateTime,
     pub comment_url: Option<String>,
+}
+
+/// A harness's open permission dialog (SPEC §17.4): the agent waits for the operator.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionView {
+    pub work_item: WorkItemRef,
+    /// Names the request: an answer is refused when the dialog changed since.
+    pub request_id: String,
+    /// `Bash`, `Edit`, …
+    pub tool: String,
+    /// One sanitized line: the command, the file path, …
+    pub summary: String,
+    pub requested_at: OffsetDateTime,
 }
 
 /// Whether this screen runs the supervisor or watches another one (SPEC §11.6).
@@ -261,6 +281,8 @@ impl CriticRunView {
 pub struct Snapshot {
     pub sessions: Vec<SessionView>,
     pub questions: Vec<QuestionView>,
+    /// Open permission dialogs, listed in the Questions pane beside the questions.
+    pub permissions: Vec<PermissionView>,
     pub status: StatusView,
     pub critics: Vec<CriticSpecView>,
     pub runs: Vec<CriticRunView>,
@@ -323,6 +345,15 @@ pub trait Backend: Send + Sync {
     fn pause<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;
     fn resume<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;
     fn stop<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;
+
+    /// Answers the session's permission dialog (SPEC §17.4): approve once (`true`) or
+    /// deny, when it is still request `request_id` and still on screen.
+    fn answer_permission<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        request_id: &'a str,
+        approve: bool,
+    ) -> BoxFuture<'a, ActionResult>;
 
     /// Closes an open question without replying (`session.question_dismissed`).
     fn dismiss_question<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;

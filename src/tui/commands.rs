@@ -101,6 +101,7 @@ pub(super) fn run(app: &mut App, command: Command, fx: &mut Vec<Effect>) {
             }
         }
         Command::OpenUrl => open_url(app, fx),
+        Command::Approve | Command::Deny => answer_permission(app, command == Command::Approve, fx),
         Command::Dismiss => match app.selected_question() {
             Some(q) if app.focus == Focus::Questions => {
                 fx.push(Effect::Request(Request::Dismiss(q.work_item.clone())))
@@ -192,7 +193,7 @@ fn move_by(app: &mut App, delta: isize, fx: &mut Vec<Effect>) {
                 selection_changed(app, fx);
             }
             Focus::Questions => {
-                app.question_index = step(app.question_index, delta, app.questions.len());
+                app.question_index = step(app.question_index, delta, app.waiting_len());
             }
             Focus::Critics => app.run_index = step(app.run_index, delta, app.runs.len()),
             Focus::Events => {
@@ -211,10 +212,46 @@ fn move_by(app: &mut App, delta: isize, fx: &mut Vec<Effect>) {
     }
 }
 
+/// The permission request the focused pane points at: the selected one in Questions,
+/// else the one the selected session waits on.
+fn answer_permission(app: &mut App, approve: bool, fx: &mut Vec<Effect>) {
+    let request = match app.focus {
+        Focus::Questions => app.selected_permission(),
+        _ => target_item(app).and_then(|item| app.permission_for(&item)),
+    };
+    let Some(p) = request.cloned() else {
+        let what = if approve { "approve" } else { "deny" };
+        say(
+            app,
+            MessageLevel::Info,
+            format!("Nothing selected is waiting for permission to {what}"),
+        );
+        return;
+    };
+    say(
+        app,
+        MessageLevel::Info,
+        format!(
+            "{} {} on {}…",
+            if approve { "Approving" } else { "Denying" },
+            p.tool,
+            short_ref(&p.work_item)
+        ),
+    );
+    fx.push(Effect::Request(Request::Permission {
+        work_item: p.work_item,
+        request_id: p.request_id,
+        approve,
+    }));
+}
+
 /// The session the focused pane points at.
 fn target_item(app: &App) -> Option<WorkItemRef> {
     match app.focus {
-        Focus::Questions => app.selected_question().map(|q| q.work_item.clone()),
+        Focus::Questions => app
+            .selected_permission()
+            .map(|p| p.work_item.clone())
+            .or_else(|| app.selected_question().map(|q| q.work_item.clone())),
         Focus::Critics => app.selected_run().and_then(|r| r.work_item.clone()),
         _ => app.selected_session().map(|s| s.work_item.clone()),
     }

@@ -205,6 +205,54 @@ fn ready<'a, T: Send + 'a>(value: T) -> BoxFuture<'a, T> {
 }
 
 impl Backend for FakeBackend {
+    fn answer_permission<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        request_id: &'a str,
+        approve: bool,
+    ) -> BoxFuture<'a, ActionResult> {
+        let request = Request::Permission {
+            work_item: work_item.clone(),
+            request_id: request_id.to_string(),
+            approve,
+        };
+        if let Some(e) = self.record(Call::Action(request)) {
+            return ready(Err(e));
+        }
+        let found = {
+            let mut st = self.lock();
+            let before = st.snapshot.permissions.len();
+            st.snapshot
+                .permissions
+                .retain(|p| !(&p.work_item == work_item && p.request_id == request_id));
+            before != st.snapshot.permissions.len()
+        };
+        if !found {
+            return ready(Err(ActionError::Refused(format!(
+                "nothing is waiting for permission on {}",
+                short_ref(work_item)
+            ))));
+        }
+        let decision = if approve { "approved" } else { "denied" };
+        self.set_state(work_item, |s| {
+            s.state = if approve {
+                SessionState::Working
+            } else {
+                SessionState::Idle
+            }
+        });
+        self.emit(
+            Event::new(Source::Tui, EventType::SessionPermissionResolved)
+                .with("work_item", work_item.to_string())
+                .with("decision", decision),
+        );
+        ready(Ok(format!(
+            "{} the request on {}",
+            if approve { "Approved" } else { "Denied" },
+            short_ref(work_item)
+        )))
+    }
+
     fn snapshot(&self) -> BoxFuture<'_, Snapshot> {
         let mut st = self.lock();
         st.calls.push(Call::Snapshot);

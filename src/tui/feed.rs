@@ -253,6 +253,20 @@ pub fn describe(event: &Event, offset: UtcOffset) -> EventRow {
             format!("({}){}", s("reason"), err()),
         ),
         T::SessionQuestionDismissed => ("·", RowKind::Question, "question dismissed".into(), actor),
+        T::SessionPermissionRequested => (
+            "!",
+            RowKind::Question,
+            "asks permission".into(),
+            crate::tui::text::truncate(&format!("{} {}", s("tool"), s("summary")), 120)
+                .into_owned(),
+        ),
+        T::SessionPermissionResolved => (
+            "·",
+            RowKind::Question,
+            format!("permission {}", s("decision")),
+            join(&[&s("tool"), &actor]),
+        ),
+        T::SessionTurnEnded => ("·", RowKind::Session, "turn ended".into(), String::new()),
         T::CriticStarted => (
             "◇",
             RowKind::Critic,

@@ -1,7 +1,8 @@
 //! The bottom line: the result of the last action (for a few seconds), then the keys
 //! that matter in the focused pane or mode, read from the keymap. The hints invite the
 //! next step: with a question waiting the reply key reads "answer #18", and before any
-//! critic has run the critic key reads "run a critic".
+//! critic has run the critic key reads "run a critic". Approve and deny show only
+//! where a permission dialog is selected.
 
 use super::app::{App, Focus, MessageLevel, Mode};
 use super::keymap::{Command, Hint};
@@ -41,8 +42,18 @@ pub fn hints(app: &App) -> Vec<Hint> {
             _ => {}
         }
     }
+    // Approve and deny are offered only where a permission dialog is selected.
+    let dialog = match app.focus {
+        Focus::Questions => app.selected_permission().is_some(),
+        _ => app
+            .selected_session()
+            .is_some_and(|s| app.permission_for(&s.work_item).is_some()),
+    };
+    if !dialog {
+        hints.retain(|h| !matches!(h.command, Command::Approve | Command::Deny));
+    }
     // Questions waiting elsewhere: offer the way to them first.
-    let waiting = app.questions.len();
+    let waiting = app.waiting_len();
     if waiting > 0
         && app.focus != Focus::Questions
         && answering.is_none()
@@ -53,10 +64,11 @@ pub fn hints(app: &App) -> Vec<Hint> {
             Hint {
                 command: Command::FocusQuestions,
                 key,
-                label: if waiting == 1 {
-                    "see the waiting question".into()
-                } else {
-                    format!("see {waiting} waiting questions")
+                label: match (waiting, app.permissions.is_empty()) {
+                    (1, true) => "see the waiting question".into(),
+                    (n, true) => format!("see {n} waiting questions"),
+                    (1, false) => "see the waiting permission request".into(),
+                    (n, false) => format!("see {n} waiting for you"),
                 },
             },
         );

@@ -117,6 +117,10 @@ pub enum Command {
     Stop,
     OpenUrl,
     Dismiss,
+    /// Approve, once, the permission dialog the selected session waits on.
+    Approve,
+    /// Deny the permission dialog the selected session waits on.
+    Deny,
     Filter,
     ClearFilter,
     Open,

@@ -26,6 +26,7 @@ pub mod keymap;
 pub mod keys;
 pub mod layout;
 pub mod live;
+pub mod notify;
 mod picker;
 mod popup;
 mod preview;

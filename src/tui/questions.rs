@@ -1,6 +1,8 @@
-//! The Questions pane: open questions from agents, oldest first, with their age —
-//! `#18  3m  Should the retry cap be per repo or global?` — wrapped under the text
-//! column (more lines for the selected one). Questions waiting long turn to warning.
+//! The Questions pane: what agents wait on the operator for, oldest first, with the
+//! age — permission dialogs first (`! #15 40s Bash  cargo test …`, SPEC §17.4), then
+//! open questions (`? #18  3m  Should the retry cap be per repo or global?`) — wrapped
+//! under the text column (more lines for the selected one). Rows waiting long turn to
+//! warning.
 
 use super::app::{App, Focus};
 use super::text::{age, clean_line, fit, fit_right, tiny_ref, truncate_ref, width, wrap};
@@ -16,7 +18,7 @@ const AGE_W: usize = 3;
 
 pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
     let t = &app.theme;
-    let count = (!app.questions.is_empty()).then(|| app.questions.len().to_string());
+    let count = (app.waiting_len() > 0).then(|| app.waiting_len().to_string());
     let block = pane_block(
         app,
         Focus::Questions,
@@ -27,7 +29,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
     let Some(inner) = framed(frame, block, area) else {
         return;
     };
-    if app.questions.is_empty() {
+    if app.waiting_len() == 0 {
         let text = if app.loading {
             "Loading…"
         } else {
@@ -37,10 +39,28 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         return;
     }
     let single_repo = app.single_repo();
-    let ref_w = app
-        .questions
+    // (glyph, item, asked at, tool, text) of every row, permissions first.
+    let rows: Vec<Row> = app
+        .permissions
         .iter()
-        .map(|q| width(&tiny_ref(&q.work_item, single_repo)))
+        .map(|p| Row {
+            glyph: "! ",
+            item: &p.work_item,
+            at: p.requested_at,
+            tool: Some(p.tool.as_str()),
+            text: &p.summary,
+        })
+        .chain(app.questions.iter().map(|q| Row {
+            glyph: "? ",
+            item: &q.work_item,
+            at: q.asked_at,
+            tool: None,
+            text: &q.question,
+        }))
+        .collect();
+    let ref_w = rows
+        .iter()
+        .map(|r| width(&tiny_ref(r.item, single_repo)))
         .max()
         .unwrap_or(0)
         .min(inner.width as usize / 3);
@@ -49,16 +69,19 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         .max(1);
     let indent = " ".repeat(ref_w + AGE_W + 4);
 
-    let items: Vec<Vec<Line>> = app
-        .questions
+    let items: Vec<Vec<Line>> = rows
         .iter()
         .enumerate()
         .map(|(i, q)| {
             let selected = i == app.question_index;
             let max_lines = if selected { 6 } else { 2 };
-            let secs = (app.now - q.asked_at).whole_seconds();
+            let secs = (app.now - q.at).whole_seconds();
             let age_style = if secs >= STALE_SECS { t.warn } else { t.time };
-            let mut lines = wrap(&clean_line(&q.question), text_w);
+            let text = match q.tool {
+                Some(tool) => format!("{tool}: {}", clean_line(q.text)),
+                None => clean_line(q.text).into_owned(),
+            };
+            let mut lines = wrap(&text, text_w);
             if lines.len() > max_lines {
                 lines.truncate(max_lines);
                 if let Some(last) = lines.last_mut() {
@@ -75,12 +98,9 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
                 .map(|(n, text)| {
                     let line = if n == 0 {
                         Line::from(vec![
-                            Span::styled("? ", t.awaiting),
+                            Span::styled(q.glyph, t.awaiting),
                             Span::styled(
-                                fit(
-                                    &truncate_ref(&tiny_ref(&q.work_item, single_repo), ref_w),
-                                    ref_w,
-                                ),
+                                fit(&truncate_ref(&tiny_ref(q.item, single_repo), ref_w), ref_w),
                                 t.accent,
                             ),
                             Span::raw(" "),
@@ -113,4 +133,14 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         .take(height)
         .collect();
     frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// One row of the pane: a permission request or a question.
+struct Row<'a> {
+    glyph: &'static str,
+    item: &'a crate::routing::refs::WorkItemRef,
+    at: time::OffsetDateTime,
+    /// The tool, for a permission request (shown before its summary).
+    tool: Option<&'a str>,
+    text: &'a str,
 }

@@ -341,6 +341,15 @@ async fn perform_request(backend: &dyn Backend, request: &Request) -> ActionResu
         Request::Resume(w) => backend.resume(w).await,
         Request::Stop(w) => backend.stop(w).await,
         Request::Dismiss(w) => backend.dismiss_question(w).await,
+        Request::Permission {
+            work_item,
+            request_id,
+            approve,
+        } => {
+            backend
+                .answer_permission(work_item, request_id, *approve)
+                .await
+        }
         Request::RunCritic { critic, work_item } => backend.run_critic(critic, work_item).await,
         Request::PostCritic(run) => backend.post_critic(run).await,
         Request::OpenUrl(url) => backend.open_url(url).await,
@@ -372,9 +381,9 @@ where
         Effect::Desktop(n) => console.desktop(&n),
         Effect::Refresh => {
             let b = Arc::clone(backend);
-            spawn(Box::pin(
-                async move { Action::Snapshot(b.snapshot().await) },
-            ));
+            spawn(Box::pin(async move {
+                Action::Snapshot(Box::new(b.snapshot().await))
+            }));
         }
         Effect::Capture(work_item) => {
             let b = Arc::clone(backend);

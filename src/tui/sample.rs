@@ -3,8 +3,9 @@
 //! the `now` given, so snapshots are stable.
 
 use super::backend::{
-    CriticResult, CriticRunState, CriticRunView, CriticSpecView, PollSummary, QuestionView,
-    RateLimit, Role, RunId, SessionState, SessionView, Snapshot, StatusView, WebhookState,
+    CriticResult, CriticRunState, CriticRunView, CriticSpecView, PermissionView, PollSummary,
+    QuestionView, RateLimit, Role, RunId, SessionState, SessionView, Snapshot, StatusView,
+    WebhookState,
 };
 use crate::events::{Event, EventType, Level, Source};
 use crate::routing::refs::WorkItemRef;
@@ -42,6 +43,7 @@ pub fn session(
             .into(),
         ),
         state,
+        guessed: false,
         idle_secs: Some(idle),
         pane: Some(format!("%{number}")),
         cwd: Some(PathBuf::from(format!("/src/{repo}"))),
@@ -152,10 +154,33 @@ pub fn snapshot(now: OffsetDateTime) -> Snapshot {
     Snapshot {
         sessions,
         questions: vec![question(now)],
+        permissions: Vec::new(),
         status: status(now),
         critics: critics(),
         runs: runs(now),
     }
+}
+
+/// A Bash command waiting for the operator's permission on `octo/repo#15`.
+pub fn permission(now: OffsetDateTime) -> PermissionView {
+    PermissionView {
+        work_item: item("octo/repo", 15),
+        request_id: "toolu_01".into(),
+        tool: "Bash".into(),
+        summary: "cargo test --workspace && git push origin the-loop/issue-15".into(),
+        requested_at: now - Duration::seconds(40),
+    }
+}
+
+/// The sketch, with #15 waiting on a permission dialog: listed in Questions.
+pub fn snapshot_with_permission(now: OffsetDateTime) -> Snapshot {
+    let mut s = snapshot(now);
+    s.sessions[0].state = SessionState::AwaitingPermission;
+    // A harness that does not report itself: its state is the screen's guess.
+    s.sessions[2].state = SessionState::Idle;
+    s.sessions[2].guessed = true;
+    s.permissions = vec![permission(now)];
+    s
 }
 
 fn at(now: OffsetDateTime, secs_ago: i64, source: Source, t: EventType) -> Event {

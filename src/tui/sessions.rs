@@ -1,7 +1,9 @@
 //! The Sessions pane: one aligned row per session or watched item —
 //! `● octo/repo#15  claude  working   12s  ~3 ↑2`. Watched items without a session are
 //! listed dimmed so they can be started. Columns give way on narrow panes: the worktree
-//! column first, then harness, idle time, the state word (the glyph still says it).
+//! column first, then harness, idle time, the state word (the glyph still says it). A
+//! state guessed from the screen (a harness that does not report) reads `working?` /
+//! `idle?`.
 //!
 //! A session in its own worktree (SPEC §16.4) shows its changed files (`~3`) and
 //! commits ahead of its base (`↑2`); a kept worktree of an ended session reads `kept`.
@@ -27,7 +29,7 @@ pub fn state_style(app: &App, state: SessionState) -> Style {
     match state {
         SessionState::Working => t.working,
         SessionState::Idle => t.idle,
-        SessionState::AwaitingInput => t.awaiting,
+        SessionState::AwaitingInput | SessionState::AwaitingPermission => t.awaiting,
         SessionState::Dead => t.dead,
         SessionState::Paused => t.paused,
         SessionState::NoSession => t.no_session,
@@ -144,7 +146,13 @@ fn row<'a>(app: &App, s: &SessionView, cols: &Columns) -> Line<'a> {
             (s.state.label(), state)
         };
         spans.push(Span::raw(" "));
-        spans.push(Span::styled(fit(label, STATE_W), style));
+        // A state guessed from the screen says so (SPEC §17.3).
+        let label = if s.guessed && !kept {
+            format!("{label}?")
+        } else {
+            label.to_string()
+        };
+        spans.push(Span::styled(fit(&label, STATE_W), style));
     }
     if cols.idle {
         let idle = match (s.state, s.idle_secs) {

@@ -178,14 +178,15 @@ impl Drop for TerminalGuard {
 /// The real console: crossterm input, the guard for suspend/resume, real processes.
 pub struct CrosstermConsole {
     restorer: Restorer,
-    notify_send: Option<PathBuf>,
+    /// How `tui.notify: desktop` notifies here (decided once).
+    notify: super::notify::Via,
 }
 
 impl CrosstermConsole {
     pub fn new(restorer: Restorer) -> Self {
         Self {
             restorer,
-            notify_send: find_in_path("notify-send"),
+            notify: super::notify::choose(&super::notify::Env::current(find_in_path)),
         }
     }
 }
@@ -260,16 +261,29 @@ impl Console for CrosstermConsole {
     }
 
     fn desktop(&mut self, n: &Notification) {
-        let Some(program) = &self.notify_send else {
-            tracing::info!("notify-send not found; ringing the bell instead");
-            self.bell();
+        use super::notify::{self, Via};
+        let argv = match &self.notify {
+            Via::Bell => {
+                self.bell();
+                return;
+            }
+            Via::Escape(escape) => {
+                let bytes = notify::escape_bytes(*escape, &n.title, &n.body);
+                if let Err(e) = self.restorer.write_raw(&bytes) {
+                    tracing::debug!("notification escape: {e}");
+                }
+                return;
+            }
+            via => notify::command(via, &n.title, &n.body).unwrap_or_default(),
+        };
+        let Some((program, args)) = argv.split_first() else {
             return;
         };
         // argv only; the child is reaped in the background and never blocks the screen.
         let mut command = tokio::process::Command::new(program);
         crate::secrets::ChildEnv::default().scrub(&mut command);
         let child = command
-            .args(["--app-name=the-loop", "--", &n.title, &n.body])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -280,7 +294,7 @@ impl Console for CrosstermConsole {
                     let _ = child.wait().await;
                 });
             }
-            Err(e) => tracing::warn!("notify-send: {e}"),
+            Err(e) => tracing::warn!("{program}: {e}"),
         }
     }
 }

@@ -50,7 +50,7 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
         }
         Action::PreviewDue => request_capture(app, &mut fx),
         Action::RefreshDue => request_refresh(app, &mut fx),
-        Action::Snapshot(snapshot) => on_snapshot(app, snapshot, &mut fx),
+        Action::Snapshot(snapshot) => on_snapshot(app, *snapshot, &mut fx),
         Action::History(events) => on_history(app, events),
         Action::Events(events) => on_events(app, events, &mut fx),
         Action::EventsLagged(n) => {
@@ -100,6 +100,9 @@ fn clock_face(app: &App) -> u64 {
     }
     for q in &app.questions {
         age(since(q.asked_at)).hash(&mut h);
+    }
+    for p in &app.permissions {
+        age(since(p.requested_at)).hash(&mut h);
     }
     for run in app.runs.iter().filter(|r| r.is_running()) {
         clock((app.now - run.started_at).as_seconds_f64()).hash(&mut h);
@@ -254,6 +257,7 @@ fn sort_snapshot(s: &mut Snapshot) {
         (!a.state.has_session(), &a.work_item).cmp(&(!b.state.has_session(), &b.work_item))
     });
     s.questions.sort_by_key(|q| q.asked_at);
+    s.permissions.sort_by_key(|p| p.requested_at);
     s.runs.sort_by(|a, b| {
         (!a.is_running(), std::cmp::Reverse(a.started_at))
             .cmp(&(!b.is_running(), std::cmp::Reverse(b.started_at)))
@@ -283,6 +287,7 @@ fn on_snapshot(app: &mut App, mut s: Snapshot, fx: &mut Vec<Effect>) {
     let changed = first
         || !same_sessions(&app.sessions, &s.sessions)
         || app.questions != s.questions
+        || app.permissions != s.permissions
         || app.status != s.status
         || app.critics != s.critics
         || app.runs != s.runs;
@@ -293,17 +298,27 @@ fn on_snapshot(app: &mut App, mut s: Snapshot, fx: &mut Vec<Effect>) {
     let question = app
         .selected_question()
         .map(|q| (q.work_item.clone(), q.asked_at));
+    let permission = app.selected_permission().map(|p| p.request_id.clone());
     let run = app.selected_run().map(|r| r.id.clone());
 
     for q in &s.questions {
         let key = (q.work_item.clone(), q.asked_at.unix_timestamp_nanos());
         if app.seen_questions.insert(key) && !first {
-            notify(app, q.work_item.clone(), &q.question, fx);
+            let title = format!("the-loop: question on {}", short_ref(&q.work_item));
+            notify(app, title, &q.question, fx);
+        }
+    }
+    // A permission dialog needs the operator as much as a question (SPEC §17.4).
+    for p in &s.permissions {
+        if app.seen_permissions.insert(p.request_id.clone()) && !first {
+            let title = format!("the-loop: {} needs permission", short_ref(&p.work_item));
+            notify(app, title, &format!("{}: {}", p.tool, p.summary), fx);
         }
     }
 
     app.sessions = s.sessions;
     app.questions = s.questions;
+    app.permissions = s.permissions;
     app.status = s.status;
     app.critics = s.critics;
     app.runs = s.runs;
@@ -314,14 +329,18 @@ fn on_snapshot(app: &mut App, mut s: Snapshot, fx: &mut Vec<Effect>) {
         .and_then(|w| app.sessions.iter().position(|x| x.work_item == w))
         .unwrap_or(app.session_index)
         .min(app.sessions.len().saturating_sub(1));
-    app.question_index = question
-        .and_then(|(w, t)| {
+    let offset = app.permissions.len();
+    app.question_index = permission
+        .and_then(|id| app.permissions.iter().position(|p| p.request_id == id))
+        .or_else(|| {
+            let (w, t) = question?;
             app.questions
                 .iter()
                 .position(|q| q.work_item == w && q.asked_at == t)
+                .map(|i| i + offset)
         })
         .unwrap_or(app.question_index)
-        .min(app.questions.len().saturating_sub(1));
+        .min(app.waiting_len().saturating_sub(1));
     app.run_index = run
         .and_then(|id| app.runs.iter().position(|r| r.id == id))
         .unwrap_or(app.run_index)
@@ -369,12 +388,12 @@ fn focus_on(app: &mut App, wanted: &str) {
     }
 }
 
-fn notify(app: &mut App, work_item: WorkItemRef, question: &str, fx: &mut Vec<Effect>) {
+fn notify(app: &mut App, title: String, body: &str, fx: &mut Vec<Effect>) {
     match app.notify {
         NotifyMode::Bell => fx.push(Effect::Bell),
         NotifyMode::Desktop => fx.push(Effect::Desktop(Notification {
-            title: format!("the-loop: question on {}", short_ref(&work_item)),
-            body: truncate(&super::text::clean_line(question), 200).into_owned(),
+            title: super::text::clean_line(&title).into_owned(),
+            body: truncate(&super::text::clean_line(body), 200).into_owned(),
         })),
         NotifyMode::None => {}
     }

@@ -4,8 +4,8 @@
 //! experiment (`sessions.trustWorkspaces: false`) shows the dialog that would otherwise
 //! swallow the boot prompt.
 
+use super::claude::{API_KEY, claude_bin, walk};
 use super::common::{BIN, TmuxServer, wait_for};
-use super::{API_KEY, claude_bin, walk};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;

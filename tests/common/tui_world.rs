@@ -247,6 +247,14 @@ pub struct Screen {
 }
 
 impl Screen {
+    /// The screen in tmux session `name` on the server of `socket`.
+    pub fn on(socket: &str, name: &str) -> Self {
+        Self {
+            socket: socket.to_string(),
+            target: format!("={name}:"),
+        }
+    }
+
     fn tmux(&self, args: &[&str]) -> std::process::Output {
         crate::tmux_server::raw_on(&self.socket, args)
     }

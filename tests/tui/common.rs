@@ -40,7 +40,7 @@ pub fn app_from(settings: AppSettings, snapshot: Snapshot, w: u16, h: u16) -> Ap
         },
     );
     send(&mut app, Action::History(sample::history(NOW)));
-    send(&mut app, Action::Snapshot(snapshot));
+    send(&mut app, Action::Snapshot(Box::new(snapshot)));
     app
 }
 

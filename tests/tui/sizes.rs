@@ -90,6 +90,6 @@ fn keys_at_a_tiny_size_do_not_panic_either() {
         keys(&mut app, &[k]);
         let _ = screen(&app);
     }
-    send(&mut app, Action::Snapshot(sample::snapshot(NOW)));
+    send(&mut app, Action::Snapshot(Box::new(sample::snapshot(NOW))));
     let _ = screen(&app);
 }

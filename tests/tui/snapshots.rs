@@ -63,7 +63,7 @@ fn empty_states_say_what_will_appear() {
             height: 24,
         },
     );
-    send(&mut app, Action::Snapshot(empty));
+    send(&mut app, Action::Snapshot(Box::new(empty)));
     snap("empty_100x24", screen(&app));
 }
 

@@ -523,7 +523,7 @@ fn with_question(app: &mut App, n: u64, asked: Duration) -> Vec<Effect> {
         asked_at: NOW - asked,
         comment_url: None,
     });
-    send(app, Action::Snapshot(s))
+    send(app, Action::Snapshot(Box::new(s)))
 }
 
 #[test]
@@ -566,7 +566,7 @@ fn new_questions_ring_or_notify_per_config() {
 #[test]
 fn questions_open_at_start_do_not_ring() {
     let mut app = App::new(settings(), NOW);
-    let fx = send(&mut app, Action::Snapshot(sample::snapshot(NOW)));
+    let fx = send(&mut app, Action::Snapshot(Box::new(sample::snapshot(NOW))));
     assert!(!fx.contains(&Effect::Bell));
 }
 
@@ -579,7 +579,7 @@ fn selection_follows_the_item_when_the_list_changes() {
         0,
         sample::session("octo/api", 1, "claude", SessionState::Idle, 0),
     );
-    send(&mut app, Action::Snapshot(s));
+    send(&mut app, Action::Snapshot(Box::new(s)));
     assert_eq!(
         app.selected_session().unwrap().work_item,
         item("octo/web", 3)
@@ -616,7 +616,7 @@ fn a_message_expires_with_a_redraw() {
     quiet.status.last_poll = None;
     quiet.questions.clear();
     quiet.runs.clear();
-    send(&mut app, Action::Snapshot(quiet));
+    send(&mut app, Action::Snapshot(Box::new(quiet)));
     keys(&mut app, &["s"]); // "already has a session"
     assert!(app.message_visible());
     app.dirty = false;
@@ -630,15 +630,15 @@ fn a_message_expires_with_a_redraw() {
 fn an_unchanged_snapshot_is_not_redrawn() {
     let mut app = sample_app(120, 32);
     app.dirty = false;
-    send(&mut app, Action::Snapshot(sample::snapshot(NOW)));
+    send(&mut app, Action::Snapshot(Box::new(sample::snapshot(NOW))));
     assert!(!app.dirty);
     // An idle time that moves within its label ("3m") is not a change either.
     let mut s = sample::snapshot(NOW);
     s.sessions[1].idle_secs = Some(185);
-    send(&mut app, Action::Snapshot(s.clone()));
+    send(&mut app, Action::Snapshot(Box::new(s.clone())));
     assert!(!app.dirty);
     s.sessions[1].idle_secs = Some(245);
-    send(&mut app, Action::Snapshot(s));
+    send(&mut app, Action::Snapshot(Box::new(s)));
     assert!(app.dirty);
 }
 

@@ -7,6 +7,7 @@ use super::LiveBackend;
 use crate::critic;
 use crate::events::Source;
 use crate::routing::WorkItemRef;
+use crate::session::hooks::{self, Answered, Decision};
 use crate::session::reply::Report;
 use crate::session::{
     Origin, PromptInputs, ReplyError, ReplyRequest, SessionError, SessionRecord, StartOutcome,
@@ -29,6 +30,36 @@ fn session_error(error: SessionError) -> ActionError {
 }
 
 impl LiveBackend {
+    /// The session's permission dialog answered through `session::hooks` (SPEC §17.4).
+    pub(super) async fn answer(&self, item: &WorkItemRef, id: &str, approve: bool) -> ActionResult {
+        let decision = if approve {
+            Decision::Approved
+        } else {
+            Decision::Denied
+        };
+        let actor = Some(crate::session::ask::local_user());
+        match hooks::answer(&self.sessions, item, decision, Some(id), actor, Source::Tui).await {
+            Ok(Answered::Sent { decision, request }) => Ok(format!(
+                "{} {} `{}` on {}",
+                if decision == Decision::Approved {
+                    "Approved"
+                } else {
+                    "Denied"
+                },
+                request.tool,
+                crate::tui::text::truncate(&request.summary, 60),
+                short_ref(item)
+            )),
+            Ok(Answered::Elsewhere(request)) => Err(refused(format!(
+                "the dialog for {} on {} is no longer on screen (answered in the pane); nothing was sent",
+                request.tool,
+                short_ref(item)
+            ))),
+            Err(e) if e.is_refusal() => Err(refused(e.to_string())),
+            Err(e) => Err(ActionError::Failed(e.to_string())),
+        }
+    }
+
     fn record(&self, item: &WorkItemRef) -> Result<Option<SessionRecord>, ActionError> {
         self.sessions
             .registry()

@@ -5,9 +5,13 @@
 //! work item with [`post::post`] (marked, `critic.posted`).
 //!
 //! Rounds belong to this screen: quitting drops their tasks, which kills each critic's
-//! process group. The last [`KEPT`] rounds are listed.
+//! process group. The last [`KEPT`] rounds are listed — and beside them every round
+//! other processes recorded for a listed item (another screen, `the-loop critic run
+//! --work-item`: SPEC §17.7), read from the event log ([`super::rounds`]) and their
+//! saved envelopes, postable like this screen's own.
 
 use super::review;
+use super::rounds::{Finished, RoundLog};
 use crate::critic::round::{self, Prompt, Request};
 use crate::critic::{CriticSpec, Envelope, Recorder, post, run_round};
 use crate::events::{EventLog, Source};
@@ -18,7 +22,8 @@ use crate::tui::backend::{
     ActionError, ActionResult, CriticResult, CriticRunState, CriticRunView, RunId,
 };
 use crate::tui::text::short_ref;
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use time::OffsetDateTime;
@@ -33,11 +38,23 @@ struct Run {
     posting: bool,
 }
 
+/// A round another process recorded, as last listed.
+#[derive(Clone)]
+struct Logged {
+    work_item: WorkItemRef,
+    path: Option<PathBuf>,
+}
+
 /// This screen's rounds. Cheap to clone.
 #[derive(Clone, Default)]
 pub struct CriticRuns {
     runs: Arc<Mutex<Vec<Run>>>,
     next: Arc<AtomicU64>,
+    /// Other processes' rounds by id, as last listed.
+    logged: Arc<Mutex<HashMap<RunId, Logged>>>,
+    /// Saved envelopes read so far (`None`: unreadable), and what was posted.
+    envelopes: Arc<Mutex<HashMap<PathBuf, Option<Envelope>>>>,
+    posted: Arc<Mutex<HashMap<RunId, String>>>,
 }
 
 impl CriticRuns {
@@ -48,6 +65,128 @@ impl CriticRuns {
     /// Every round, oldest first.
     pub fn views(&self) -> Vec<CriticRunView> {
         self.lock().iter().map(|r| r.view.clone()).collect()
+    }
+
+    /// This screen's rounds, then every round of `log` another process ran on an item
+    /// `listed` shows. A round whose process is gone without finishing is a failure.
+    pub fn views_with(
+        &self,
+        log: &RoundLog,
+        listed: impl Fn(&WorkItemRef) -> bool,
+    ) -> Vec<CriticRunView> {
+        let mut views = self.views();
+        let me = std::process::id();
+        let mut logged = HashMap::new();
+        let posted = self
+            .posted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for round in log.rounds().filter(|r| r.pid != me && listed(&r.work_item)) {
+            let id = RunId(format!("log-{}-{}", round.pid, round.started_ts));
+            let state = match &round.finished {
+                Some(done) => CriticRunState::Finished(self.logged_result(&round.critic, done)),
+                None if process_alive(round.pid) => CriticRunState::Running,
+                None => CriticRunState::Finished(CriticResult {
+                    ok: false,
+                    exit_code: -1,
+                    duration_secs: 0.0,
+                    cost_usd: None,
+                    attribution: format!("[{}]", round.critic),
+                    output: String::new(),
+                    error: Some(format!(
+                        "ended without a result: process {} is gone",
+                        round.pid
+                    )),
+                }),
+            };
+            logged.insert(
+                id.clone(),
+                Logged {
+                    work_item: round.work_item.clone(),
+                    path: round.finished.as_ref().and_then(|f| f.path.clone()),
+                },
+            );
+            views.push(CriticRunView {
+                posted: posted.get(&id).cloned(),
+                id,
+                critic: round.critic.clone(),
+                work_item: Some(round.work_item.clone()),
+                started_at: round.started_at,
+                state,
+            });
+        }
+        *self.logged.lock().unwrap_or_else(|e| e.into_inner()) = logged;
+        views
+    }
+
+    /// A logged round's result: its saved envelope (read once), else what the event said.
+    fn logged_result(&self, critic: &str, done: &Finished) -> CriticResult {
+        if let Some(envelope) = done.path.as_ref().and_then(|p| self.envelope(p)) {
+            return result_of(&envelope);
+        }
+        CriticResult {
+            ok: done.ok,
+            exit_code: done.exit_code,
+            duration_secs: done.duration_secs,
+            cost_usd: done.cost_usd,
+            attribution: format!("[{critic}]"),
+            output: String::new(),
+            error: done.error.clone(),
+        }
+    }
+
+    fn envelope(&self, path: &Path) -> Option<Envelope> {
+        let mut cache = self.envelopes.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .entry(path.to_path_buf())
+            .or_insert_with(|| {
+                let bytes = std::fs::read(path).ok()?;
+                serde_json::from_slice(&bytes).ok()
+            })
+            .clone()
+    }
+
+    /// A logged round's envelope and item for posting, or why it cannot be posted.
+    fn logged_for_posting(
+        &self,
+        id: &RunId,
+    ) -> Result<(Envelope, WorkItemRef, PathBuf), ActionError> {
+        let refused = |s: String| Err(ActionError::Refused(s));
+        if let Some(url) = self
+            .posted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+        {
+            return refused(format!("already posted: {url}"));
+        }
+        let logged = self
+            .logged
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned();
+        let Some(logged) = logged else {
+            return refused("that critic run is no longer listed".into());
+        };
+        let Some(path) = logged.path else {
+            return refused("the round is still running, or saved no result".into());
+        };
+        let Some(envelope) = self.envelope(&path) else {
+            return refused(format!(
+                "the saved result {} is not readable",
+                path.display()
+            ));
+        };
+        if !envelope.ok {
+            return refused(format!(
+                "{} failed, so there are no findings to post (`the-loop critic post --post-failures {}` posts it anyway)",
+                envelope.critic,
+                path.display()
+            ));
+        }
+        Ok((envelope, logged.work_item, path))
     }
 
     /// Starts `spec` on `item` in `cwd`, reviewing its diff against `base` (the
@@ -108,7 +247,13 @@ impl CriticRuns {
         github: &Result<Arc<Client>, String>,
         events: &EventLog,
     ) -> ActionResult {
-        let (envelope, item, saved) = self.take_for_posting(id)?;
+        let logged = id.0.starts_with("log-");
+        let (envelope, item, saved) = if logged {
+            let (envelope, item, path) = self.logged_for_posting(id)?;
+            (envelope, item, Some(path))
+        } else {
+            self.take_for_posting(id)?
+        };
         let client = match github {
             Ok(client) => client,
             Err(why) => {
@@ -183,6 +328,14 @@ impl CriticRuns {
     }
 
     fn set_posting(&self, id: &RunId, posted: Option<String>) {
+        if let Some(url) = &posted
+            && id.0.starts_with("log-")
+        {
+            self.posted
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id.clone(), url.clone());
+        }
         if let Some(run) = self.lock().iter_mut().find(|r| &r.view.id == id) {
             run.posting = false;
             if posted.is_some() {
@@ -236,6 +389,17 @@ async fn one_round(
             None,
         ),
     }
+}
+
+/// Whether process `pid` still runs (signal 0; a process of another user counts).
+fn process_alive(pid: u32) -> bool {
+    let Ok(raw) = i32::try_from(pid) else {
+        return false;
+    };
+    !matches!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None),
+        Err(nix::errno::Errno::ESRCH)
+    )
 }
 
 fn result_of(envelope: &Envelope) -> CriticResult {
@@ -318,6 +482,77 @@ mod tests {
             "{err:?}"
         );
         assert_eq!(runs.views()[0].posted, None);
+    }
+
+    #[test]
+    fn rounds_other_processes_recorded_are_listed_for_listed_items() {
+        use crate::events::{Event, EventType};
+        let dir = tempfile::tempdir().unwrap();
+        let saved = dir.path().join("critics-1.json");
+        let mut envelope = Envelope::not_run(round::header(&spec("true")), "unused".into(), 2.0);
+        envelope.ok = true;
+        envelope.error = None;
+        envelope.output = "looks fine".into();
+        std::fs::write(&saved, serde_json::to_vec(&envelope).unwrap()).unwrap();
+        let event = |t: EventType, pid: u32, item: &str| {
+            let mut e = Event::new(Source::Critic, t)
+                .with("critic", "echo")
+                .with("work_item", item);
+            e.pid = pid;
+            e
+        };
+        let mut log = RoundLog::default();
+        // Another process's finished round, with its saved envelope.
+        log.observe(&event(
+            EventType::CriticStarted,
+            4_000_001,
+            "github:octo/repo#15",
+        ));
+        log.observe(
+            &event(EventType::CriticFinished, 4_000_001, "github:octo/repo#15")
+                .with("ok", true)
+                .with("exit_code", 0)
+                .with("path", saved.display().to_string()),
+        );
+        // One whose process is gone without a result.
+        log.observe(&event(
+            EventType::CriticStarted,
+            4_000_002,
+            "github:octo/repo#15",
+        ));
+        // One on an item this screen does not list.
+        log.observe(&event(
+            EventType::CriticStarted,
+            4_000_003,
+            "github:octo/other#1",
+        ));
+        // This process's own: CriticRuns has it already.
+        log.observe(&event(
+            EventType::CriticStarted,
+            std::process::id(),
+            "github:octo/repo#15",
+        ));
+
+        let runs = CriticRuns::default();
+        let listed = WorkItemRef::new("octo", "repo", 15);
+        let views = runs.views_with(&log, |item| item == &listed);
+        assert_eq!(views.len(), 2, "{views:#?}");
+        let result = views[0].result().unwrap();
+        assert!(result.ok);
+        assert_eq!(result.output, "looks fine", "read from the saved envelope");
+        let gone = views[1].result().unwrap();
+        assert!(!gone.ok);
+        assert!(
+            gone.error.as_deref().unwrap().contains("is gone"),
+            "{gone:?}"
+        );
+        // A logged round can be posted like this screen's (here: no client).
+        let taken = runs.logged_for_posting(&views[0].id).unwrap();
+        assert_eq!(taken.1, listed);
+        assert!(matches!(
+            runs.logged_for_posting(&views[1].id),
+            Err(ActionError::Refused(_))
+        ));
     }
 
     #[tokio::test]

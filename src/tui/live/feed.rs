@@ -78,12 +78,15 @@ impl Observed {
 pub struct FeedState {
     pub questions: OpenQuestions,
     pub observed: Observed,
+    /// Every recorded critic round, whichever process ran it (SPEC §17.7).
+    pub rounds: super::rounds::RoundLog,
 }
 
 impl FeedState {
     fn observe(&mut self, event: &Event) {
         self.questions.observe(event);
         self.observed.observe(event);
+        self.rounds.observe(event);
     }
 }
 

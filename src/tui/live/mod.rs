@@ -15,6 +15,7 @@ pub mod attach;
 pub mod critics;
 pub mod feed;
 pub mod review;
+pub mod rounds;
 pub mod sessions;
 mod status;
 
@@ -114,9 +115,9 @@ impl LiveBackend {
 
     async fn take_snapshot(&self) -> Snapshot {
         self.feed.ready().await;
-        let (questions, observed) = {
+        let (questions, observed, rounds) = {
             let st = self.feed.state();
-            (st.questions.clone(), st.observed.clone())
+            (st.questions.clone(), st.observed.clone(), st.rounds.clone())
         };
         self.follow_reloads(observed.config_generation);
         let loaded = self.loaded();
@@ -132,6 +133,9 @@ impl LiveBackend {
             rows.tmux_unknown,
         );
         let now = time::OffsetDateTime::now_utc();
+        let runs_of_listed = self.runs.views_with(&rounds, |item| {
+            rows.sessions.iter().any(|s| &s.work_item == item)
+        });
         Snapshot {
             sessions: rows.sessions,
             questions: questions
@@ -144,9 +148,11 @@ impl LiveBackend {
                     comment_url: q.comment_url.clone(),
                 })
                 .collect(),
+            permissions: rows.permissions,
             status,
             critics: self.critic_specs(&loaded),
-            runs: self.runs.views(),
+            // This screen's rounds, and every other recorded round of a listed item.
+            runs: runs_of_listed,
         }
     }
 
@@ -259,6 +265,15 @@ impl Backend for LiveBackend {
 
     fn stop<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult> {
         Box::pin(self.do_stop(work_item))
+    }
+
+    fn answer_permission<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        request_id: &'a str,
+        approve: bool,
+    ) -> BoxFuture<'a, ActionResult> {
+        Box::pin(self.answer(work_item, request_id, approve))
     }
 
     fn dismiss_question<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult> {

@@ -9,14 +9,18 @@
 //! worktree was kept are listed too, marked.
 
 use crate::config::Config;
+use crate::events::Source;
 use crate::ingress::ledger::ledger_path;
 use crate::paths::StatePaths;
 use crate::routing::WorkItemRef;
-use crate::session::activity::{self, ActivityState, ActivityTracker, SessionActivity};
+use crate::session::activity::{
+    self, ActivityState, ActivityTracker, SessionActivity, StateSource,
+};
+use crate::session::hooks;
 use crate::session::registry::same_item;
 use crate::session::{OpenQuestions, SessionRecord, Sessions, Status};
 use crate::tmux::PaneId;
-use crate::tui::backend::{SessionState, SessionView, WorkspaceView};
+use crate::tui::backend::{PermissionView, SessionState, SessionView, WorkspaceView};
 use crate::workspace::WorkspaceRecord;
 use crate::workspace::status::Status as TreeStatus;
 use serde::Deserialize;
@@ -30,9 +34,11 @@ pub const WORKTREE_EVERY: Duration = Duration::from_secs(5);
 /// At most this many worktrees are looked at per refresh.
 const WORKTREES_PER_REFRESH: usize = 4;
 
-/// The rows, and whether tmux failed to answer (states are then unknown).
+/// The rows, the open permission dialogs, and whether tmux failed to answer (states
+/// are then unknown).
 pub struct Rows {
     pub sessions: Vec<SessionView>,
+    pub permissions: Vec<PermissionView>,
     pub tmux_unknown: bool,
 }
 
@@ -89,6 +95,8 @@ impl SessionRows {
             )
             .await
         };
+        // A dialog answered in the pane resolves as `elsewhere` (SPEC §17.4).
+        hooks::reconcile(sessions, &records, &seen, Source::Tui).await;
         let tmux_unknown = seen.iter().any(|a| a.state == ActivityState::Unknown);
         {
             let mut panes = self.panes.lock().unwrap_or_else(|e| e.into_inner());
@@ -107,6 +115,7 @@ impl SessionRows {
         let trees = self.worktrees(sessions, &records).await;
         Rows {
             sessions: merge(&records, &seen, watched, &trees),
+            permissions: permissions(&seen),
             tmux_unknown,
         }
     }
@@ -179,6 +188,26 @@ impl SessionRows {
     }
 }
 
+/// The permission dialogs the observed sessions wait on, oldest first.
+fn permissions(seen: &[SessionActivity]) -> Vec<PermissionView> {
+    let now = time::OffsetDateTime::now_utc();
+    let mut out: Vec<PermissionView> = seen
+        .iter()
+        .filter_map(|a| {
+            let p = a.permission.as_ref()?;
+            Some(PermissionView {
+                work_item: a.work_item.clone(),
+                request_id: p.id.clone(),
+                tool: p.tool.clone(),
+                summary: p.summary.clone(),
+                requested_at: crate::time::parse_ts(&p.requested_at).unwrap_or(now),
+            })
+        })
+        .collect();
+    out.sort_by_key(|p| p.requested_at);
+    out
+}
+
 /// Open sessions first (by ref), then watched items that have none (closed sessions
 /// among them, since the start key applies to them again). A closed session of an item
 /// no longer watched is not listed.
@@ -204,6 +233,8 @@ fn merge(
             harness: Some(record.harness.clone()),
             status: Some(record.status.as_str().to_string()),
             state: state_of(record.status, activity.state),
+            guessed: activity.source == StateSource::Screen
+                && matches!(activity.state, ActivityState::Working | ActivityState::Idle),
             idle_secs: activity.idle_seconds,
             tmux_name: Some(record.tmux_session.clone()),
             pane: activity
@@ -255,6 +286,7 @@ fn state_of(status: Status, state: ActivityState) -> SessionState {
         ActivityState::Working => SessionState::Working,
         ActivityState::Idle => SessionState::Idle,
         ActivityState::AwaitingInput => SessionState::AwaitingInput,
+        ActivityState::AwaitingPermission => SessionState::AwaitingPermission,
         ActivityState::Dead => SessionState::Dead,
         ActivityState::Paused => SessionState::Paused,
         ActivityState::Closed => SessionState::NoSession,
@@ -374,6 +406,8 @@ mod tests {
             pane: Some(PaneId::parse("%3").unwrap()),
             liveness: Liveness::Live,
             snapshot: None,
+            source: StateSource::Hooks,
+            permission: None,
         }
     }
 

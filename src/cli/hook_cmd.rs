@@ -1,0 +1,41 @@
+//! `the-loop hook claude|codex` (hidden): run by a session's harness at each state
+//! change (SPEC §17.2, §17.5). Prints nothing, always exits 0, within
+//! `report::BUDGET`; what goes wrong goes to the log file. The work item and state root
+//! come from the session's environment (`THE_LOOP_WORK_ITEM`, `THE_LOOP_HOME`).
+
+use super::CliResult;
+use crate::paths::StatePaths;
+use crate::session::hooks::Reporter;
+use crate::session::hooks::report::{self, BUDGET};
+
+#[derive(Debug, clap::Args)]
+pub struct HookArgs {
+    /// The harness reporting: `claude` (payload on stdin) or `codex` (payload as the
+    /// last argument).
+    #[arg(value_enum)]
+    pub harness: Reporter,
+    /// The payload, when the harness passes it as an argument (codex's `notify`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub payload: Vec<String>,
+}
+
+pub fn run(args: HookArgs) -> CliResult {
+    let started = std::time::Instant::now();
+    let harness = args.harness;
+    let outcome = report::bounded(BUDGET, move || {
+        let item = report::work_item_from_env()?;
+        let payload = report::read_payload(&args.payload, std::io::stdin().lock())?;
+        report::record(&StatePaths::from_env(), &item, harness, &payload)
+    });
+    match outcome {
+        Ok(outcomes) => tracing::debug!(
+            harness = harness.as_str(),
+            outcomes = outcomes.len(),
+            micros = started.elapsed().as_micros() as u64,
+            "hook recorded"
+        ),
+        // Never the harness's problem: its turn goes on.
+        Err(error) => tracing::warn!(harness = harness.as_str(), "hook: {error}"),
+    }
+    Ok(())
+}

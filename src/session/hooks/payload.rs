@@ -1,0 +1,198 @@
+//! What the harnesses send to `the-loop hook` (SPEC §17.2, §17.5), read into
+//! [`Signal`]s.
+//!
+//! Claude Code 2.1.197 writes one JSON object on the hook's stdin; every payload has
+//! `session_id`, `transcript_path`, `cwd` and `hook_event_name`. Codex runs its
+//! `notify` program with one JSON argument, `{"type": "agent-turn-complete", …}`.
+//! Anything else — another event, a field missing — is not an error: the hook ignores
+//! what it does not need, so a newer harness never breaks a turn.
+
+use super::state::{Signal, ToolCall, summarize};
+use serde_json::Value;
+
+/// Which harness is reporting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Reporter {
+    Claude,
+    Codex,
+}
+
+impl Reporter {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Claude => "claude",
+            Self::Codex => "codex",
+        }
+    }
+}
+
+/// One report: its name and what it means, `None` for reports that change nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub event: String,
+    pub signal: Signal,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PayloadError {
+    #[error("the {0} hook payload is not a JSON object: {1}")]
+    NotJson(&'static str, String),
+}
+
+/// Reads a payload of `reporter`.
+pub fn parse(reporter: Reporter, payload: &[u8]) -> Result<Option<Report>, PayloadError> {
+    let value: Value = serde_json::from_slice(payload)
+        .map_err(|e| PayloadError::NotJson(reporter.as_str(), e.to_string()))?;
+    if !value.is_object() {
+        return Err(PayloadError::NotJson(
+            reporter.as_str(),
+            "expected an object".into(),
+        ));
+    }
+    Ok(match reporter {
+        Reporter::Claude => claude(&value),
+        Reporter::Codex => codex(&value),
+    })
+}
+
+fn text(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+fn claude(v: &Value) -> Option<Report> {
+    let event = text(v, "hook_event_name")?;
+    let tool = || text(v, "tool_name").unwrap_or_else(|| "unknown".into());
+    let summary = || summarize(&tool(), v.get("tool_input").unwrap_or(&Value::Null));
+    let signal = match event.as_str() {
+        "SessionStart" => Signal::SessionStarted {
+            conversation: text(v, "session_id"),
+        },
+        "UserPromptSubmit" => Signal::PromptSubmitted,
+        "PreToolUse" => Signal::ToolStarting(ToolCall {
+            id: text(v, "tool_use_id"),
+            tool: tool(),
+            summary: summary(),
+        }),
+        "PermissionRequest" => Signal::PermissionAsked {
+            tool: tool(),
+            summary: summary(),
+        },
+        "PostToolUse" => Signal::ToolFinished {
+            id: text(v, "tool_use_id"),
+        },
+        "Notification" => match text(v, "notification_type").as_deref() {
+            Some("permission_prompt") => Signal::PermissionReminder {
+                message: text(v, "message").unwrap_or_default(),
+            },
+            Some("idle_prompt") => Signal::IdleReminder,
+            _ => Signal::Notified,
+        },
+        "Stop" => Signal::TurnEnded,
+        "SessionEnd" => Signal::SessionEnded,
+        _ => return None,
+    };
+    Some(Report { event, signal })
+}
+
+fn codex(v: &Value) -> Option<Report> {
+    let event = text(v, "type")?;
+    (event == "agent-turn-complete").then_some(Report {
+        event,
+        signal: Signal::TurnEnded,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claude_json(v: Value) -> Option<Report> {
+        parse(Reporter::Claude, v.to_string().as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn claude_payloads_as_the_real_client_sends_them() {
+        let base = serde_json::json!({
+            "session_id": "0fdc", "transcript_path": "/t.jsonl", "cwd": "/w",
+        });
+        let with = |extra: Value| {
+            let mut v = base.clone();
+            v.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            claude_json(v).map(|r| r.signal)
+        };
+        assert_eq!(
+            with(serde_json::json!({"hook_event_name": "SessionStart", "source": "startup"})),
+            Some(Signal::SessionStarted {
+                conversation: Some("0fdc".into())
+            })
+        );
+        let bash = serde_json::json!({"command": "echo hi\nrm -rf x", "description": "d"});
+        assert_eq!(
+            with(
+                serde_json::json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                "tool_input": bash, "tool_use_id": "toolu_1"})
+            ),
+            Some(Signal::ToolStarting(ToolCall {
+                id: Some("toolu_1".into()),
+                tool: "Bash".into(),
+                summary: "echo hi rm -rf x".into()
+            }))
+        );
+        assert_eq!(
+            with(
+                serde_json::json!({"hook_event_name": "PermissionRequest", "tool_name": "Edit",
+                "tool_input": {"file_path": "/w/src/a.rs", "old_string": "x"}})
+            ),
+            Some(Signal::PermissionAsked {
+                tool: "Edit".into(),
+                summary: "/w/src/a.rs".into()
+            })
+        );
+        assert_eq!(
+            with(serde_json::json!({"hook_event_name": "Notification",
+                "message": "Claude needs your permission", "notification_type": "permission_prompt"})),
+            Some(Signal::PermissionReminder {
+                message: "Claude needs your permission".into()
+            })
+        );
+        assert_eq!(
+            with(
+                serde_json::json!({"hook_event_name": "Notification", "notification_type": "idle_prompt"})
+            ),
+            Some(Signal::IdleReminder)
+        );
+        assert_eq!(
+            with(serde_json::json!({"hook_event_name": "Stop", "last_assistant_message": "ok"})),
+            Some(Signal::TurnEnded)
+        );
+        assert_eq!(
+            with(serde_json::json!({"hook_event_name": "SessionEnd", "reason": "exit"})),
+            Some(Signal::SessionEnded)
+        );
+        assert_eq!(
+            with(serde_json::json!({"hook_event_name": "PreCompact"})),
+            None
+        );
+    }
+
+    #[test]
+    fn codex_turn_complete_and_bad_input() {
+        let turn = serde_json::json!({"type": "agent-turn-complete", "thread-id": "t",
+            "last-assistant-message": "done"});
+        let report = parse(Reporter::Codex, turn.to_string().as_bytes())
+            .unwrap()
+            .unwrap();
+        assert_eq!(report.signal, Signal::TurnEnded);
+        assert_eq!(report.event, "agent-turn-complete");
+        assert!(
+            parse(Reporter::Codex, br#"{"type":"other"}"#)
+                .unwrap()
+                .is_none()
+        );
+        assert!(parse(Reporter::Claude, b"not json").is_err());
+        assert!(parse(Reporter::Claude, b"[1]").is_err());
+        assert!(parse(Reporter::Claude, b"{}").unwrap().is_none());
+    }
+}

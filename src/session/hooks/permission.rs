@@ -1,0 +1,268 @@
+//! The operator answers a harness's permission dialog from the-loop (SPEC §17.4):
+//! `the-loop sessions approve|deny REF` and the TUI's keys call [`answer`].
+//!
+//! A key is sent only while a fresh `capture-pane` shows the dialog ([`shows_dialog`]):
+//! Enter chooses the selected "1. Yes", Escape denies. These are fixed keystrokes
+//! ([`deliver::press`]), never text from anywhere. The answer names the request it is
+//! for, so it never lands on a newer dialog, and it is sent under the session's paste
+//! lock, so it never submits a paste in progress. A request whose dialog is gone was
+//! answered in the pane: it resolves as `elsewhere` — found by [`answer`], or by
+//! [`reconcile`] whenever a screen or `sessions list` looks at the sessions.
+
+use super::report::outcome_event;
+use super::state::{self, Answer, Decision, PermissionRequest};
+use crate::events::Source;
+use crate::routing::WorkItemRef;
+use crate::session::activity::SessionActivity;
+use crate::session::deliver::{self, Key};
+use crate::session::lifecycle::{PaneState, Sessions};
+use crate::session::paste_lock;
+use crate::session::registry::{RegistryError, SessionRecord};
+use crate::tmux::{self, Liveness};
+use std::time::Duration;
+
+/// The question line Claude Code 2.1.197 opens its dialogs with (`Do you want to
+/// proceed?` for Bash, `Do you want to make this edit to …?` for an edit).
+pub const DIALOG_QUESTION: &str = "Do you want to";
+/// The selected first option.
+pub const DIALOG_YES: &str = "❯ 1. Yes";
+
+/// A request younger than this may not be drawn yet: it is not taken for answered.
+pub const DRAW_GRACE: Duration = Duration::from_secs(3);
+
+/// How long an answer waits for a paste in progress to the same session.
+const PASTE_WAIT: Duration = Duration::from_secs(10);
+
+/// Whether `screen` shows a permission dialog with "1. Yes" selected: a `Do you want
+/// to …?` line, and the selected option within the next lines.
+pub fn shows_dialog(screen: &str) -> bool {
+    let lines: Vec<&str> = screen.lines().map(str::trim).collect();
+    lines.iter().enumerate().any(|(i, line)| {
+        line.starts_with(DIALOG_QUESTION)
+            && line.ends_with('?')
+            && lines[i + 1..]
+                .iter()
+                .take(3)
+                .any(|l| l.starts_with(DIALOG_YES))
+    })
+}
+
+/// What an answer did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answered {
+    /// The key was sent.
+    Sent {
+        decision: Decision,
+        request: PermissionRequest,
+    },
+    /// The dialog was no longer there (answered in the pane, or the harness is gone):
+    /// resolved as `elsewhere`, nothing sent.
+    Elsewhere(PermissionRequest),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    /// (The work item, as written.)
+    #[error("no session for {0}")]
+    NoSession(String),
+    #[error("nothing is waiting for permission on {0}")]
+    NothingWaiting(String),
+    #[error(
+        "the permission request on {item} changed since you looked (now: {tool} `{summary}`); look again"
+    )]
+    Changed {
+        item: String,
+        tool: String,
+        summary: String,
+    },
+    #[error("could not reach {item}'s pane: {error}; nothing was sent")]
+    Tmux {
+        item: String,
+        error: Box<tmux::Error>,
+    },
+    #[error("{0}; nothing was sent")]
+    Busy(String),
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+}
+
+impl AnswerError {
+    /// Refusals (the request is not there) rather than failures.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            Self::NoSession(_) | Self::NothingWaiting(_) | Self::Changed { .. }
+        )
+    }
+}
+
+/// Answers `item`'s open permission request with `decision` (approved or denied),
+/// when it is the request `expected` (when given) and its dialog is on screen.
+pub async fn answer(
+    sessions: &Sessions,
+    item: &WorkItemRef,
+    decision: Decision,
+    expected: Option<&str>,
+    actor: Option<String>,
+    source: Source,
+) -> Result<Answered, AnswerError> {
+    let record = sessions
+        .registry()
+        .get(item)?
+        .ok_or_else(|| AnswerError::NoSession(item.to_string()))?;
+    let item = record.work_item.clone();
+    let request = pending(&record).ok_or_else(|| AnswerError::NothingWaiting(item.to_string()))?;
+    let changed = |now: &PermissionRequest| AnswerError::Changed {
+        item: item.to_string(),
+        tool: now.tool.clone(),
+        summary: now.summary.clone(),
+    };
+    let unreachable = |error: tmux::Error| AnswerError::Tmux {
+        item: item.to_string(),
+        error: Box::new(error),
+    };
+    if expected.is_some_and(|id| id != request.id) {
+        return Err(changed(&request));
+    }
+    let _lock = paste_lock::acquire(sessions.registry().dir(), &item, PASTE_WAIT)
+        .await
+        .map_err(|e| AnswerError::Busy(e.to_string()))?;
+    let pane = match sessions.locate(&record.tmux_session).await {
+        PaneState::Live(pane) => pane,
+        PaneState::Dead(_) | PaneState::Absent => {
+            return gone(sessions, &item, request, source);
+        }
+        PaneState::Unknown(error) => return Err(unreachable(error)),
+    };
+    let screen = sessions
+        .tmux()
+        .capture_pane(&pane, false)
+        .await
+        .map_err(unreachable)?;
+    if !shows_dialog(&screen) {
+        return gone(sessions, &item, request, source);
+    }
+    // Claim the request for this answer before the key goes out: the tool it approves
+    // may report back before the key's sender does.
+    let claimed = sessions.registry().update(&item, |r| {
+        let p = r.reported.as_mut()?.permission.as_mut()?;
+        (p.id == request.id && p.answering.is_none()).then(|| {
+            p.answering = Some(Answer {
+                decision,
+                actor: actor.clone(),
+            });
+        })
+    })?;
+    if claimed.flatten().is_none() {
+        return Err(changed(&request));
+    }
+    let key = match decision {
+        Decision::Approved => Key::Enter,
+        Decision::Denied | Decision::Elsewhere => Key::Escape,
+    };
+    if let Err(error) = deliver::press(sessions.tmux().as_ref(), &pane, key).await {
+        let _ = sessions.registry().update(&item, |r| {
+            if let Some(p) = r.reported.as_mut().and_then(|s| s.permission.as_mut())
+                && p.id == request.id
+            {
+                p.answering = None;
+            }
+        });
+        return Err(unreachable(error));
+    }
+    settle(sessions, &item, &request.id, decision, actor, source)?;
+    Ok(Answered::Sent { decision, request })
+}
+
+/// Resolves the request as `elsewhere`: its dialog is not on screen.
+fn gone(
+    sessions: &Sessions,
+    item: &WorkItemRef,
+    request: PermissionRequest,
+    source: Source,
+) -> Result<Answered, AnswerError> {
+    settle(
+        sessions,
+        item,
+        &request.id,
+        Decision::Elsewhere,
+        None,
+        source,
+    )?;
+    Ok(Answered::Elsewhere(request))
+}
+
+/// Resolves request `id` in the record and logs it — unless a report already did.
+fn settle(
+    sessions: &Sessions,
+    item: &WorkItemRef,
+    id: &str,
+    decision: Decision,
+    actor: Option<String>,
+    source: Source,
+) -> Result<(), RegistryError> {
+    let now = crate::time::now_ts();
+    let outcome = sessions.registry().update(item, |r| {
+        state::answered(r.reported.as_mut()?, id, decision, actor, &now)
+    })?;
+    if let Some(outcome) = outcome.flatten() {
+        sessions.emit(outcome_event(source, item, &outcome));
+    }
+    Ok(())
+}
+
+/// The record's open permission request.
+pub fn pending(record: &SessionRecord) -> Option<PermissionRequest> {
+    record.reported.as_ref()?.permission.clone()
+}
+
+/// Resolves as `elsewhere` every open request (older than [`DRAW_GRACE`], not being
+/// answered) whose dialog is gone: the harness exited, or its screen no longer shows
+/// it. `seen`: the activity pass that just looked at `records`.
+pub async fn reconcile(
+    sessions: &Sessions,
+    records: &[SessionRecord],
+    seen: &[SessionActivity],
+    source: Source,
+) {
+    let now = time::OffsetDateTime::now_utc();
+    for (record, activity) in records.iter().zip(seen) {
+        let Some(request) = pending(record).filter(|r| r.answering.is_none()) else {
+            continue;
+        };
+        let old_enough = crate::time::parse_ts(&request.requested_at)
+            .is_none_or(|at| (now - at).unsigned_abs() >= DRAW_GRACE);
+        if !old_enough {
+            continue;
+        }
+        let answered = match (activity.liveness, &activity.pane) {
+            (Liveness::Dead | Liveness::Absent, _) => true,
+            (Liveness::Live, Some(pane)) => match sessions.tmux().capture_pane(pane, false).await {
+                Ok(screen) => !shows_dialog(&screen),
+                Err(tmux::Error::PaneDead { .. } | tmux::Error::SessionMissing { .. }) => true,
+                Err(error) => {
+                    tracing::debug!(work_item = %record.work_item, "dialog not checked: {error}");
+                    false
+                }
+            },
+            _ => false,
+        };
+        if answered {
+            let settled = settle(
+                sessions,
+                &record.work_item,
+                &request.id,
+                Decision::Elsewhere,
+                None,
+                source,
+            );
+            if let Err(error) = settled {
+                tracing::warn!(work_item = %record.work_item, "permission request not settled: {error}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "permission_tests.rs"]
+mod tests;

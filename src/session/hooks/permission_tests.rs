@@ -1,0 +1,285 @@
+use super::*;
+use crate::session::hooks::ReportedState;
+use crate::session::hooks::Reporter;
+use crate::session::hooks::report;
+use crate::session::test_support::{Fixture, item};
+use crate::tmux::{BufferName, PaneId, Paste, Tmux};
+use serde_json::json;
+
+/// What Claude Code 2.1.197 draws for a Bash call that needs permission.
+const DIALOG: &str = "● Bash(rm -rf build)\n  ⎿  Waiting…\n────\n Bash command\n\n   rm -rf build\n   Clean the build\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and always allow access to project/ from this project\n   3. No\n\n Esc to cancel · Tab to amend · ctrl+e to explain\n";
+
+#[test]
+fn the_dialog_is_recognized_only_with_its_question_and_selected_yes() {
+    assert!(shows_dialog(DIALOG));
+    let edit = " Do you want to make this edit to retry.rs?\n ❯ 1. Yes\n   2. No\n";
+    assert!(shows_dialog(edit));
+    assert!(!shows_dialog("❯ \n? for shortcuts"));
+    assert!(
+        !shows_dialog(" Do you want to proceed?\n   1. Yes\n ❯ 3. No\n"),
+        "another option selected: Enter would not approve"
+    );
+    assert!(
+        !shows_dialog("● Do you want to proceed? ❯ 1. Yes"),
+        "on one line it is text, not the dialog"
+    );
+}
+
+/// Issue #1's session, whose harness reported a Bash call waiting for permission.
+async fn waiting(fx: &Fixture, screen: &str) -> PaneId {
+    let pane = fx.live_session(1);
+    let paths = crate::paths::StatePaths::new(fx.dir.path());
+    for payload in [
+        json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+               "tool_input": {"command": "rm -rf build"}, "tool_use_id": "toolu_7"}),
+        json!({"hook_event_name": "PermissionRequest", "tool_name": "Bash",
+               "tool_input": {"command": "rm -rf build"}}),
+    ] {
+        report::record(
+            &paths,
+            &item(1),
+            Reporter::Claude,
+            payload.to_string().as_bytes(),
+        )
+        .unwrap();
+    }
+    fx.tmux
+        .paste_text(
+            &BufferName::unique(),
+            screen.as_bytes(),
+            &pane,
+            Paste::Plain,
+        )
+        .await
+        .unwrap();
+    pane
+}
+
+fn input_after_screen(fx: &Fixture, pane: &PaneId, screen: &str) -> Vec<u8> {
+    fx.tmux.fake.pane_input(pane)[screen.len()..].to_vec()
+}
+
+#[tokio::test]
+async fn approve_sends_enter_to_the_dialog_and_resolves_the_request() {
+    let fx = Fixture::new();
+    let pane = waiting(&fx, DIALOG).await;
+    let requested = fx.events_named("session.permission_requested");
+    assert_eq!(requested.len(), 1);
+    assert_eq!(requested[0]["tool"], "Bash");
+    assert_eq!(requested[0]["summary"], "rm -rf build");
+    assert_eq!(requested[0]["source"], "hook");
+
+    let done = answer(
+        &fx.sessions,
+        &item(1),
+        Decision::Approved,
+        Some("toolu_7"),
+        Some("alice".into()),
+        Source::Tui,
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(
+            done,
+            Answered::Sent {
+                decision: Decision::Approved,
+                ..
+            }
+        ),
+        "{done:?}"
+    );
+    assert_eq!(
+        input_after_screen(&fx, &pane, DIALOG),
+        b"\r",
+        "Enter, one key"
+    );
+    let resolved = fx.events_named("session.permission_resolved");
+    assert_eq!(resolved.len(), 1);
+    assert_eq!(resolved[0]["decision"], "approved");
+    assert_eq!(resolved[0]["actor"], "alice");
+    assert_eq!(resolved[0]["source"], "tui");
+    let reported = fx.record(1).unwrap().reported.unwrap();
+    assert_eq!(reported.state, ReportedState::Working);
+    assert_eq!(reported.permission, None);
+
+    // The tool's own report afterwards resolves nothing a second time.
+    let paths = crate::paths::StatePaths::new(fx.dir.path());
+    let post =
+        json!({"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_7"});
+    report::record(
+        &paths,
+        &item(1),
+        Reporter::Claude,
+        post.to_string().as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(fx.events_named("session.permission_resolved").len(), 1);
+
+    let again = answer(
+        &fx.sessions,
+        &item(1),
+        Decision::Approved,
+        None,
+        None,
+        Source::Cli,
+    )
+    .await;
+    assert!(
+        matches!(again, Err(AnswerError::NothingWaiting(_))),
+        "{again:?}"
+    );
+}
+
+#[tokio::test]
+async fn deny_sends_escape() {
+    let fx = Fixture::new();
+    let pane = waiting(&fx, DIALOG).await;
+    answer(
+        &fx.sessions,
+        &item(1),
+        Decision::Denied,
+        None,
+        None,
+        Source::Cli,
+    )
+    .await
+    .unwrap();
+    assert_eq!(input_after_screen(&fx, &pane, DIALOG), b"\x1b");
+    let resolved = fx.events_named("session.permission_resolved");
+    assert_eq!(resolved[0]["decision"], "denied");
+    assert_eq!(
+        fx.record(1).unwrap().reported.unwrap().state,
+        ReportedState::Idle
+    );
+}
+
+#[tokio::test]
+async fn no_key_reaches_a_pane_that_does_not_show_the_dialog() {
+    let fx = Fixture::new();
+    // Answered in the pane already: the prompt is back, and so is a half-typed line
+    // that an Enter would submit.
+    let screen = "● Bash(rm -rf build)\n  ⎿  (No output)\n❯ half-typed instructions";
+    let pane = waiting(&fx, screen).await;
+    let done = answer(
+        &fx.sessions,
+        &item(1),
+        Decision::Approved,
+        None,
+        None,
+        Source::Cli,
+    )
+    .await
+    .unwrap();
+    assert!(matches!(done, Answered::Elsewhere(_)), "{done:?}");
+    assert!(
+        input_after_screen(&fx, &pane, screen).is_empty(),
+        "nothing sent"
+    );
+    let resolved = fx.events_named("session.permission_resolved");
+    assert_eq!(resolved.len(), 1);
+    assert_eq!(resolved[0]["decision"], "elsewhere");
+}
+
+#[tokio::test]
+async fn an_answer_for_an_older_request_never_lands_on_a_newer_dialog() {
+    let fx = Fixture::new();
+    let pane = waiting(&fx, DIALOG).await;
+    let err = answer(
+        &fx.sessions,
+        &item(1),
+        Decision::Approved,
+        Some("toolu_1"),
+        None,
+        Source::Tui,
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, AnswerError::Changed { .. }), "{err:?}");
+    assert!(err.to_string().contains("rm -rf build"), "{err}");
+    assert!(input_after_screen(&fx, &pane, DIALOG).is_empty());
+    assert!(fx.events_named("session.permission_resolved").is_empty());
+}
+
+#[tokio::test]
+async fn nothing_waiting_or_no_session() {
+    let fx = Fixture::new();
+    fx.live_session(1);
+    let err = answer(
+        &fx.sessions,
+        &item(1),
+        Decision::Approved,
+        None,
+        None,
+        Source::Cli,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(err, AnswerError::NothingWaiting(_)) && err.is_refusal(),
+        "{err:?}"
+    );
+    let err = answer(
+        &fx.sessions,
+        &item(2),
+        Decision::Denied,
+        None,
+        None,
+        Source::Cli,
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, AnswerError::NoSession(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_dialog_answered_in_the_pane_is_reconciled_as_elsewhere() {
+    let fx = Fixture::new();
+    let pane = waiting(&fx, "❯ ").await;
+    // Old enough to have been drawn.
+    fx.sessions
+        .registry()
+        .update(&item(1), |r| {
+            r.reported
+                .as_mut()
+                .unwrap()
+                .permission
+                .as_mut()
+                .unwrap()
+                .requested_at = "2026-01-01T00:00:00.000Z".into();
+        })
+        .unwrap();
+    let records = fx.sessions.registry().list().unwrap();
+    let mut tracker = crate::session::ActivityTracker::new();
+    let seen =
+        crate::session::observe(fx.tmux.as_ref(), &records, &mut tracker, |_| false, 1).await;
+    assert_eq!(
+        seen[0].state,
+        crate::session::ActivityState::AwaitingPermission
+    );
+    assert_eq!(seen[0].source, crate::session::StateSource::Hooks);
+    assert_eq!(seen[0].permission.as_ref().unwrap().summary, "rm -rf build");
+    reconcile(&fx.sessions, &records, &seen, Source::Tui).await;
+    let resolved = fx.events_named("session.permission_resolved");
+    assert_eq!(resolved.len(), 1);
+    assert_eq!(resolved[0]["decision"], "elsewhere");
+    assert!(
+        fx.tmux.fake.pane_input(&pane).ends_with(b"\xe2\x9d\xaf "),
+        "nothing sent"
+    );
+
+    // A fresh request is given time to be drawn.
+    let paths = crate::paths::StatePaths::new(fx.dir.path());
+    let again = json!({"hook_event_name": "PermissionRequest", "tool_name": "Bash",
+                       "tool_input": {"command": "make"}});
+    report::record(
+        &paths,
+        &item(1),
+        Reporter::Claude,
+        again.to_string().as_bytes(),
+    )
+    .unwrap();
+    let records = fx.sessions.registry().list().unwrap();
+    reconcile(&fx.sessions, &records, &seen, Source::Tui).await;
+    assert_eq!(fx.events_named("session.permission_resolved").len(), 1);
+}

@@ -1,0 +1,162 @@
+//! `the-loop hook claude|codex`: one report from a harness, recorded (SPEC §17.2).
+//!
+//! The harness runs the hook at every state change and, for some events, waits for it
+//! before going on — so the hook reads its payload, moves the session's `reported`
+//! state under the record's lock, logs what the operator must know
+//! (`session.permission_requested|permission_resolved|turn_ended`), and is gone. It
+//! prints **nothing** (the stdout of some hooks becomes model context) and always exits
+//! 0: a failure goes to the log file, never into the harness's turn. [`bounded`] makes
+//! "fast" a guarantee: whatever the work is waiting on (a lock, a slow disk), the
+//! process exits within [`BUDGET`].
+
+use super::payload::{self, Reporter};
+use super::state::{self, Outcome};
+use crate::events::{Event, EventLog, EventType, Level, Source};
+use crate::paths::StatePaths;
+use crate::routing::WorkItemRef;
+use crate::session::registry::{Registry, RegistryError};
+use std::io::Read;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// The longest a hook process runs: the harness's turn waits for some hooks.
+pub const BUDGET: Duration = Duration::from_millis(1500);
+
+/// The most of a payload read (Claude's include tool inputs and responses).
+pub const MAX_PAYLOAD: u64 = 4 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    #[error("{0} is not set: `the-loop hook` runs inside a session the-loop started")]
+    NoWorkItem(&'static str),
+    #[error("{var} holds `{value}`, which is not a work item ref: {error}")]
+    BadWorkItem {
+        var: &'static str,
+        value: String,
+        error: String,
+    },
+    #[error(transparent)]
+    Payload(#[from] payload::PayloadError),
+    #[error("could not read the hook payload: {0}")]
+    Read(std::io::Error),
+    #[error("no session record for {0}: the report is dropped")]
+    NoSession(WorkItemRef),
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    #[error("did not finish within {}ms (the registry lock or the disk is slow); the report is dropped", .0.as_millis())]
+    TooSlow(Duration),
+}
+
+/// The work item of the session the hook runs in (`$THE_LOOP_WORK_ITEM`).
+pub fn work_item_from_env() -> Result<WorkItemRef, HookError> {
+    let var = crate::paths::ENV_WORK_ITEM;
+    let value = std::env::var(var)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .ok_or(HookError::NoWorkItem(var))?;
+    value
+        .trim()
+        .parse()
+        .map_err(|e: crate::routing::refs::RefError| HookError::BadWorkItem {
+            var,
+            value,
+            error: e.to_string(),
+        })
+}
+
+/// The payload: codex passes it as its last argument, Claude on stdin.
+pub fn read_payload(args: &[String], stdin: impl Read) -> Result<Vec<u8>, HookError> {
+    if let Some(last) = args.last() {
+        return Ok(last.as_bytes().to_vec());
+    }
+    let mut bytes = Vec::new();
+    stdin
+        .take(MAX_PAYLOAD)
+        .read_to_end(&mut bytes)
+        .map_err(HookError::Read)?;
+    Ok(bytes)
+}
+
+/// Records one report of `reporter` for `item`'s session: the record's `reported`
+/// state moves under its lock, then the outcomes are logged (`source: hook`).
+pub fn record(
+    paths: &StatePaths,
+    item: &WorkItemRef,
+    reporter: Reporter,
+    payload: &[u8],
+) -> Result<Vec<Outcome>, HookError> {
+    let Some(report) = payload::parse(reporter, payload)? else {
+        return Ok(Vec::new()); // an event that changes nothing
+    };
+    let events = EventLog::open(paths);
+    let registry = Registry::new(paths, events.clone(), Source::Hook);
+    let now = crate::time::now_ts();
+    let outcomes = registry
+        .update(item, |record| {
+            let (next, outcomes) = state::apply(
+                record.reported.as_ref(),
+                reporter.as_str(),
+                &report.event,
+                report.signal,
+                &now,
+            );
+            record.reported = Some(next);
+            outcomes
+        })?
+        .ok_or_else(|| HookError::NoSession(item.clone()))?;
+    for outcome in &outcomes {
+        let _ = events.emit(outcome_event(Source::Hook, item, outcome));
+    }
+    Ok(outcomes)
+}
+
+/// The event that tells `outcome` on `item`'s session.
+pub fn outcome_event(source: Source, item: &WorkItemRef, outcome: &Outcome) -> Event {
+    match outcome {
+        Outcome::PermissionRequested(request) => {
+            Event::new(source, EventType::SessionPermissionRequested)
+                .level(Level::Warning)
+                .with("work_item", item.to_string())
+                .with("tool", request.tool.as_str())
+                .with("summary", request.summary.as_str())
+                .with("request_id", request.id.as_str())
+        }
+        Outcome::PermissionResolved {
+            request,
+            decision,
+            actor,
+        } => Event::new(source, EventType::SessionPermissionResolved)
+            .with("work_item", item.to_string())
+            .with("decision", decision.as_str())
+            .with_opt("actor", actor.clone())
+            .with("tool", request.tool.as_str())
+            .with("request_id", request.id.as_str()),
+        Outcome::TurnEnded => {
+            Event::new(source, EventType::SessionTurnEnded).with("work_item", item.to_string())
+        }
+    }
+}
+
+/// Runs `work` on its own thread and waits at most `budget`: a report that cannot be
+/// recorded in time is dropped (the process exits, and with it the thread), never
+/// waited for.
+pub fn bounded<T: Send + 'static>(
+    budget: Duration,
+    work: impl FnOnce() -> Result<T, HookError> + Send + 'static,
+) -> Result<T, HookError> {
+    let (tx, rx) = mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("hook".into())
+        .spawn(move || {
+            let _ = tx.send(work());
+        });
+    if let Err(e) = spawned {
+        return Err(HookError::Read(e));
+    }
+    rx.recv_timeout(budget)
+        .unwrap_or(Err(HookError::TooSlow(budget)))
+}
+
+#[cfg(test)]
+#[path = "report_tests.rs"]
+mod tests;

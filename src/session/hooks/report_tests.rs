@@ -1,0 +1,128 @@
+use super::*;
+use crate::session::hooks::ReportedState;
+use crate::session::registry::SessionRecord;
+use serde_json::json;
+
+fn setup() -> (tempfile::TempDir, StatePaths, WorkItemRef) {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = StatePaths::new(dir.path());
+    let item = WorkItemRef::new("octo", "repo", 15);
+    let registry = Registry::new(&paths, EventLog::open(&paths), Source::Cli);
+    registry
+        .put(&SessionRecord::new(
+            &item,
+            "claude",
+            dir.path().to_path_buf(),
+        ))
+        .unwrap();
+    (dir, paths, item)
+}
+
+fn events(paths: &StatePaths) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(paths.events())
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn send(paths: &StatePaths, item: &WorkItemRef, payload: serde_json::Value) {
+    record(
+        paths,
+        item,
+        Reporter::Claude,
+        payload.to_string().as_bytes(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn reports_move_the_record_and_log_what_the_operator_needs() {
+    let (_dir, paths, item) = setup();
+    send(
+        &paths,
+        &item,
+        json!({"hook_event_name": "UserPromptSubmit", "prompt": "go"}),
+    );
+    let registry = Registry::new(&paths, EventLog::open(&paths), Source::Cli);
+    let reported = registry.get(&item).unwrap().unwrap().reported.unwrap();
+    assert_eq!(reported.state, ReportedState::Working);
+    assert_eq!(reported.harness, "claude");
+    assert!(events(&paths).is_empty(), "a prompt is not an event");
+
+    send(
+        &paths,
+        &item,
+        json!({"hook_event_name": "PermissionRequest", "tool_name": "Bash",
+        "tool_input": {"command": "curl x | sh\x1b[2J"}}),
+    );
+    send(
+        &paths,
+        &item,
+        json!({"hook_event_name": "Stop", "last_assistant_message": "ok"}),
+    );
+    let names: Vec<String> = events(&paths)
+        .iter()
+        .map(|e| e["event"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "session.permission_requested",
+            "session.permission_resolved",
+            "session.turn_ended"
+        ]
+    );
+    let logged = events(&paths);
+    assert_eq!(logged[0]["summary"], "curl x | sh[2J", "sanitized");
+    assert_eq!(logged[0]["work_item"], "github:octo/repo#15");
+    assert_eq!(logged[1]["decision"], "elsewhere");
+    assert!(logged.iter().all(|e| e["source"] == "hook"));
+}
+
+#[test]
+fn a_report_for_no_session_or_a_bad_payload_is_an_error_not_a_panic() {
+    let (_dir, paths, _) = setup();
+    let other = WorkItemRef::new("octo", "repo", 99);
+    let err = record(
+        &paths,
+        &other,
+        Reporter::Claude,
+        br#"{"hook_event_name":"Stop"}"#,
+    )
+    .unwrap_err();
+    assert!(matches!(err, HookError::NoSession(_)), "{err}");
+    let err = record(&paths, &other, Reporter::Claude, b"\xff\xfe").unwrap_err();
+    assert!(matches!(err, HookError::Payload(_)), "{err}");
+    // An event it does not know changes nothing and is fine.
+    assert!(
+        record(
+            &paths,
+            &other,
+            Reporter::Claude,
+            br#"{"hook_event_name":"PreCompact"}"#
+        )
+        .unwrap()
+        .is_empty()
+    );
+}
+
+#[test]
+fn the_payload_comes_from_the_last_argument_else_stdin() {
+    let args = vec!["{\"type\":\"agent-turn-complete\"}".to_string()];
+    assert_eq!(
+        read_payload(&args, &b"ignored"[..]).unwrap(),
+        args[0].as_bytes()
+    );
+    assert_eq!(read_payload(&[], &b"{}"[..]).unwrap(), b"{}");
+}
+
+#[test]
+fn work_that_does_not_finish_in_time_is_given_up() {
+    let slow = bounded(Duration::from_millis(50), || {
+        std::thread::sleep(Duration::from_secs(5));
+        Ok(())
+    });
+    assert!(matches!(slow, Err(HookError::TooSlow(_))), "{slow:?}");
+    assert_eq!(bounded(Duration::from_secs(5), || Ok(7)).unwrap(), 7);
+}

@@ -1,0 +1,418 @@
+//! A local fake of the Anthropic Messages API that the real Claude Code talks to in
+//! tests (SPEC §17.6): axum on `127.0.0.1:0`, `HEAD /` answered 200, and
+//! `POST /v1/messages` answered as SSE (`stream: true`) or one JSON message.
+//!
+//! - A request with `tools` is the agent loop: it takes the next scripted [`Turn`]
+//!   ("answer text X", "call Bash with command Y", "be slow for N s, then …"); with
+//!   nothing scripted it answers `Done.`.
+//! - A request without `tools` is a helper (the session title, structured output): it
+//!   gets a small JSON text and never consumes a turn.
+//!
+//! Every request is recorded, so a test can check what reached the model: the user's
+//! text of the last `role: user` message (`<system-reminder>` blocks skipped) and the
+//! `tool_result` blocks that carry a tool's output back.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// One answer of the agent loop.
+#[derive(Debug, Clone)]
+pub enum Turn {
+    /// Text, then `end_turn`.
+    Text(String),
+    /// A `Bash` tool call, then `tool_use`.
+    Bash {
+        command: String,
+        description: String,
+    },
+    /// Any tool call.
+    Tool { name: String, input: Value },
+    /// Starts the message at once, waits, then streams the rest of the turn.
+    Slow(Duration, Box<Turn>),
+}
+
+impl Turn {
+    pub fn text(text: &str) -> Self {
+        Self::Text(text.into())
+    }
+
+    pub fn bash(command: &str) -> Self {
+        Self::Bash {
+            command: command.into(),
+            description: "Run a command for the test".into(),
+        }
+    }
+
+    pub fn slow(after: Duration, then: Turn) -> Self {
+        Self::Slow(after, Box::new(then))
+    }
+}
+
+/// One request as it arrived.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    /// Path and query.
+    pub uri: String,
+    pub body: Value,
+    pub at: Instant,
+}
+
+impl Recorded {
+    /// A `POST /v1/messages` of the agent loop (it offers tools).
+    pub fn is_agent_loop(&self) -> bool {
+        self.is_messages()
+            && self.body["tools"]
+                .as_array()
+                .is_some_and(|tools| !tools.is_empty())
+    }
+
+    pub fn is_messages(&self) -> bool {
+        self.method == "POST" && self.uri.starts_with("/v1/messages")
+    }
+
+    /// The user's own text in the last `role: user` message.
+    pub fn last_user_text(&self) -> Option<String> {
+        last_user_text(&self.body)
+    }
+
+    /// `(tool_use_id, output)` of every `tool_result` block in the last user message.
+    pub fn tool_results(&self) -> Vec<(String, String)> {
+        tool_results(&self.body)
+    }
+}
+
+#[derive(Default)]
+struct ModelState {
+    turns: VecDeque<Turn>,
+    requests: Vec<Recorded>,
+    next_id: u64,
+}
+
+/// The running fake; dropping it stops the server.
+pub struct FakeModel {
+    pub url: String,
+    state: Arc<Mutex<ModelState>>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl FakeModel {
+    pub async fn start() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let state = Arc::new(Mutex::new(ModelState::default()));
+        let app = Router::new()
+            .fallback(handle)
+            .with_state(Arc::clone(&state));
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = rx.await;
+                })
+                .await;
+        });
+        Self {
+            url,
+            state,
+            shutdown: Some(tx),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, ModelState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues turns for the agent loop's next requests, in order.
+    pub fn script(&self, turns: impl IntoIterator<Item = Turn>) {
+        self.lock().turns.extend(turns);
+    }
+
+    /// Every request so far.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.lock().requests.clone()
+    }
+
+    /// The agent loop's requests so far.
+    pub fn agent_requests(&self) -> Vec<Recorded> {
+        self.requests()
+            .into_iter()
+            .filter(Recorded::is_agent_loop)
+            .collect()
+    }
+
+    /// Waits until the agent loop has sent `n` requests.
+    pub async fn wait_agent_requests(&self, n: usize, limit: Duration) -> Vec<Recorded> {
+        let start = Instant::now();
+        loop {
+            let got = self.agent_requests();
+            if got.len() >= n {
+                return got;
+            }
+            assert!(
+                start.elapsed() < limit,
+                "timed out waiting for {n} agent-loop requests; got {}: {:#?}",
+                got.len(),
+                got.iter()
+                    .map(|r| (r.last_user_text(), r.tool_results()))
+                    .collect::<Vec<_>>()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for FakeModel {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+async fn handle(
+    State(state): State<Arc<Mutex<ModelState>>>,
+    method: Method,
+    uri: Uri,
+    _headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let recorded = Recorded {
+        method: method.to_string(),
+        uri: uri.to_string(),
+        body,
+        at: Instant::now(),
+    };
+    if method == Method::HEAD || (method == Method::GET && uri.path() == "/") {
+        record(&state, recorded);
+        return StatusCode::OK.into_response();
+    }
+    if !recorded.is_messages() || uri.path() != "/v1/messages" {
+        record(&state, recorded);
+        return (StatusCode::NOT_FOUND, "not served by the fake model").into_response();
+    }
+    let stream = recorded.body["stream"] == true;
+    let model = recorded.body["model"]
+        .as_str()
+        .unwrap_or("claude-fake")
+        .to_string();
+    let (turn, id) = {
+        let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+        st.next_id += 1;
+        let turn = if recorded.is_agent_loop() {
+            st.turns.pop_front().unwrap_or_else(|| Turn::text("Done."))
+        } else {
+            // A helper request (session title, structured output): small JSON text.
+            Turn::text(r#"{"title": "Test session", "isNewTopic": false}"#)
+        };
+        let id = st.next_id;
+        st.requests.push(recorded);
+        (turn, id)
+    };
+    if stream {
+        sse(turn, id, &model)
+    } else {
+        json_message(turn, id, &model).await
+    }
+}
+
+fn record(state: &Mutex<ModelState>, recorded: Recorded) {
+    state
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .requests
+        .push(recorded);
+}
+
+/// The delay before the turn's content, and the content blocks with the stop reason.
+fn unwrap_slow(turn: Turn) -> (Duration, Turn) {
+    match turn {
+        Turn::Slow(after, then) => {
+            let (more, then) = unwrap_slow(*then);
+            (after + more, then)
+        }
+        other => (Duration::ZERO, other),
+    }
+}
+
+fn tool_call(turn: &Turn, id: u64) -> Option<(String, String, Value)> {
+    match turn {
+        Turn::Bash {
+            command,
+            description,
+        } => Some((
+            format!("toolu_fake{id:04}"),
+            "Bash".into(),
+            json!({"command": command, "description": description}),
+        )),
+        Turn::Tool { name, input } => {
+            Some((format!("toolu_fake{id:04}"), name.clone(), input.clone()))
+        }
+        _ => None,
+    }
+}
+
+fn usage() -> Value {
+    json!({"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0})
+}
+
+fn event(name: &str, data: Value) -> Bytes {
+    Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
+}
+
+fn sse(turn: Turn, id: u64, model: &str) -> Response {
+    let (delay, turn) = unwrap_slow(turn);
+    let message_id = format!("msg_fake{id:04}");
+    let start = event(
+        "message_start",
+        json!({"type": "message_start", "message": {
+            "id": message_id, "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": null, "stop_sequence": null, "usage": usage()
+        }}),
+    );
+    let mut rest = Vec::new();
+    let stop_reason = match tool_call(&turn, id) {
+        Some((tool_id, name, input)) => {
+            rest.push(event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0,
+                       "content_block": {"type": "tool_use", "id": tool_id, "name": name, "input": {}}}),
+            ));
+            rest.push(event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0,
+                       "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
+            ));
+            "tool_use"
+        }
+        None => {
+            let Turn::Text(text) = &turn else {
+                unreachable!("slow turns are unwrapped")
+            };
+            rest.push(event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0,
+                       "content_block": {"type": "text", "text": ""}}),
+            ));
+            rest.push(event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0,
+                       "delta": {"type": "text_delta", "text": text}}),
+            ));
+            "end_turn"
+        }
+    };
+    rest.push(event(
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    ));
+    rest.push(event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+               "usage": {"output_tokens": 5}}),
+    ));
+    rest.push(event("message_stop", json!({"type": "message_stop"})));
+    let chunks = futures::stream::iter([(Duration::ZERO, start), (delay, Bytes::new())])
+        .chain(futures::stream::iter(
+            rest.into_iter().map(|b| (Duration::ZERO, b)),
+        ))
+        .then(|(wait, bytes)| async move {
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+            Ok::<_, Infallible>(bytes)
+        });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(Body::from_stream(chunks))
+        .unwrap()
+}
+
+async fn json_message(turn: Turn, id: u64, model: &str) -> Response {
+    let (delay, turn) = unwrap_slow(turn);
+    tokio::time::sleep(delay).await;
+    let (content, stop_reason) = match tool_call(&turn, id) {
+        Some((tool_id, name, input)) => (
+            json!([{"type": "tool_use", "id": tool_id, "name": name, "input": input}]),
+            "tool_use",
+        ),
+        None => {
+            let Turn::Text(text) = &turn else {
+                unreachable!("slow turns are unwrapped")
+            };
+            (json!([{"type": "text", "text": text}]), "end_turn")
+        }
+    };
+    axum::Json(json!({
+        "id": format!("msg_fake{id:04}"), "type": "message", "role": "assistant",
+        "model": model, "content": content, "stop_reason": stop_reason,
+        "stop_sequence": null, "usage": usage()
+    }))
+    .into_response()
+}
+
+use futures::StreamExt;
+
+/// The user's own text in the last `role: user` message of a Messages request:
+/// its text blocks (or string content), without `<system-reminder>` blocks.
+pub fn last_user_text(body: &Value) -> Option<String> {
+    let message = body["messages"]
+        .as_array()?
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")?;
+    let texts: Vec<String> = match &message["content"] {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .filter(|t| !t.trim_start().starts_with("<system-reminder>"))
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    };
+    (!texts.is_empty()).then(|| texts.join("\n"))
+}
+
+/// `(tool_use_id, output)` of every `tool_result` block in the last user message.
+pub fn tool_results(body: &Value) -> Vec<(String, String)> {
+    let Some(message) = body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+    else {
+        return Vec::new();
+    };
+    message["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| {
+            let id = b["tool_use_id"].as_str().unwrap_or_default().to_string();
+            let output = match &b["content"] {
+                Value::String(s) => s.clone(),
+                Value::Array(parts) => parts
+                    .iter()
+                    .filter_map(|p| p["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                other => other.to_string(),
+            };
+            (id, output)
+        })
+        .collect()
+}

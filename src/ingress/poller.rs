@@ -26,11 +26,11 @@ pub use fetch::{FULL_LISTING_EVERY, is_watched};
 use crate::config::{Config, RepoConfig};
 use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::github::{Client, Error, EtagCache, models};
-use crate::guard::{self, Allowlist};
-use crate::ingress::Ingest;
+use crate::guard::Allowlist;
 use crate::ingress::ledger::{LedgerStore, Pending};
+use crate::ingress::{Ingest, claims};
 use crate::paths::StatePaths;
-use crate::routing::{ControlKeywords, DropReason, Outcome, WorkItemRef, extract};
+use crate::routing::{ControlKeywords, WorkItemRef};
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -270,17 +270,7 @@ impl Poller {
 
     /// The webhook path handled this comment first: logged as the router would.
     fn log_duplicate(&self, p: &Pending) {
-        let event = p.to_event();
-        let outcome = Outcome::Dropped {
-            reason: DropReason::DuplicateDelivery,
-            work_items: extract::work_items(&event.gh_event, &event.payload),
-            actor: guard::actor_of(&event.gh_event, &event.payload)
-                .login()
-                .map(str::to_string),
-        };
-        let _ = self
-            .events
-            .emit(outcome.to_event(&event.as_inbound(), Source::Poll));
+        let _ = self.events.emit(claims::duplicate_event(&p.to_event()));
     }
 }
 

@@ -16,18 +16,18 @@
 use crate::events::Source;
 use crate::github::models;
 use crate::ingress::InboundEvent;
-use crate::ingress::ledger::HandledKind;
+use crate::ingress::ItemKind;
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 
 /// `poll-comment-<id>`, `poll-review-comment-<id>`, `poll-review-<id>`; an edit is a
 /// new delivery of its own (as on the webhook path), `…-edited-<unix updated_at>`, so
 /// the router's delivery-id dedupe does not take it for the creation.
-pub fn delivery_id(kind: HandledKind, id: u64, edited_at: Option<OffsetDateTime>) -> String {
+pub fn delivery_id(kind: ItemKind, id: u64, edited_at: Option<OffsetDateTime>) -> String {
     let base = match kind {
-        HandledKind::Comment => format!("poll-comment-{id}"),
-        HandledKind::ReviewComment => format!("poll-review-comment-{id}"),
-        HandledKind::Review => format!("poll-review-{id}"),
+        ItemKind::Comment => format!("poll-comment-{id}"),
+        ItemKind::ReviewComment => format!("poll-review-comment-{id}"),
+        ItemKind::Review => format!("poll-review-{id}"),
     };
     match edited_at {
         Some(t) => format!("{base}-edited-{}", t.unix_timestamp()),
@@ -250,7 +250,7 @@ fn action(edited_at: Option<OffsetDateTime>) -> &'static str {
 /// PR as `pull_request`). `edited_at`: the comment's new `updated_at` when it is an edit
 /// of a comment already resolved.
 pub fn comment(
-    kind: HandledKind,
+    kind: ItemKind,
     repo: &str,
     item: &Value,
     pull: Option<&Value>,
@@ -260,7 +260,7 @@ pub fn comment(
     let id = models::id(comment).unwrap_or(0);
     let action = action(edited_at);
     let (gh_event, container, block) = match kind {
-        HandledKind::ReviewComment => (
+        ItemKind::ReviewComment => (
             "pull_request_review_comment",
             "pull_request",
             pull_request_block(item, pull),
@@ -305,7 +305,7 @@ pub fn review(
     Some(event(
         "pull_request_review",
         "submitted",
-        delivery_id(HandledKind::Review, id, None),
+        delivery_id(ItemKind::Review, id, None),
         payload,
     ))
 }

@@ -68,8 +68,8 @@ impl CycleEnd {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShutdownReport {
     pub cycle: CycleEnd,
-    /// Webhook deliveries still unsettled at the deadline; their claims were released
-    /// so the poller delivers them after the next start.
+    /// Webhook deliveries still unsettled at the deadline; their claims were handed to
+    /// the poller, which retries them after the next start.
     pub webhook_unsettled: usize,
 }
 
@@ -217,7 +217,7 @@ impl SupervisorHandle {
             Some(http) => {
                 let in_flight = http.webhook().in_flight().clone();
                 let _ = tokio::time::timeout_at(deadline, in_flight.wait_idle()).await;
-                http.webhook().release_unsettled()
+                http.webhook().hand_over_unsettled()
             }
             None => 0,
         };

@@ -3,12 +3,12 @@
 //! restarted when the `server` section of the config changes — a listener cannot be
 //! rebound in place.
 
-use super::ingest::{LedgerClaims, WebhookIngest};
 use super::status::{ServerState, StatusCell};
 use crate::config::Config;
 use crate::events::EventLog;
 use crate::github::Client;
 use crate::ingress::Ingest;
+use crate::ingress::claims::{ClaimingIngest, Claims};
 use crate::ingress::ledger::LedgerStore;
 use crate::ingress::webhook::{WebhookAuth, WebhookReceiver};
 use crate::paths::StatePaths;
@@ -35,7 +35,7 @@ pub type RouteFactory = Arc<dyn Fn(&RouteContext) -> Router + Send + Sync>;
 
 pub(crate) struct HttpServer {
     running: Mutex<Option<ServerHandle>>,
-    webhook: Arc<WebhookIngest>,
+    webhook: Arc<ClaimingIngest>,
     ledgers: LedgerStore,
     /// The extra routes, built once (a `Router` is cheap to clone into each restart).
     routes: Vec<Router>,
@@ -45,7 +45,7 @@ pub(crate) struct HttpServer {
 
 impl HttpServer {
     pub fn new(
-        webhook: Arc<WebhookIngest>,
+        webhook: Arc<ClaimingIngest>,
         ledgers: LedgerStore,
         routes: Vec<Router>,
         events: EventLog,
@@ -61,7 +61,7 @@ impl HttpServer {
         }
     }
 
-    pub fn webhook(&self) -> &Arc<WebhookIngest> {
+    pub fn webhook(&self) -> &Arc<ClaimingIngest> {
         &self.webhook
     }
 
@@ -80,8 +80,10 @@ impl HttpServer {
         let auth = WebhookAuth::from_env(cfg);
         let webhook = auth.status();
         let ingest: Arc<dyn Ingest> = self.webhook.clone();
-        let receiver = WebhookReceiver::new(cfg, auth, ingest, self.events.clone())
-            .with_handled_ids(Arc::new(LedgerClaims(self.ledgers.clone())));
+        let receiver =
+            WebhookReceiver::new(cfg, auth, ingest, self.events.clone()).with_handled_ids(
+                Arc::new(Claims::new(self.ledgers.clone(), self.events.clone())),
+            );
         let app = self
             .routes
             .iter()

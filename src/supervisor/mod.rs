@@ -23,7 +23,6 @@ mod status;
 
 pub use handle::{CycleEnd, ShutdownReport, StopReason, SupervisorHandle};
 pub use http::{RouteContext, RouteFactory};
-pub use ingest::LedgerClaims;
 pub use ledger_hook::PollLedgerHook;
 pub use status::{CycleSummary, NO_TOKEN_WARNING, ServerState, SupervisorStatus};
 
@@ -32,6 +31,7 @@ use crate::config::{self, ConfigError, LoadedConfig};
 use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::github::{self, Client};
 use crate::ingress::Ingest;
+use crate::ingress::claims::{self, ClaimingIngest, Claims};
 use crate::ingress::ledger::LedgerStore;
 use crate::ingress::poller::Poller;
 use crate::paths::StatePaths;
@@ -40,7 +40,7 @@ use crate::session::{Dispatcher, DispatcherError, Registry, Sessions, Settings};
 use crate::tmux::RealTmux;
 use axum::Router;
 use http::HttpServer;
-use ingest::{PollIngest, WebhookIngest};
+use ingest::PollIngest;
 use lock::{LockError, SupervisorLock};
 use polling::PollLoop;
 use reload::Targets;
@@ -299,11 +299,8 @@ impl Parts {
         let routes = std::iter::once(crate::session::reply_api::router(reply))
             .chain(options.routes.iter().map(|build| build(&context)))
             .collect();
-        let webhook = Arc::new(WebhookIngest::new(
-            dispatcher,
-            Some(self.ledgers.clone()),
-            Some(ingest::inflight_path(&self.paths)),
-        ));
+        let claims = Claims::new(self.ledgers.clone(), self.events.clone());
+        let webhook = Arc::new(ClaimingIngest::new(dispatcher, Some(claims)));
         let http = mode.background().then(|| {
             Arc::new(HttpServer::new(
                 webhook,
@@ -406,9 +403,9 @@ impl Parts {
 }
 
 /// What a previous supervisor left unsettled — it died, or its shutdown ran out of
-/// time — is made deliverable again before anything is fed: the claims of webhook
-/// deliveries in flight are released, and the delivery ids of events still pending in
-/// the poll ledger are taken out of the router's dedupe (they were routed, never
+/// time — is made deliverable again before anything is fed: the webhook claims still in
+/// flight are handed to the poller (SPEC §15.4), and the delivery ids of events pending
+/// in the poll ledger are taken out of the router's dedupe (they were routed, never
 /// settled; without this the re-feed would be dropped as a duplicate).
 fn recover(
     paths: &StatePaths,
@@ -416,7 +413,8 @@ fn recover(
     ledgers: &LedgerStore,
     dispatcher: &Dispatcher,
 ) {
-    let claims = ingest::recover_webhook_claims(paths, ledgers);
+    let repos: Vec<String> = loaded.config.repos.iter().map(|r| r.name.clone()).collect();
+    let claims = claims::recover_legacy(paths, ledgers) + claims::recover(ledgers, &repos);
     let mut pending = 0;
     for repo in &loaded.config.repos {
         let ids = ledgers.read(&repo.name, |l| {

@@ -5,7 +5,7 @@ use crate::e2e::{REPO, SECRET, Setup, World, item};
 use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
-use the_loop::ingress::ledger::HandledKind;
+use the_loop::ingress::ItemKind;
 use the_loop::ingress::shape;
 
 /// The `issue_comment` webhook GitHub would send for comment `id` on #`number`: the
@@ -13,7 +13,7 @@ use the_loop::ingress::shape;
 async fn payload(w: &World, number: u64, id: u64) -> Value {
     let issue = w.rest(&format!("/repos/{REPO}/issues/{number}")).await;
     let comment = w.rest(&format!("/repos/{REPO}/issues/comments/{id}")).await;
-    shape::comment(HandledKind::Comment, REPO, &issue, None, &comment, None).payload
+    shape::comment(ItemKind::Comment, REPO, &issue, None, &comment, None).payload
 }
 
 async fn send(addr: &str, delivery: &str, payload: &Value) -> u16 {

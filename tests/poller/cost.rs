@@ -4,7 +4,9 @@
 use super::support::*;
 use the_loop::events::EventType;
 use the_loop::github::sim::{IssueSpec, PullSpec, SimGithub};
-use the_loop::ingress::ledger::{HandledKind, forget_item};
+use the_loop::ingress::claims::ClaimSettled;
+use the_loop::ingress::ledger::forget_item;
+use the_loop::ingress::{ClaimKey, Disposition};
 
 /// `issues` labeled issues and 20 labeled PRs (plus unlabeled noise), polled until
 /// steady; then one idle cycle's (requests, 304s).
@@ -59,8 +61,11 @@ async fn a_comment_the_webhook_handled_first_is_not_fed_again() {
         .sim
         .add_comment(REPO, 15, "alice", "Seen by webhook.")
         .unwrap();
-    let ledgers = h.poller.ledgers().clone();
-    assert!(ledgers.first_handling(REPO, HandledKind::Comment, by_webhook));
+    let claims = h.claims();
+    let event = webhook_comment(15, by_webhook);
+    let key = ClaimKey::of(&event).unwrap();
+    assert!(claims.take(&key, &event));
+    claims.settle(&key, &Disposition::Delivered);
     let by_poll = h
         .sim
         .add_comment(REPO, 15, "alice", "Seen by poll.")
@@ -68,7 +73,8 @@ async fn a_comment_the_webhook_handled_first_is_not_fed_again() {
     h.cycle().await;
     assert_eq!(h.ingest.fed_ids(), vec![format!("poll-comment-{by_poll}")]);
     // The poller's own ids answer the webhook's question too.
-    assert!(!ledgers.first_handling(REPO, HandledKind::Comment, by_poll));
+    let late = webhook_comment(15, by_poll);
+    assert!(!claims.take(&ClaimKey::of(&late).unwrap(), &late));
     let dropped = h.events_of(EventType::RoutingDropped);
     assert_eq!(dropped.len(), 1);
     assert_eq!(
@@ -80,6 +86,36 @@ async fn a_comment_the_webhook_handled_first_is_not_fed_again() {
         serde_json::json!(format!("poll-comment-{by_webhook}"))
     );
     assert_eq!(dropped[0].fields["actor"], serde_json::json!("alice"));
+}
+
+/// SPEC §15.4: the poller sees a comment while the webhook's paste of it is in flight;
+/// that paste fails. The first version recorded the comment as the webhook's and lost
+/// it; now it waits behind the claim and the poller delivers it.
+#[tokio::test]
+async fn a_comment_seen_while_the_webhook_pastes_it_is_retried_when_that_paste_fails() {
+    let mut h = Harness::new(seeded_sim().await).await;
+    h.cycle().await;
+    let id = h
+        .sim
+        .add_comment(REPO, 15, "alice", "Pasted by webhook?")
+        .unwrap();
+    let claims = h.claims();
+    let event = webhook_comment(15, id);
+    let key = ClaimKey::of(&event).unwrap();
+    assert!(claims.take(&key, &event));
+    h.cycle().await;
+    h.cycle().await;
+    assert!(h.ingest.fed_ids().is_empty(), "parked behind the claim");
+    assert!(h.events_of(EventType::RoutingDropped).is_empty());
+
+    let failed = Disposition::Failed {
+        error: "pane gone".into(),
+    };
+    assert_eq!(claims.settle(&key, &failed), ClaimSettled::HandedOver);
+    h.cycle().await;
+    assert_eq!(h.ingest.delivered(), vec![format!("poll-comment-{id}")]);
+    h.cycle().await;
+    assert_eq!(h.ingest.fed_ids().len(), 1, "once");
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 //! (atomically) before the lock is released, so neither path can overwrite the other's
 //! notes and what is on disk is always a state the process was in.
 
-use super::{HandledKind, LEDGER_VERSION, Ledger, ledger_path, notes};
+use super::{LEDGER_VERSION, Ledger, ledger_path, notes};
 use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::fsutil::{self, StateRead};
 use crate::paths::StatePaths;
@@ -59,6 +59,19 @@ impl LedgerStore {
         (result, saved)
     }
 
+    /// Runs `f` on the repo's ledger and writes the result to disk when `f` says the
+    /// ledger changed (its second value).
+    pub fn update_if<R>(
+        &self,
+        repo: &str,
+        f: impl FnOnce(&mut Ledger) -> (R, bool),
+    ) -> (R, io::Result<()>) {
+        let mut inner = self.lock();
+        let (result, changed) = f(inner.ledger(repo));
+        let saved = if changed { inner.save(repo) } else { Ok(()) };
+        (result, saved)
+    }
+
     /// Runs `f` on the repo's ledger without writing it (see [`save`](Self::save)).
     pub fn modify<R>(&self, repo: &str, f: impl FnOnce(&mut Ledger) -> R) -> R {
         let mut inner = self.lock();
@@ -92,28 +105,6 @@ impl LedgerStore {
             let _ = std::fs::remove_file(path);
         }
         Ok(notes.into_iter().map(|(n, _)| n).collect())
-    }
-
-    /// The webhook path's shared dedupe (SPEC §4.2): true the first time a comment,
-    /// review comment or review id is handled by either ingress path (and records it),
-    /// false when the poller or an earlier webhook already has it. Call it for newly
-    /// created comments and submitted reviews only: an edit carries the same id.
-    pub fn first_handling(&self, repo: &str, kind: HandledKind, id: u64) -> bool {
-        let (first, saved) = self.update(repo, |l| l.claim(kind, id));
-        if let Err(e) = saved {
-            tracing::warn!(repo, error = %e, "poll ledger not written after a webhook claim");
-        }
-        first
-    }
-
-    /// Undoes [`first_handling`](Self::first_handling) when the webhook's delivery failed,
-    /// so the poller delivers the comment if its stream still covers it.
-    pub fn release(&self, repo: &str, kind: HandledKind, id: u64) -> bool {
-        let (released, saved) = self.update(repo, |l| l.release(kind, id));
-        if let Err(e) = saved {
-            tracing::warn!(repo, error = %e, "poll ledger not written after a release");
-        }
-        released
     }
 }
 

@@ -8,9 +8,8 @@ use crate::config::RepoConfig;
 use crate::github::{EtagCache, models};
 use crate::guard::{self, Allowlist};
 use crate::ingress::InboundEvent;
-use crate::ingress::ledger::{
-    Enqueued, HandledKind, ItemEntry, Ledger, Pending, PendingKind, Stamp,
-};
+use crate::ingress::ItemKind;
+use crate::ingress::ledger::{Enqueued, ItemEntry, Ledger, Pending, PendingKind, Stamp};
 use crate::ingress::shape;
 use crate::routing::{ControlKeywords, ControlMatch};
 use serde_json::Value;
@@ -117,6 +116,7 @@ fn candidate(
             url: models::html_url(source).unwrap_or("").to_string(),
             attempts: 0,
             last_error: None,
+            parked: false,
             gh_event: event.gh_event,
             action: event.action,
             delivery_id: event.delivery_id,
@@ -211,7 +211,7 @@ pub(super) fn apply(ledger: &mut Ledger, snap: Snapshot, ctx: Ctx<'_>) -> Applie
             if let (Some(id), Some(at)) = (models::id(c), models::updated_at(c))
                 && Some(id) != command_id
             {
-                entry.resolve(HandledKind::Comment, id, Stamp(at));
+                entry.resolve(ItemKind::Comment, id, Stamp(at));
             }
         }
         entry.baseline_at = Some(date);
@@ -219,7 +219,7 @@ pub(super) fn apply(ledger: &mut Ledger, snap: Snapshot, ctx: Ctx<'_>) -> Applie
         if let Some(c) = command {
             let at = models::updated_at(c).unwrap_or(snap.date);
             let pull = ledger.pulls.get(n);
-            let event = shape::comment(HandledKind::Comment, &repo, &entry.item, pull, c, None);
+            let event = shape::comment(ItemKind::Comment, &repo, &entry.item, pull, c, None);
             candidates.push(candidate(PendingKind::Comment, *n, c, at, event));
         }
     }
@@ -238,8 +238,8 @@ pub(super) fn apply(ledger: &mut Ledger, snap: Snapshot, ctx: Ctx<'_>) -> Applie
                 continue;
             };
             if baselining {
-                entry.resolve(HandledKind::Review, id, date);
-            } else if entry.resolved(HandledKind::Review, id).is_none()
+                entry.resolve(ItemKind::Review, id, date);
+            } else if entry.resolved(ItemKind::Review, id).is_none()
                 && let Some(event) = shape::review(&repo, &entry.item, ledger.pulls.get(n), review)
             {
                 let at = models::submitted_at(review).unwrap_or(snap.date);
@@ -251,8 +251,8 @@ pub(super) fn apply(ledger: &mut Ledger, snap: Snapshot, ctx: Ctx<'_>) -> Applie
 
     // The repo-wide streams.
     for (stream, kind) in [
-        (&snap.issue_comments, HandledKind::Comment),
-        (&snap.review_comments, HandledKind::ReviewComment),
+        (&snap.issue_comments, ItemKind::Comment),
+        (&snap.review_comments, ItemKind::ReviewComment),
     ] {
         let Some(Stream {
             since,
@@ -267,7 +267,7 @@ pub(super) fn apply(ledger: &mut Ledger, snap: Snapshot, ctx: Ctx<'_>) -> Applie
             }
         }
         let cursor = match kind {
-            HandledKind::Comment => &mut ledger.cursors.issue_comments,
+            ItemKind::Comment => &mut ledger.cursors.issue_comments,
             _ => &mut ledger.cursors.review_comments,
         };
         advance(cursor, max_updated(items));
@@ -277,7 +277,7 @@ pub(super) fn apply(ledger: &mut Ledger, snap: Snapshot, ctx: Ctx<'_>) -> Applie
     for c in candidates {
         match ledger.enqueue(c.pending) {
             Enqueued::Queued => applied.queued += 1,
-            Enqueued::AlreadyPending => {}
+            Enqueued::AlreadyPending | Enqueued::Parked => {}
             Enqueued::Duplicate(p) => applied.duplicates.push(*p),
         }
     }
@@ -298,7 +298,7 @@ pub(super) fn apply(ledger: &mut Ledger, snap: Snapshot, ctx: Ctx<'_>) -> Applie
 fn stream_entry(
     ledger: &mut Ledger,
     repo: &str,
-    kind: HandledKind,
+    kind: ItemKind,
     c: &Value,
     since: OffsetDateTime,
 ) -> Option<Candidate> {

@@ -158,8 +158,8 @@ fn the_first_cycle_baselines_and_queues_only_a_pending_command() {
     assert_eq!(applied.queued, 1);
     assert_eq!(ledger.pending[0].delivery_id, "poll-comment-2");
     let entry = &ledger.items[&15];
-    assert!(entry.resolved(HandledKind::Comment, 1).is_some());
-    assert!(entry.resolved(HandledKind::Comment, 2).is_none());
+    assert!(entry.resolved(ItemKind::Comment, 1).is_some());
+    assert!(entry.resolved(ItemKind::Comment, 2).is_none());
 }
 
 fn baselined_ledger(f: &Fixture) -> Ledger {
@@ -214,7 +214,12 @@ fn streams_queue_new_comments_in_time_order_and_skip_the_rest() {
 fn a_comment_the_webhook_handled_is_a_duplicate() {
     let f = Fixture::new();
     let mut ledger = baselined_ledger(&f);
-    assert!(ledger.claim(HandledKind::Comment, 110));
+    assert!(ledger.claim(ItemKind::Comment, 110, None));
+    ledger.settle_claim(
+        ItemKind::Comment,
+        110,
+        &crate::ingress::Disposition::Delivered,
+    );
     let mut snap = snapshot(200, Listing::Since(None));
     snap.issue_comments = Some(Stream {
         since: t(70),
@@ -223,11 +228,7 @@ fn a_comment_the_webhook_handled_is_a_duplicate() {
     let applied = f.apply(&mut ledger, snap);
     assert_eq!(applied.queued, 0);
     assert_eq!(applied.duplicates.len(), 1);
-    assert!(
-        ledger.items[&15]
-            .resolved(HandledKind::Comment, 110)
-            .is_some()
-    );
+    assert!(ledger.items[&15].resolved(ItemKind::Comment, 110).is_some());
 }
 
 #[test]

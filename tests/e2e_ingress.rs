@@ -11,6 +11,8 @@ mod tmux_server;
 #[path = "common/e2e.rs"]
 mod e2e;
 
+#[path = "e2e_ingress/claims.rs"]
+mod claims;
 #[path = "e2e_ingress/cli.rs"]
 mod cli;
 #[path = "e2e_ingress/delivery.rs"]

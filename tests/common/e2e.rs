@@ -36,6 +36,13 @@ pub struct Setup {
     pub submit_delay_ms: u64,
     /// Serve webhooks on `127.0.0.1:0` with [`SECRET`].
     pub server: bool,
+    /// `sessions.tmux.probeTimeoutSeconds`.
+    pub tmux_timeout_seconds: u64,
+    /// A directory put first on the supervisor's `PATH` (e.g. a `tmux` wrapper that
+    /// injects faults).
+    pub path_prefix: Option<PathBuf>,
+    /// Extra top-level YAML appended to the config (e.g. an `events:` section).
+    pub extra_yaml: String,
 }
 
 impl Default for Setup {
@@ -46,6 +53,9 @@ impl Default for Setup {
             max_retries: 3,
             submit_delay_ms: 50,
             server: false,
+            tmux_timeout_seconds: 10,
+            path_prefix: None,
+            extra_yaml: String::new(),
         }
     }
 }
@@ -149,7 +159,8 @@ sessions:
   tmux:
     socket: {socket}
     submitDelayMs: {delay}
-{server}"#,
+    probeTimeoutSeconds: {probe}
+{server}{extra}"#,
             work = self.work_dir().display(),
             users = setup.authorized.join(", "),
             interval = setup.interval_seconds,
@@ -157,6 +168,8 @@ sessions:
             log = self.agent_log.display(),
             socket = self.tmux.socket,
             delay = setup.submit_delay_ms,
+            probe = setup.tmux_timeout_seconds,
+            extra = setup.extra_yaml,
         )
     }
 
@@ -178,6 +191,12 @@ sessions:
             .env_remove("GITHUB_TOKEN")
             .env_remove("TMUX")
             .env_remove("TMUX_PANE");
+        if let Some(prefix) = &self.setup.path_prefix {
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            let mut dirs = vec![prefix.clone()];
+            dirs.extend(std::env::split_paths(&path));
+            cmd.env("PATH", std::env::join_paths(dirs).unwrap());
+        }
     }
 
     /// `the-loop ARGS` in this world (short commands).

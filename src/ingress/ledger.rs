@@ -146,6 +146,10 @@ pub struct ItemEntry {
     pub reviews: BTreeSet<u64>,
     #[serde(default)]
     pub reviews_baselined: bool,
+    /// Server time of the last reviews read (SPEC §15.3: reviews are read again only
+    /// when the PR's `updated_at` moved past it, less the cursor overlap).
+    #[serde(default)]
+    pub reviews_read_at: Option<Stamp>,
     /// Ids whose delivery was given up, newest last.
     #[serde(default)]
     pub given_up: Vec<u64>,
@@ -164,6 +168,7 @@ impl ItemEntry {
             review_comments: BTreeMap::new(),
             reviews: BTreeSet::new(),
             reviews_baselined: false,
+            reviews_read_at: None,
             given_up: Vec::new(),
             close_fed: None,
         }

@@ -337,6 +337,10 @@ impl SimState {
                 submitted_at: (!pending).then_some(now),
             },
         );
+        // A submitted review moves the PR's `updated_at`, as on GitHub.
+        if !pending {
+            self.issue_mut(repo, number)?.updated_at = now;
+        }
         Ok(id)
     }
 

@@ -158,7 +158,8 @@ pub(super) fn apply(ledger: &mut Ledger, snap: Snapshot, ctx: Ctx<'_>) -> Applie
     let date = Stamp(snap.date);
     let mut applied = Applied::default();
     let mut candidates: Vec<Candidate> = Vec::new();
-    let answered = snap.has_answers();
+    // Reading reviews moves their `reviewsReadAt`, which must reach the disk too.
+    let answered = snap.has_answers() || !snap.reviews.is_empty();
     let sizes = |l: &Ledger| (l.items.len(), l.pending.len());
     let before = sizes(ledger);
 
@@ -226,7 +227,11 @@ pub(super) fn apply(ledger: &mut Ledger, snap: Snapshot, ctx: Ctx<'_>) -> Applie
 
     // Reviews: the first full read of a PR's reviews is its baseline.
     for (n, list) in &snap.reviews {
-        let (Some(list), Some(entry)) = (list, ledger.items.get_mut(n)) else {
+        let Some(entry) = ledger.items.get_mut(n) else {
+            continue;
+        };
+        entry.reviews_read_at = Some(date);
+        let Some(list) = list else {
             continue;
         };
         if !entry.watched {

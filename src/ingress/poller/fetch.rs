@@ -36,6 +36,24 @@ pub(super) struct Known {
     pub baselined: bool,
     pub reviews_baselined: bool,
     pub comments: u64,
+    /// The item's `updated_at` as last listed.
+    pub updated_at: Option<OffsetDateTime>,
+    pub reviews_read_at: Option<Stamp>,
+}
+
+impl Known {
+    /// SPEC §15.3: a PR's reviews are read when it is new (its reviews are the
+    /// baseline) and when its `updated_at` moved since they were last read — a review
+    /// moves it — plus the cursor overlap, as GitHub may show a review a little after
+    /// the time it carries. Otherwise an idle PR costs nothing.
+    pub fn needs_reviews(&self) -> bool {
+        match (self.reviews_baselined, self.reviews_read_at) {
+            (true, Some(read)) => self
+                .updated_at
+                .is_none_or(|updated| updated + CURSOR_OVERLAP > read.0),
+            _ => true,
+        }
+    }
 }
 
 impl Plan {
@@ -55,6 +73,8 @@ impl Plan {
                     baselined: e.baseline_at.is_some(),
                     reviews_baselined: e.reviews_baselined,
                     comments: e.item["comments"].as_u64().unwrap_or(1),
+                    updated_at: models::updated_at(&e.item),
+                    reviews_read_at: e.reviews_read_at,
                 };
                 (*n, known)
             })
@@ -112,7 +132,7 @@ pub(super) struct Snapshot {
     /// `None` on the first cycle.
     pub issue_comments: Option<Stream>,
     pub review_comments: Option<Stream>,
-    /// Per watched PR; `None` answer: 304.
+    /// Per watched PR that moved (or is new); `None` answer: 304.
     pub reviews: Vec<(u64, Option<Vec<Value>>)>,
 }
 
@@ -160,6 +180,7 @@ fn upsert(view: &mut BTreeMap<u64, Known>, rc: &RepoConfig, item: &Value) {
     k.watched = is_watched(rc, item);
     k.is_pr = models::is_pull_request(item);
     k.comments = item["comments"].as_u64().unwrap_or(1);
+    k.updated_at = models::updated_at(item);
 }
 
 pub(super) async fn fetch(
@@ -273,7 +294,7 @@ pub(super) async fn fetch(
 
     let prs: Vec<(u64, bool)> = watched
         .iter()
-        .filter(|(_, k)| k.is_pr)
+        .filter(|(_, k)| k.is_pr && k.needs_reviews())
         .map(|(n, k)| (*n, k.reviews_baselined))
         .collect();
     // A PR seen for the first time (or forgotten) must read its reviews in full: its

@@ -156,6 +156,23 @@ pub struct ItemEntry {
     /// The `closed_at` of the close already queued for this item's session.
     #[serde(default)]
     pub close_fed: Option<String>,
+    /// A PR's checks on its head commit, while its CI concerns a session (SPEC §15.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<ShaChecks>,
+}
+
+/// The check runs of one head commit of a PR (`poller::checks`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShaChecks {
+    pub sha: String,
+    /// Server time the sha was first seen (a commit without any check run settles
+    /// after a grace period).
+    pub seen_at: Option<Stamp>,
+    /// Check-run id → completed (and handled: a failure is queued once).
+    pub runs: BTreeMap<u64, bool>,
+    /// Every run completed and handled: the sha costs nothing more.
+    pub settled: bool,
 }
 
 impl ItemEntry {
@@ -171,6 +188,7 @@ impl ItemEntry {
             reviews_read_at: None,
             given_up: Vec::new(),
             close_fed: None,
+            checks: None,
         }
     }
 

@@ -18,12 +18,14 @@
 //! issues. The full listing runs on the first cycle and hourly to reconcile.
 
 mod apply;
+mod checks;
 mod feed;
 mod fetch;
+mod labels;
 
 pub use fetch::{FULL_LISTING_EVERY, is_watched};
 
-use crate::config::{Config, RepoConfig};
+use crate::config::{Config, RepoConfig, SpawnPolicy};
 use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::github::{Client, Error, EtagCache, models};
 use crate::guard::Allowlist;
@@ -151,6 +153,7 @@ impl Poller {
                 allowlist: &allowlist,
                 keywords: &keywords,
                 max_retries: config.polling.max_retries,
+                labeled: config.routing.spawn == SpawnPolicy::Labeled,
             };
             self.poll_repo(repo, &mut report).await;
         }
@@ -191,7 +194,9 @@ impl Poller {
             .rate_info()
             .date
             .unwrap_or_else(OffsetDateTime::now_utc);
-        let plan = self.ledgers.read(name, |l| fetch::Plan::new(l, server_now));
+        let plan = self.ledgers.read(name, |l| {
+            fetch::Plan::new(l, server_now, r.sessions, r.labeled)
+        });
         if plan.first {
             self.client.forget_etags(name);
         }
@@ -281,6 +286,7 @@ struct Repo<'a> {
     allowlist: &'a Allowlist,
     keywords: &'a ControlKeywords,
     max_retries: u32,
+    labeled: bool,
 }
 
 /// The wait before the next cycle: the configured interval or GitHub's
@@ -326,8 +332,11 @@ fn describe_error(e: &Error) -> (Option<u16>, Option<String>) {
 }
 
 /// The repo's ETags without the `since=` URLs this cycle did not ask for (the cursors
-/// moved past them: they would never be sent again).
+/// moved past them: they would never be sent again), nor the check runs of shas it did
+/// not ask about (settled, or superseded by a push).
 fn prune_etags(mut etags: EtagCache, plan: &fetch::Plan, snap: &fetch::Snapshot) -> EtagCache {
+    let asked: BTreeSet<&str> = snap.checks.iter().map(|(_, sha, _)| sha.as_str()).collect();
+    etags.retain(|key| !checks::is_stale_etag(key, &asked));
     let mut current: Vec<String> = [&snap.issue_comments, &snap.review_comments]
         .into_iter()
         .flatten()

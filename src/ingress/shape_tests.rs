@@ -292,7 +292,16 @@ fn trimming_keeps_what_is_read_and_drops_the_noise() {
     let pull = trim_pull(&pull_16());
     assert_eq!(pull["merged"], json!(false));
     assert_eq!(pull["head"]["ref"], json!("issue-15-backoff"));
-    assert!(pull["head"].get("repo").is_none());
+    let repo_keys: Vec<&str> = pull["head"]["repo"]
+        .as_object()
+        .map(|o| o.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    assert!(
+        repo_keys
+            .iter()
+            .all(|k| ["id", "name", "full_name"].contains(k)),
+        "{repo_keys:?}"
+    );
     let serialized = serde_json::to_string(&item).unwrap();
     assert!(serialized.len() * 2 < serde_json::to_string(&raw).unwrap().len());
 }

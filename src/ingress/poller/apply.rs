@@ -4,6 +4,7 @@
 //! is fed — so the cursors and ETags can move in the same write.
 
 use super::fetch::{Listing, Snapshot, Stream, is_watched};
+use super::{checks, labels};
 use crate::config::RepoConfig;
 use crate::github::{EtagCache, models};
 use crate::guard::{self, Allowlist};
@@ -106,14 +107,27 @@ fn candidate(
     at: OffsetDateTime,
     event: InboundEvent,
 ) -> Candidate {
+    let id = models::id(source).unwrap_or(0);
+    let url = models::html_url(source).unwrap_or("");
+    candidate_with(kind, number, (id, url), at, event)
+}
+
+/// A candidate whose id and web URL (for a give-up notice) are given.
+fn candidate_with(
+    kind: PendingKind,
+    number: u64,
+    (id, url): (u64, &str),
+    at: OffsetDateTime,
+    event: InboundEvent,
+) -> Candidate {
     Candidate {
         at,
         pending: Pending {
             kind,
-            id: models::id(source).unwrap_or(0),
+            id,
             number,
             updated_at: Stamp(at),
-            url: models::html_url(source).unwrap_or("").to_string(),
+            url: url.to_string(),
             attempts: 0,
             last_error: None,
             parked: false,
@@ -276,6 +290,35 @@ pub(super) fn apply(ledger: &mut Ledger, snap: Snapshot, ctx: Ctx<'_>) -> Applie
             _ => &mut ledger.cursors.review_comments,
         };
         advance(cursor, max_updated(items));
+    }
+
+    // Issues that entered the watched list: their `labeled` (or `opened`) twin.
+    for (n, timeline) in &snap.timelines {
+        let Some(entry) = ledger.items.get(n).filter(|e| e.watched) else {
+            continue;
+        };
+        let twin = labels::twin(
+            &repo,
+            &ctx.rc.label,
+            &entry.item,
+            timeline.as_deref(),
+            snap.entered_since,
+        );
+        if let Some((id, at, event)) = twin {
+            let url = models::html_url(&entry.item).unwrap_or("");
+            candidates.push(candidate_with(
+                PendingKind::Labeled,
+                *n,
+                (id, url),
+                at,
+                event,
+            ));
+        }
+    }
+
+    // Check runs of PRs whose CI concerns a session: failures, once each.
+    for (n, at, event, run) in checks::apply(ledger, &snap.checks, date) {
+        candidates.push(candidate(PendingKind::CheckRun, n, &run, at, event));
     }
 
     candidates.sort_by_key(|c| c.at);

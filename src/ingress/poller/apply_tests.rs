@@ -130,6 +130,9 @@ fn snapshot(date: i64, listing: Listing) -> Snapshot {
         issue_comments: None,
         review_comments: None,
         reviews: Vec::new(),
+        timelines: Vec::new(),
+        entered_since: t(0),
+        checks: Vec::new(),
     }
 }
 
@@ -300,7 +303,7 @@ fn comments_sharing_the_cursors_timestamp_are_never_skipped() {
     let cursor = ledger.cursors.issue_comments.unwrap();
     assert_eq!(cursor, Stamp(t(150)));
     // The next request starts at or before the cursor (inclusive on GitHub's side) …
-    let plan = crate::ingress::poller::fetch::Plan::new(&ledger, t(170));
+    let plan = crate::ingress::poller::fetch::Plan::new(&ledger, t(170), &BTreeSet::new(), false);
     let since = plan.since(Some(cursor));
     assert!(since <= cursor.0 - crate::ingress::poller::CURSOR_OVERLAP + time::Duration::ZERO);
     // … so the answer holds both; only the new one is queued.
@@ -327,8 +330,12 @@ fn an_idle_snapshot_changes_nothing_worth_writing() {
         since: t(70),
         items: None,
     });
-    snap.reviews = vec![(16, None)];
     assert!(!f.apply(&mut ledger, snap).changed);
+    // Reading a PR's reviews (it moved) moves when they were read: written.
+    let mut snap = snapshot(205, Listing::Since(None));
+    snap.reviews = vec![(15, None)];
+    assert!(f.apply(&mut ledger, snap).changed);
+    assert_eq!(ledger.items[&15].reviews_read_at, Some(Stamp(t(205))));
     let mut snap = snapshot(210, Listing::Since(None));
     snap.issue_comments = Some(Stream {
         since: t(70),

@@ -3,7 +3,7 @@
 //! request fails the caller discards the whole [`Snapshot`] (and rolls the client's
 //! ETags back), so no answer is ever marked "seen" without being processed.
 
-use super::CURSOR_OVERLAP;
+use super::{CURSOR_OVERLAP, checks, labels};
 use crate::config::RepoConfig;
 use crate::github::{Client, Error, models, repo_path};
 use crate::ingress::ledger::{Cursors, Ledger, Stamp};
@@ -27,6 +27,12 @@ pub(super) struct Plan {
     pub started_at: Option<Stamp>,
     pub cursors: Cursors,
     pub known: BTreeMap<u64, Known>,
+    /// `routing.spawn: labeled`: look up who labeled items that enter the list.
+    pub labeled: bool,
+    /// Watched PRs whose CI concerns a session → their head sha (`checks`).
+    pub ci: BTreeMap<u64, String>,
+    /// PRs whose head sha's checks are settled → that sha.
+    pub settled_shas: BTreeMap<u64, String>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -57,7 +63,12 @@ impl Known {
 }
 
 impl Plan {
-    pub fn new(ledger: &Ledger, server_now: OffsetDateTime) -> Self {
+    pub fn new(
+        ledger: &Ledger,
+        server_now: OffsetDateTime,
+        sessions: &BTreeSet<u64>,
+        labeled: bool,
+    ) -> Self {
         let first = ledger.started_at.is_none();
         let full_listing = first
             || ledger
@@ -79,12 +90,23 @@ impl Plan {
                 (*n, known)
             })
             .collect();
+        let settled_shas = ledger
+            .items
+            .iter()
+            .filter_map(|(n, e)| {
+                let checks = e.checks.as_ref().filter(|c| c.settled)?;
+                Some((*n, checks.sha.clone()))
+            })
+            .collect();
         Self {
             first,
             full_listing,
             started_at: ledger.started_at,
             cursors: ledger.cursors.clone(),
             known,
+            labeled,
+            ci: checks::targets(ledger, sessions),
+            settled_shas,
         }
     }
 
@@ -134,6 +156,12 @@ pub(super) struct Snapshot {
     pub review_comments: Option<Stream>,
     /// Per watched PR that moved (or is new); `None` answer: 304.
     pub reviews: Vec<(u64, Option<Vec<Value>>)>,
+    /// Issues that entered the watched list, with their timeline (`labels`).
+    pub timelines: Vec<labels::Timeline>,
+    /// Only label events at or after this count (the listing's `since`).
+    pub entered_since: OffsetDateTime,
+    /// Check runs of PRs whose CI concerns a session (`checks`).
+    pub checks: Vec<checks::Answer>,
 }
 
 impl Snapshot {
@@ -154,6 +182,8 @@ impl Snapshot {
             || self.pulls.is_some()
             || !self.baselines.is_empty()
             || self.reviews.iter().any(|(_, r)| r.is_some())
+            || !self.timelines.is_empty()
+            || self.checks.iter().any(|(_, _, r)| r.is_some())
     }
 }
 
@@ -308,6 +338,11 @@ pub(super) async fn fetch(
         .try_collect()
         .await?;
 
+    let entered = labels::entered(plan, &view);
+    let timelines = labels::fetch(client, rc, entered).await?;
+    let wanted = checks::wanted(plan, pulls.as_ref());
+    let checks = checks::fetch(client, repo, wanted).await?;
+
     Ok(Snapshot {
         date,
         first: plan.first,
@@ -319,6 +354,9 @@ pub(super) async fn fetch(
         issue_comments,
         review_comments,
         reviews,
+        timelines,
+        entered_since: plan.since(plan.cursors.items),
+        checks,
     })
 }
 

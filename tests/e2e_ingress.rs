@@ -25,6 +25,8 @@ mod in_process;
 mod lifecycle;
 #[path = "e2e_ingress/measure.rs"]
 mod measure;
+#[path = "e2e_ingress/polling.rs"]
+mod polling;
 #[path = "e2e_ingress/reload.rs"]
 mod reload;
 #[path = "e2e_ingress/webhook.rs"]

@@ -43,6 +43,8 @@ pub struct Setup {
     pub path_prefix: Option<PathBuf>,
     /// Extra top-level YAML appended to the config (e.g. an `events:` section).
     pub extra_yaml: String,
+    /// `routing.spawn`.
+    pub spawn: &'static str,
 }
 
 impl Default for Setup {
@@ -56,6 +58,7 @@ impl Default for Setup {
             tmux_timeout_seconds: 10,
             path_prefix: None,
             extra_yaml: String::new(),
+            spawn: "command",
         }
     }
 }
@@ -147,6 +150,7 @@ impl World {
     label: {LABEL}
 routing:
   authorizedUsers: [{users}]
+  spawn: {spawn}
 polling:
   intervalSeconds: {interval}
   maxRetries: {retries}
@@ -169,6 +173,7 @@ sessions:
             socket = self.tmux.socket,
             delay = setup.submit_delay_ms,
             probe = setup.tmux_timeout_seconds,
+            spawn = setup.spawn,
             extra = setup.extra_yaml,
         )
     }

@@ -230,6 +230,14 @@ impl Parts {
     ) -> Result<Self, StartError> {
         let paths = options.paths.clone();
         let events = EventLog::open(&paths);
+        bound_log(&events, &loaded.config);
+        let oversized = events.clone();
+        match tokio::task::spawn_blocking(move || oversized.rotate_if_oversized()).await {
+            Ok(Ok(true)) => tracing::info!("the event log was over events.maxBytes: rotated"),
+            Ok(Ok(false)) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "the oversized event log was not rotated"),
+            Err(e) => tracing::warn!(error = %e, "the event log rotation did not finish"),
+        }
         let ledgers = LedgerStore::new(paths.clone(), events.clone());
         let tmux = RealTmux::from_config(&loaded.config.sessions.tmux);
         let registry = Registry::new(&paths, events.clone(), Source::Dispatch);
@@ -435,6 +443,17 @@ fn recover(
             "retrying what the previous supervisor left unsettled"
         );
     }
+}
+
+/// The supervisor's event log is the one that rotates (SPEC §15.5), refreshing the
+/// open-questions checkpoint as it grows so that the questions survive rotation.
+pub(crate) fn bound_log(events: &EventLog, config: &crate::config::Config) {
+    let refresh: crate::events::Refresh =
+        Arc::new(|log: &std::path::Path| crate::session::OpenQuestions::refresh(log));
+    events.set_rotation(
+        Some(crate::events::Rotation::from_config(&config.events)),
+        Some(refresh),
+    );
 }
 
 /// The items whose sessions are open: the poller follows them for their closure.

@@ -29,5 +29,7 @@ mod measure;
 mod polling;
 #[path = "e2e_ingress/reload.rs"]
 mod reload;
+#[path = "e2e_ingress/rotation.rs"]
+mod rotation;
 #[path = "e2e_ingress/webhook.rs"]
 mod webhook;

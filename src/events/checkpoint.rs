@@ -91,7 +91,10 @@ pub fn catch_up<S: LogState>(log: &Path, checkpoint: &Path, force: bool) -> io::
         end = 0; // the log was rotated and nothing was written since
         last_id = None;
     }
-    if let Some(file) = last_id.filter(|_| force || read >= REWRITE_AFTER) {
+    // A checkpoint on a rotated file is moved to the current one at once, before the
+    // rotated file can fall off the kept ones.
+    let behind = start + 1 < files.len() || stored_missing(&files, start, offset);
+    if let Some(file) = last_id.filter(|_| force || behind || read >= REWRITE_AFTER) {
         let stored = Stored {
             file,
             offset: end,
@@ -107,6 +110,11 @@ pub fn catch_up<S: LogState>(log: &Path, checkpoint: &Path, force: bool) -> io::
         });
     }
     Ok(Caught { state, end, read })
+}
+
+/// No checkpoint was used: the state was rebuilt from the start of the kept files.
+fn stored_missing(files: &[(PathBuf, Option<FileId>)], start: usize, offset: u64) -> bool {
+    start == 0 && offset == 0 && !files.is_empty()
 }
 
 /// Applies the complete lines of `path` from `from` on; returns the offset just past

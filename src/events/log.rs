@@ -124,7 +124,12 @@ impl EventLog {
         if oversized && let Some(refresh) = &policy.refresh {
             refresh(&self.inner.path);
         }
-        rotate::rotate_if_oversized(&self.inner.path, policy.rotation)
+        let rotated = rotate::rotate_if_oversized(&self.inner.path, policy.rotation)?;
+        if rotated && let Some(refresh) = &policy.refresh {
+            // Moves the checkpoint onto the new file (nothing to read).
+            refresh(&self.inner.path);
+        }
+        Ok(rotated)
     }
 
     pub fn path(&self) -> &Path {
@@ -178,7 +183,10 @@ impl EventLog {
         let current = fs::metadata(&self.inner.path).map_or(0, |m| m.len());
         if current >= policy.rotation.max_bytes {
             match rotate::rotate(&self.inner.path, policy.rotation.keep_files) {
-                Ok(_) => self.inner.refreshed_at.store(0, Ordering::Relaxed),
+                Ok(_) => {
+                    self.inner.refreshed_at.store(0, Ordering::Relaxed);
+                    self.spawn_refresh(policy.refresh.clone());
+                }
                 Err(e) => tracing::warn!(error = %e, "event log not rotated"),
             }
         }

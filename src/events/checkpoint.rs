@@ -35,8 +35,29 @@ pub trait LogState: Default + Serialize + DeserializeOwned {
 struct Stored<S> {
     /// `[dev, ino]` of the file `offset` belongs to.
     file: FileId,
+    /// A digest of that file's first line: an inode number is reused once its file is
+    /// deleted, so the number alone could name a newer file.
+    head: String,
     offset: u64,
     state: S,
+}
+
+/// The kept files with what identifies each: `(path, [dev, ino], first-line digest)`.
+type Named = (PathBuf, Option<FileId>, Option<String>);
+
+/// A digest of a file's first complete line (within its first 4 KiB); `None` while
+/// there is none (such a file is not checkpointed).
+fn head_digest(path: &Path) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let mut first = Vec::new();
+    File::open(path)
+        .ok()?
+        .take(4096)
+        .read_to_end(&mut first)
+        .ok()?;
+    let end = first.iter().position(|b| *b == b'\n')?;
+    Some(hex::encode(&Sha256::digest(&first[..end])[..12]))
 }
 
 /// The state now, and where in the current `events.jsonl` it ends (a follower
@@ -61,15 +82,19 @@ pub fn catch_up<S: LogState>(log: &Path, checkpoint: &Path, force: bool) -> io::
     let stored: Option<Stored<S>> = std::fs::read(checkpoint)
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok());
-    let files: Vec<(PathBuf, Option<FileId>)> = rotate::retained(log)
+    let files: Vec<Named> = rotate::retained(log)
         .into_iter()
         .map(|p| {
             let id = rotate::path_id(&p);
-            (p, id)
+            let head = head_digest(&p);
+            (p, id, head)
         })
         .collect();
     let (mut state, start, offset) = match stored {
-        Some(s) => match files.iter().position(|(_, id)| *id == Some(s.file)) {
+        Some(s) => match files
+            .iter()
+            .position(|(_, id, head)| *id == Some(s.file) && head.as_ref() == Some(&s.head))
+        {
             Some(i) => (s.state, i, s.offset),
             None => (S::default(), 0, 0),
         },
@@ -79,14 +104,16 @@ pub fn catch_up<S: LogState>(log: &Path, checkpoint: &Path, force: bool) -> io::
     let mut read = 0;
     let mut end = 0;
     let mut last_id = None;
-    for (i, (path, id)) in files.iter().enumerate().skip(start) {
+    let mut last_head = None;
+    for (i, (path, id, head)) in files.iter().enumerate().skip(start) {
         let from = if i == start { offset } else { 0 };
         let (position, bytes) = fold(path, from, &filter, &mut state)?;
         read += bytes;
         end = position;
         last_id = *id;
+        last_head.clone_from(head);
     }
-    let current = files.last().is_some_and(|(p, _)| p == log);
+    let current = files.last().is_some_and(|(p, _, _)| p == log);
     if !current {
         end = 0; // the log was rotated and nothing was written since
         last_id = None;
@@ -94,9 +121,11 @@ pub fn catch_up<S: LogState>(log: &Path, checkpoint: &Path, force: bool) -> io::
     // A checkpoint on a rotated file is moved to the current one at once, before the
     // rotated file can fall off the kept ones.
     let behind = start + 1 < files.len() || stored_missing(&files, start, offset);
-    if let Some(file) = last_id.filter(|_| force || behind || read >= REWRITE_AFTER) {
+    let named = last_id.zip(last_head);
+    if let Some((file, head)) = named.filter(|_| force || behind || read >= REWRITE_AFTER) {
         let stored = Stored {
             file,
+            head,
             offset: end,
             state,
         };
@@ -113,7 +142,7 @@ pub fn catch_up<S: LogState>(log: &Path, checkpoint: &Path, force: bool) -> io::
 }
 
 /// No checkpoint was used: the state was rebuilt from the start of the kept files.
-fn stored_missing(files: &[(PathBuf, Option<FileId>)], start: usize, offset: u64) -> bool {
+fn stored_missing(files: &[Named], start: usize, offset: u64) -> bool {
     start == 0 && offset == 0 && !files.is_empty()
 }
 

@@ -28,6 +28,7 @@ use crate::events::{Event, EventLog};
 use crate::github::models;
 use crate::guard;
 use crate::routing::{DropReason, Outcome, extract};
+use crate::state_writer::Durable;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -350,14 +351,14 @@ pub const UNSETTLED: &str = "the supervisor stopped before this webhook delivery
 
 /// At start, before anything is fed: every claim a previous supervisor left in flight
 /// goes to the poller of its repo. Returns how many.
-pub fn recover(ledgers: &LedgerStore, repos: &[String]) -> usize {
+pub async fn recover(ledgers: &LedgerStore, repos: &[String]) -> usize {
     let mut total = 0;
     for repo in repos {
         let (n, saved) = ledgers.update_if(repo, |l| {
             let n = l.recover_claims(UNSETTLED);
             (n, n > 0)
         });
-        if let Err(e) = saved {
+        if let Err(e) = saved.wait().await {
             tracing::warn!(repo, error = %e, "poll ledger not written after recovering claims");
         }
         total += n;
@@ -378,27 +379,25 @@ impl Claims {
         Self { ledgers, events }
     }
 
-    /// Claims `key` for the webhook path (in flight, carrying `event`); false when the
-    /// poller or an earlier webhook delivery has it. The claim is on disk before this
-    /// returns, so it is in force before anything is pasted.
-    pub fn take(&self, key: &ClaimKey, event: &InboundEvent) -> bool {
+    /// Claims `key` for the webhook path (in flight, carrying `event`); `None` when the
+    /// poller or an earlier webhook delivery has it. The claim is in force (in memory,
+    /// for the poller) at once; await the returned write before pasting, so it is on
+    /// disk too.
+    pub fn take(&self, key: &ClaimKey, event: &InboundEvent) -> Option<Durable> {
         let claimed = Some(ClaimedEvent::of(event));
         let (first, saved) = self.ledgers.update_if(&key.repo, |l| {
             let first = l.claim(key.kind, key.id, claimed);
             (first, first)
         });
-        if let Err(e) = saved {
-            tracing::warn!(repo = key.repo, error = %e, "poll ledger not written after a webhook claim");
-        }
-        first
+        first.then_some(saved)
     }
 
     /// Records how the webhook's delivery of `key` ended.
-    pub fn settle(&self, key: &ClaimKey, disposition: &Disposition) -> ClaimSettled {
+    pub async fn settle(&self, key: &ClaimKey, disposition: &Disposition) -> ClaimSettled {
         let (settled, saved) = self
             .ledgers
             .update(&key.repo, |l| l.settle_claim(key.kind, key.id, disposition));
-        if let Err(e) = saved {
+        if let Err(e) = saved.wait().await {
             tracing::warn!(repo = key.repo, error = %e, "poll ledger not written after a webhook settled");
         }
         if let ClaimSettled::Kept { parked: Some(p) } = &settled {
@@ -409,7 +408,7 @@ impl Claims {
 }
 
 impl super::HandledIds for Claims {
-    fn first_handling(&self, key: &ClaimKey, event: &InboundEvent) -> bool {
+    fn first_handling(&self, key: &ClaimKey, event: &InboundEvent) -> Option<Durable> {
         self.take(key, event)
     }
 }
@@ -492,14 +491,14 @@ impl ClaimingIngest {
 
     /// Shutdown ran out of time: the deliveries still open are handed to the poller of
     /// the next start, as a crash would leave them. Returns how many were open.
-    pub fn hand_over_unsettled(&self) -> usize {
+    pub async fn hand_over_unsettled(&self) -> usize {
         let open = self.in_flight.drain();
         if let Some(claims) = &self.claims {
             let failed = Disposition::Failed {
                 error: UNSETTLED.to_string(),
             };
             for key in open.iter().flatten() {
-                claims.settle(key, &failed);
+                claims.settle(key, &failed).await;
             }
         }
         open.len()
@@ -516,7 +515,7 @@ impl Ingest for ClaimingIngest {
         Box::pin(async move {
             let disposition = settled.await;
             if let (Some(claims), Some(key)) = (&claims, &key) {
-                claims.settle(key, &disposition);
+                claims.settle(key, &disposition).await;
             }
             in_flight.leave(token);
             disposition
@@ -526,7 +525,7 @@ impl Ingest for ClaimingIngest {
 
 /// The claim record a supervisor of an older version left (`webhook-inflight.json`):
 /// its keys are released so the poller delivers them, and the file goes.
-pub fn recover_legacy(paths: &crate::paths::StatePaths, ledgers: &LedgerStore) -> usize {
+pub async fn recover_legacy(paths: &crate::paths::StatePaths, ledgers: &LedgerStore) -> usize {
     let path = paths.root.join("webhook-inflight.json");
     let Ok(bytes) = std::fs::read(&path) else {
         return 0;
@@ -538,7 +537,7 @@ pub fn recover_legacy(paths: &crate::paths::StatePaths, ledgers: &LedgerStore) -
                 l.claims.remove(i);
             }
         });
-        if let Err(e) = saved {
+        if let Err(e) = saved.wait().await {
             tracing::warn!(repo = key.repo, error = %e, "poll ledger not written");
         }
     }

@@ -242,6 +242,17 @@ impl Ingest for Scripted {
     }
 }
 
+/// Takes the claim and waits for it to be on disk; false when it was taken already.
+async fn take(claims: &Claims, event: &InboundEvent) -> bool {
+    match claims.take(&ClaimKey::of(event).unwrap(), event) {
+        Some(written) => {
+            written.wait().await.unwrap();
+            true
+        }
+        None => false,
+    }
+}
+
 fn store() -> (tempfile::TempDir, StatePaths, LedgerStore, EventLog) {
     let dir = tempfile::tempdir().unwrap();
     let paths = StatePaths::new(dir.path());
@@ -262,8 +273,8 @@ async fn the_claiming_ingest_settles_each_claim_by_its_outcome() {
     let ingest = ClaimingIngest::new(scripted, Some(claims.clone()));
     for id in [1, 2] {
         let event = comment_event(id);
-        assert!(claims.take(&ClaimKey::of(&event).unwrap(), &event));
-        assert!(!claims.take(&ClaimKey::of(&event).unwrap(), &event));
+        assert!(take(&claims, &event).await);
+        assert!(!take(&claims, &event).await);
     }
     let failing = ingest.ingest(comment_event(1));
     let succeeding = ingest.ingest(comment_event(2));
@@ -294,7 +305,7 @@ async fn a_crash_leaves_claims_in_flight_on_disk_and_the_next_start_hands_them_o
     });
     let ingest = ClaimingIngest::new(scripted, Some(claims.clone()));
     let event = comment_event(5);
-    assert!(claims.take(&ClaimKey::of(&event).unwrap(), &event));
+    assert!(take(&claims, &event).await);
     let _hanging = ingest.ingest(event);
     drop(ingest); // a crash: nothing settled
 
@@ -304,11 +315,11 @@ async fn a_crash_leaves_claims_in_flight_on_disk_and_the_next_start_hands_them_o
         reloaded.snapshot("octo/repo").in_flight_claims(),
         vec![(ItemKind::Comment, 5)]
     );
-    assert_eq!(recover(&reloaded, &["octo/repo".into()]), 1);
+    assert_eq!(recover(&reloaded, &["octo/repo".into()]).await, 1);
     let l = reloaded.snapshot("octo/repo");
     assert_eq!(l.pending.len(), 1);
     assert_eq!(l.pending[0].delivery_id, "poll-comment-5");
-    assert_eq!(recover(&reloaded, &["octo/repo".into()]), 0);
+    assert_eq!(recover(&reloaded, &["octo/repo".into()]).await, 0);
 }
 
 #[tokio::test]
@@ -321,31 +332,31 @@ async fn unsettled_deliveries_are_handed_over_at_shutdown() {
     });
     let ingest = ClaimingIngest::new(scripted, Some(claims.clone()));
     let event = comment_event(6);
-    assert!(claims.take(&ClaimKey::of(&event).unwrap(), &event));
+    assert!(take(&claims, &event).await);
     let _pending = ingest.ingest(event);
     let waited =
         tokio::time::timeout(Duration::from_millis(50), ingest.in_flight().wait_idle()).await;
     assert!(waited.is_err(), "still in flight");
-    assert_eq!(ingest.hand_over_unsettled(), 1);
+    assert_eq!(ingest.hand_over_unsettled().await, 1);
     assert!(ingest.in_flight().is_empty());
     let l = ledgers.snapshot("octo/repo");
     assert_eq!(l.pending[0].delivery_id, "poll-comment-6");
     assert!(l.in_flight_claims().is_empty());
 }
 
-#[test]
-fn the_legacy_in_flight_record_is_released_once() {
+#[tokio::test]
+async fn the_legacy_in_flight_record_is_released_once() {
     let (_dir, paths, ledgers, _events) = store();
     let (_, saved) = ledgers.update("octo/repo", |l| l.claim(ItemKind::Comment, 3, None));
-    saved.unwrap();
+    saved.wait().await.unwrap();
     let record = paths.root.join("webhook-inflight.json");
     std::fs::write(&record, r#"[{"repo":"octo/repo","kind":"comment","id":3}]"#).unwrap();
-    assert_eq!(recover_legacy(&paths, &ledgers), 1);
+    assert_eq!(recover_legacy(&paths, &ledgers).await, 1);
     assert!(!record.exists());
     assert!(
         !ledgers
             .snapshot("octo/repo")
             .is_handled(ItemKind::Comment, 3)
     );
-    assert_eq!(recover_legacy(&paths, &ledgers), 0);
+    assert_eq!(recover_legacy(&paths, &ledgers).await, 0);
 }

@@ -220,8 +220,8 @@ fn a_ledger_from_a_newer_binary_is_not_misread() {
     assert!(!path.exists());
 }
 
-#[test]
-fn forget_notes_are_applied_once_then_deleted() {
+#[tokio::test]
+async fn forget_notes_are_applied_once_then_deleted() {
     let dir = tempfile::tempdir().unwrap();
     let (s, paths) = store(dir.path());
     s.update("o/r", |l| {
@@ -231,19 +231,24 @@ fn forget_notes_are_applied_once_then_deleted() {
         l.items.insert(15, e);
     })
     .1
+    .wait()
+    .await
     .unwrap();
     forget_item(&paths, "o/r", 15).unwrap();
     forget_item(&paths, "o/other", 15).unwrap();
     assert!(forget_item(&paths, "not a repo", 1).is_err());
     assert_eq!(pending_forgets(&paths, "o/r").len(), 1);
-    assert_eq!(s.apply_forget_notes("o/r").unwrap(), vec![15]);
+    assert_eq!(s.apply_forget_notes("o/r").await.unwrap(), vec![15]);
     assert!(pending_forgets(&paths, "o/r").is_empty());
     assert_eq!(pending_forgets(&paths, "o/other").len(), 1);
     let on_disk: Ledger =
         serde_json::from_slice(&std::fs::read(ledger_path(&paths, "o/r")).unwrap()).unwrap();
     assert!(on_disk.items[&15].baseline_at.is_none());
     assert!(on_disk.items[&15].comments.is_empty());
-    assert_eq!(s.apply_forget_notes("o/r").unwrap(), Vec::<u64>::new());
+    assert_eq!(
+        s.apply_forget_notes("o/r").await.unwrap(),
+        Vec::<u64>::new()
+    );
 }
 
 #[test]
@@ -255,7 +260,7 @@ fn claims_are_persisted_and_repos_compared_case_insensitively() {
             let first = l.claim(ItemKind::Comment, 42, None);
             (first, first)
         });
-        saved.unwrap();
+        saved.wait_blocking().unwrap();
         first
     };
     assert!(claim(&s, "o/r"));

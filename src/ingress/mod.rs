@@ -98,8 +98,13 @@ pub trait Ingest: Send + Sync {
 /// between the paths). [`claims::Claims`] is the product's (the poll ledgers); the
 /// webhook asks before ingesting.
 pub trait HandledIds: Send + Sync {
-    /// Claims `key` for the webhook path and returns `true` if no path had it; `false`
-    /// means the other path (or an earlier delivery) has it, so drop this one. The
-    /// claim stays in flight until the delivery settles ([`claims::ClaimingIngest`]).
-    fn first_handling(&self, key: &ClaimKey, event: &InboundEvent) -> bool;
+    /// Claims `key` for the webhook path and returns the claim's write (await it
+    /// before pasting) if no path had it; `None` means the other path (or an earlier
+    /// delivery) has it, so drop this one. The claim stays in flight until the delivery
+    /// settles ([`claims::ClaimingIngest`]).
+    fn first_handling(
+        &self,
+        key: &ClaimKey,
+        event: &InboundEvent,
+    ) -> Option<crate::state_writer::Durable>;
 }

@@ -179,7 +179,7 @@ impl Poller {
 
     async fn poll_repo(&mut self, r: Repo<'_>, report: &mut CycleReport) {
         let name = r.rc.name.as_str();
-        if let Err(e) = self.ledgers.apply_forget_notes(name) {
+        if let Err(e) = self.ledgers.apply_forget_notes(name).await {
             tracing::warn!(repo = name, error = %e, "could not apply forget notes");
             report.errors += 1;
         }
@@ -219,7 +219,7 @@ impl Poller {
                 };
                 let applied = self.ledgers.modify(name, |l| apply::apply(l, snap, ctx));
                 if applied.changed
-                    && let Err(e) = self.ledgers.save(name)
+                    && let Err(e) = self.ledgers.save(name).wait().await
                 {
                     tracing::warn!(repo = name, error = %e, "poll ledger not written");
                     report.errors += 1;

@@ -187,14 +187,22 @@ impl WebhookReceiver {
     }
 
     /// Routing is synchronous inside `ingest` (so deliveries keep their order); the
-    /// settling — the paste — runs on its own task.
-    fn hand_over(&self, event: InboundEvent) {
+    /// settling — the paste — runs on its own task. A claim is on disk before routing.
+    async fn hand_over(&self, event: InboundEvent) {
         if let Some(key) = ClaimKey::of(&event)
             && let Some(handled) = &self.handled
-            && !handled.first_handling(&key, &event)
         {
-            let _ = self.events.emit(claims::duplicate_event(&event));
-            return;
+            match handled.first_handling(&key, &event) {
+                None => {
+                    let _ = self.events.emit(claims::duplicate_event(&event));
+                    return;
+                }
+                Some(claimed) => {
+                    if let Err(e) = claimed.wait().await {
+                        tracing::warn!(error = %e, "webhook claim not written; delivering anyway");
+                    }
+                }
+            }
         }
         let delivery_id = event.delivery_id.clone();
         let settled = self.ingest.ingest(event);
@@ -231,7 +239,7 @@ async fn receive(
     if event.gh_event == "ping" {
         return (StatusCode::OK, "pong\n").into_response();
     }
-    receiver.hand_over(event);
+    receiver.hand_over(event).await;
     (StatusCode::ACCEPTED, "accepted\n").into_response()
 }
 

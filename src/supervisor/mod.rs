@@ -247,7 +247,7 @@ impl Parts {
                 .with_ledger(Arc::new(hook)),
         );
         let dispatcher = Dispatcher::new(Arc::clone(&sessions), &loaded.config, &paths)?;
-        recover(&paths, loaded, &ledgers, &dispatcher);
+        recover(&paths, loaded, &ledgers, &dispatcher).await;
         // Resolves the token now (`gh auth token` at most once) so the warning is known.
         let anonymous = !client.has_token().await;
         Ok(Self {
@@ -415,14 +415,15 @@ impl Parts {
 /// flight are handed to the poller (SPEC §15.4), and the delivery ids of events pending
 /// in the poll ledger are taken out of the router's dedupe (they were routed, never
 /// settled; without this the re-feed would be dropped as a duplicate).
-fn recover(
+async fn recover(
     paths: &StatePaths,
     loaded: &LoadedConfig,
     ledgers: &LedgerStore,
     dispatcher: &Dispatcher,
 ) {
     let repos: Vec<String> = loaded.config.repos.iter().map(|r| r.name.clone()).collect();
-    let claims = claims::recover_legacy(paths, ledgers) + claims::recover(ledgers, &repos);
+    let claims =
+        claims::recover_legacy(paths, ledgers).await + claims::recover(ledgers, &repos).await;
     let mut pending = 0;
     for repo in &loaded.config.repos {
         let ids = ledgers.read(&repo.name, |l| {

@@ -110,8 +110,8 @@ async fn a_comment_the_webhook_handled_first_is_not_fed_again() {
     let claims = h.claims();
     let event = webhook_comment(15, by_webhook);
     let key = ClaimKey::of(&event).unwrap();
-    assert!(claims.take(&key, &event));
-    claims.settle(&key, &Disposition::Delivered);
+    claims.take(&key, &event).unwrap().wait().await.unwrap();
+    claims.settle(&key, &Disposition::Delivered).await;
     let by_poll = h
         .sim
         .add_comment(REPO, 15, "alice", "Seen by poll.")
@@ -120,7 +120,7 @@ async fn a_comment_the_webhook_handled_first_is_not_fed_again() {
     assert_eq!(h.ingest.fed_ids(), vec![format!("poll-comment-{by_poll}")]);
     // The poller's own ids answer the webhook's question too.
     let late = webhook_comment(15, by_poll);
-    assert!(!claims.take(&ClaimKey::of(&late).unwrap(), &late));
+    assert!(claims.take(&ClaimKey::of(&late).unwrap(), &late).is_none());
     let dropped = h.events_of(EventType::RoutingDropped);
     assert_eq!(dropped.len(), 1);
     assert_eq!(
@@ -148,7 +148,7 @@ async fn a_comment_seen_while_the_webhook_pastes_it_is_retried_when_that_paste_f
     let claims = h.claims();
     let event = webhook_comment(15, id);
     let key = ClaimKey::of(&event).unwrap();
-    assert!(claims.take(&key, &event));
+    claims.take(&key, &event).unwrap().wait().await.unwrap();
     h.cycle().await;
     h.cycle().await;
     assert!(h.ingest.fed_ids().is_empty(), "parked behind the claim");
@@ -157,7 +157,7 @@ async fn a_comment_seen_while_the_webhook_pastes_it_is_retried_when_that_paste_f
     let failed = Disposition::Failed {
         error: "pane gone".into(),
     };
-    assert_eq!(claims.settle(&key, &failed), ClaimSettled::HandedOver);
+    assert_eq!(claims.settle(&key, &failed).await, ClaimSettled::HandedOver);
     h.cycle().await;
     assert_eq!(h.ingest.delivered(), vec![format!("poll-comment-{id}")]);
     h.cycle().await;

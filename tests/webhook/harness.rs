@@ -14,6 +14,7 @@ use the_loop::events::{Event, EventLog, EventReader, EventType, Filter};
 use the_loop::ingress::webhook::{WebhookAuth, WebhookReceiver};
 use the_loop::ingress::{ClaimKey, Disposition, HandledIds, InboundEvent, Ingest, ItemKind};
 use the_loop::server::{self, ServerHandle};
+use the_loop::state_writer::Durable;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 pub const SECRET: &str = "webhook-test-secret-0123456789";
@@ -54,8 +55,8 @@ impl MemoryHandled {
 }
 
 impl HandledIds for MemoryHandled {
-    fn first_handling(&self, key: &ClaimKey, _event: &InboundEvent) -> bool {
-        self.mark(&key.repo, key.kind, key.id)
+    fn first_handling(&self, key: &ClaimKey, _event: &InboundEvent) -> Option<Durable> {
+        self.mark(&key.repo, key.kind, key.id).then(Durable::done)
     }
 }
 

@@ -51,7 +51,7 @@ pub(super) async fn feed(
         .collect();
     while let Some((id, disposition)) = running.next().await {
         let (settled, saved) = store.update(repo, |l| l.settle(&id, &disposition, max_retries));
-        if let Err(e) = saved {
+        if let Err(e) = saved.wait().await {
             tracing::warn!(repo, error = %e, "poll ledger not written after a settlement");
         }
         match settled {
@@ -122,7 +122,7 @@ pub(super) async fn give_up(
                 attempts: 1,
             };
             let (_, saved) = store.update(repo, |l| l.notices.push(notice));
-            if let Err(e) = saved {
+            if let Err(e) = saved.wait().await {
                 tracing::warn!(repo, error = %e, "poll ledger not written");
             }
         }
@@ -150,7 +150,7 @@ pub(super) async fn retry_notices(client: &Client, store: &LedgerStore, repo: &s
         }
     }
     let (_, saved) = store.update(repo, |l| l.notices = keep);
-    if let Err(e) = saved {
+    if let Err(e) = saved.wait().await {
         tracing::warn!(repo, error = %e, "poll ledger not written");
     }
 }

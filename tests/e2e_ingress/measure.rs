@@ -145,3 +145,84 @@ async fn latency_from_comment_to_paste_at_the_configured_interval() {
     );
     println!("routed → paste complete: {}", stats(&after_poll));
 }
+
+/// The figures of the 200-comment burst (printed; run with `--ignored --nocapture`,
+/// best with the release binary: `THE_LOOP_BIN` is not used here, the test binary's
+/// `the-loop` is): 200 comments by alice at once over 20 sessions (10 each) and over
+/// 100 sessions (2 each). Time from the burst to its last delivery, and p50/p99 from
+/// `routing.routed` to `dispatch.succeeded` per comment; every comment exactly once and
+/// in order per session (asserted: that is correctness, not speed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: minutes with 100 sessions; run with --ignored --nocapture"]
+async fn burst_of_200_comments_over_20_and_100_sessions() {
+    for sessions in [20u64, 100] {
+        let mut w = World::new(Setup::default()).await;
+        let numbers: Vec<u64> = (1..=sessions).collect();
+        for n in &numbers {
+            w.watched_issue(*n);
+        }
+        for n in &numbers {
+            w.start_session(*n).await;
+        }
+        w.start_supervisor();
+        w.wait_cycles(2).await;
+        let per = 200 / sessions;
+        let mut bodies = Vec::new();
+        let started = std::time::Instant::now();
+        for i in 0..per {
+            for n in &numbers {
+                let body = format!("BURST-{n}-{i:02}-TEXT");
+                w.comment(*n, "alice", &body);
+                bodies.push((*n, body));
+            }
+        }
+        let last = bodies.last().unwrap().1.clone();
+        w.wait("every burst comment pasted", || {
+            (w.pasted().iter().filter(|t| t.contains("BURST-")).count() >= bodies.len())
+                .then_some(())
+        })
+        .await;
+        let elapsed = started.elapsed();
+        w.wait_cycles(2).await;
+        let pasted = w.pasted();
+        for (n, body) in &bodies {
+            let count = pasted.iter().filter(|t| t.contains(body.as_str())).count();
+            assert_eq!(count, 1, "#{n} {body}: {count}");
+        }
+        for n in &numbers {
+            let prefix = format!("BURST-{n}-");
+            let order: Vec<&String> = pasted.iter().filter(|t| t.contains(&prefix)).collect();
+            assert!(
+                order.windows(2).all(|p| p[0] < p[1]),
+                "in order for #{n}: {order:?}"
+            );
+        }
+        let ts = |e: &Value| the_loop::time::parse_ts(e["ts"].as_str().unwrap()).unwrap();
+        let routed: std::collections::HashMap<String, Value> = w
+            .events_named("routing.routed")
+            .into_iter()
+            .map(|e| (e["delivery_id"].as_str().unwrap_or("").to_string(), e))
+            .collect();
+        let mut lat: Vec<i128> = w
+            .events_named("dispatch.succeeded")
+            .iter()
+            .filter_map(|ok| {
+                let r = routed.get(ok["delivery_id"].as_str()?)?;
+                Some((ts(ok) - ts(r)).whole_milliseconds())
+            })
+            .collect();
+        lat.sort();
+        let pct = |p: f64| lat[((lat.len() as f64 - 1.0) * p).round() as usize];
+        println!(
+            "burst of {} comments over {sessions} sessions: last delivery {:.1} s after the burst (last: {last}); routed → pasted p50 {} ms, p99 {} ms, max {} ms ({} deliveries)",
+            bodies.len(),
+            elapsed.as_secs_f64(),
+            pct(0.5),
+            pct(0.99),
+            lat.last().unwrap(),
+            lat.len()
+        );
+        w.signal("-TERM");
+        w.wait_exit().await;
+    }
+}

@@ -347,7 +347,7 @@ async fn log_figures() {
         )
         .unwrap();
     while std::fs::metadata(&log).unwrap().len() < 150_000_000 {
-        fill_log(&world, 100_000, 20);
+        fill_log(world, 100_000, 20);
     }
     list("150 MB appended since the last checkpoint, no supervisor (one-time catch-up)");
     for run in 1..=2 {

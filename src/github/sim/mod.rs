@@ -13,6 +13,7 @@
 //! # Ok(()) }
 //! ```
 
+mod clock;
 mod gate;
 mod routes;
 mod shapes;

@@ -20,6 +20,7 @@ pub mod routing;
 pub mod secrets;
 pub mod server;
 pub mod session;
+pub mod state_writer;
 pub mod supervisor;
 pub mod time;
 pub mod tmux;

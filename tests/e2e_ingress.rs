@@ -11,6 +11,8 @@ mod tmux_server;
 #[path = "common/e2e.rs"]
 mod e2e;
 
+#[path = "e2e_ingress/claims.rs"]
+mod claims;
 #[path = "e2e_ingress/cli.rs"]
 mod cli;
 #[path = "e2e_ingress/delivery.rs"]
@@ -23,10 +25,14 @@ mod in_process;
 mod lifecycle;
 #[path = "e2e_ingress/measure.rs"]
 mod measure;
+#[path = "e2e_ingress/polling.rs"]
+mod polling;
 #[path = "e2e_ingress/private.rs"]
 mod private;
 #[path = "e2e_ingress/reload.rs"]
 mod reload;
+#[path = "e2e_ingress/rotation.rs"]
+mod rotation;
 #[path = "e2e_ingress/strangers.rs"]
 mod strangers;
 #[path = "e2e_ingress/webhook.rs"]

@@ -324,3 +324,102 @@ async fn a_round_run_from_the_cli_is_listed_in_the_critics_pane() {
     screen.keys(&["q"]);
     assert_eq!(screen.wait_exit().await, 0);
 }
+
+/// Figures for SPEC §15.5 (printed, never asserted; run with the release binary:
+/// `THE_LOOP_BIN=$PWD/target/release/the-loop cargo test --release --test e2e_tui
+/// log_figures -- --ignored --nocapture`): `sessions list` and the TUI's first frame
+/// and first snapshot with 20 sessions, once with an empty log and once with 150 MB of
+/// history (an open question at its start).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "writes 150 MB and takes minutes; prints figures"]
+async fn log_figures() {
+    use std::time::{Duration, Instant};
+    use tui_figures::*;
+    let bin = std::env::var("THE_LOOP_BIN").unwrap_or_else(|_| tmux_server::BIN.to_string());
+    println!("binary: {bin}");
+    let world = TuiWorld::with_issues(1..=20).await;
+    world.start_sessions(1..=20).await;
+    let world = &world;
+    let bin = bin.as_str();
+    let list = |label: &str| {
+        let mut runs = Vec::new();
+        for _ in 0..5 {
+            let started = Instant::now();
+            let out = std::process::Command::new(bin)
+                .args(["sessions", "list", "--json"])
+                .env("THE_LOOP_HOME", &world.home)
+                .env("THE_LOOP_CONFIG", &world.config)
+                .env_remove("TMUX")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            runs.push(started.elapsed().as_secs_f64() * 1000.0);
+        }
+        let log = world.home.join("events.jsonl");
+        let size = std::fs::metadata(&log).map_or(0, |m| m.len());
+        println!(
+            "sessions list, {label} (events.jsonl {:.1} MB): first {:.1} ms, then {:.1} / {:.1} / {:.1} / {:.1} ms",
+            size as f64 / 1e6,
+            runs[0],
+            runs[1],
+            runs[2],
+            runs[3],
+            runs[4]
+        );
+    };
+    let frames = |label: &'static str, run: u32| async move {
+        let started = Instant::now();
+        let screen = world.open_program(bin, &format!("{label}{run}"), 200, 50);
+        let (first, loaded) = startup(&screen, started).await;
+        println!(
+            "tui, {label}, run {run}: first frame {:.0} ms, first snapshot {:.0} ms",
+            first.as_secs_f64() * 1000.0,
+            loaded.as_secs_f64() * 1000.0
+        );
+        let pid = screen.pid();
+        screen.keys(&["q"]);
+        tui_world::wait("the screen to quit", || {
+            (!std::path::Path::new(&format!("/proc/{pid}")).exists()).then_some(())
+        })
+        .await;
+    };
+    list("empty log");
+    for run in 1..=2 {
+        frames("empty", run).await;
+    }
+
+    // 150 MB of history, with a question asked at its start and never answered.
+    let log = world.home.join("events.jsonl");
+    the_loop::events::EventLog::open_path(&log)
+        .emit(
+            the_loop::events::Event::new(
+                the_loop::events::Source::Cli,
+                the_loop::events::EventType::SessionAwaitingInput,
+            )
+            .with("work_item", "github:octo/repo#3")
+            .with("question_id", "old")
+            .with("question", "Asked 150 MB ago?"),
+        )
+        .unwrap();
+    while std::fs::metadata(&log).unwrap().len() < 150_000_000 {
+        fill_log(world, 100_000, 20);
+    }
+    list("150 MB appended since the last checkpoint, no supervisor (one-time catch-up)");
+    for run in 1..=2 {
+        // Run 1 is the supervisor rotating the oversized log at start.
+        frames("history", run).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    list("150 MB of history, rotated");
+    let kept: Vec<String> = the_loop::events::rotate::retained(&log)
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {:.1} MB",
+                p.display(),
+                std::fs::metadata(p).unwrap().len() as f64 / 1e6
+            )
+        })
+        .collect();
+    println!("kept files: {kept:?}");
+}

@@ -9,5 +9,7 @@ mod cost;
 mod faults;
 #[path = "poller/flow.rs"]
 mod flow;
+#[path = "poller/spawn_ci.rs"]
+mod spawn_ci;
 #[path = "poller/support.rs"]
 mod support;

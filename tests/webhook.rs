@@ -315,13 +315,10 @@ async fn ping_is_answered_and_not_routed() {
 /// settles it. Edits keep the id and still go through.
 #[tokio::test]
 async fn a_comment_already_handled_elsewhere_is_dropped_as_duplicate() {
-    use the_loop::ingress::{HandledIds, ItemKind};
+    use the_loop::ingress::ItemKind;
     let h = Harness::signed().await;
     // The poller got comment 2001 first.
-    assert!(
-        h.handled
-            .first_handling("octo/repo", ItemKind::Comment, 2001)
-    );
+    assert!(h.handled.mark("octo/repo", ItemKind::Comment, 2001));
     let body = fixture_bytes("issue_comment.created");
     assert_eq!(h.deliver("issue_comment", "d-1", &body).await, 202);
     assert!(h.recorder.taken().is_empty());
@@ -340,7 +337,7 @@ async fn a_comment_already_handled_elsewhere_is_dropped_as_duplicate() {
     let review = fixture_bytes("pull_request_review.submitted");
     assert_eq!(h.deliver("pull_request_review", "d-2", &review).await, 202);
     assert_eq!(h.recorder.taken().len(), 1);
-    assert!(!h.handled.first_handling("Octo/Repo", ItemKind::Review, 80));
+    assert!(!h.handled.mark("Octo/Repo", ItemKind::Review, 80));
     // Redelivered under a new id: dropped.
     assert_eq!(h.deliver("pull_request_review", "d-3", &review).await, 202);
     assert_eq!(h.recorder.taken().len(), 1);

@@ -1,10 +1,12 @@
 //! `the-loop events [--follow] [--type GLOB] [--work-item REF] [--since TS] [--level L] [--json]`.
 //!
-//! Reads `<state>/events.jsonl` (SPEC §10). Human lines by default; `--json` prints the
-//! matching lines exactly as written. A missing log is simply empty.
+//! Reads `<state>/events.jsonl` (SPEC §10) and the rotated files still kept beside it
+//! (`events.jsonl.N` … `.1`, oldest first, SPEC §15.5); `--follow` carries on across a
+//! rotation. Human lines by default; `--json` prints the matching lines exactly as
+//! written. A missing log is simply empty.
 
 use super::{CliResult, Ctx, failed, usage};
-use crate::events::{EventReader, Filter, Follower, Level, ReadStats, Record};
+use crate::events::{EventReader, Filter, Follower, Level, ReadStats, Record, rotate};
 use crate::paths::StatePaths;
 use anyhow::anyhow;
 use serde_json::Value;
@@ -58,6 +60,13 @@ pub fn run(args: EventsArgs, _ctx: &Ctx) -> CliResult {
 }
 
 fn print_all(path: &Path, filter: &Filter, follow: bool, printer: &mut Printer) -> io::Result<()> {
+    for rotated in rotate::retained(path).iter().filter(|p| *p != path) {
+        let mut reader = EventReader::open(rotated, filter.clone())?;
+        for record in &mut reader {
+            printer.print(&record?)?;
+        }
+        report_skipped(rotated, reader.stats());
+    }
     let mut reader = EventReader::open(path, filter.clone())?;
     for record in &mut reader {
         printer.print(&record?)?;

@@ -27,6 +27,7 @@ pub struct Config {
     pub repos: Vec<RepoConfig>,
     pub routing: RoutingConfig,
     pub polling: PollingConfig,
+    pub events: EventsConfig,
     pub sessions: SessionsConfig,
     pub workspaces: WorkspacesConfig,
     pub server: ServerConfig,
@@ -217,6 +218,27 @@ impl Default for PollingConfig {
             enabled: true,
             interval_seconds: 30,
             max_retries: 3,
+        }
+    }
+}
+
+/// The event log's bounds (SPEC §15.5): `events.jsonl` rotates at `maxBytes` into
+/// `events.jsonl.1` …, keeping `keepFiles` rotated files.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct EventsConfig {
+    pub max_bytes: u64,
+    pub keep_files: u32,
+}
+
+/// 64 MiB.
+pub const DEFAULT_EVENTS_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+impl Default for EventsConfig {
+    fn default() -> Self {
+        Self {
+            max_bytes: DEFAULT_EVENTS_MAX_BYTES,
+            keep_files: 4,
         }
     }
 }

@@ -10,6 +10,9 @@ use std::net::SocketAddr;
 /// Faster polling burns the rate limit without making delivery noticeably quicker.
 pub const MIN_POLL_INTERVAL_SECONDS: u64 = 5;
 
+/// A smaller log would rotate every few events.
+pub const MIN_EVENTS_MAX_BYTES: u64 = 64 * 1024;
+
 /// A rule violation or warning at a key path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
@@ -30,6 +33,7 @@ impl Problem {
 pub fn errors(config: &Config) -> Vec<Problem> {
     let mut out = Vec::new();
     check_polling(config, &mut out);
+    check_events(config, &mut out);
     check_repos(config, &mut out);
     check_routing(config, &mut out);
     check_sessions(config, &mut out);
@@ -69,6 +73,22 @@ fn check_polling(config: &Config, out: &mut Vec<Problem>) {
             format!(
                 "must be at least {MIN_POLL_INTERVAL_SECONDS} seconds, got {interval}; faster polling only spends the GitHub rate limit"
             ),
+        ));
+    }
+}
+
+fn check_events(config: &Config, out: &mut Vec<Problem>) {
+    let max = config.events.max_bytes;
+    if max < MIN_EVENTS_MAX_BYTES {
+        out.push(Problem::new(
+            KeyPath::parse("events.maxBytes"),
+            format!("must be at least {MIN_EVENTS_MAX_BYTES} bytes (64 KiB), got {max}"),
+        ));
+    }
+    if config.events.keep_files == 0 {
+        out.push(Problem::new(
+            KeyPath::parse("events.keepFiles"),
+            "must be at least 1: a rotated log with no file kept would lose history at once",
         ));
     }
 }

@@ -241,6 +241,7 @@ pub fn changed_sections(old: &Config, new: &Config) -> Vec<&'static str> {
     check("repos", old.repos != new.repos);
     check("routing", old.routing != new.routing);
     check("polling", old.polling != new.polling);
+    check("events", old.events != new.events);
     check("sessions", old.sessions != new.sessions);
     check("server", old.server != new.server);
     check("tui", old.tui != new.tui);

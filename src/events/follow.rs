@@ -1,8 +1,10 @@
 //! Tailing the log as it grows (`the-loop events --follow`, TUI viewers of another
 //! supervisor). A [`Follower`] remembers a byte offset and, on each [`poll`], returns the
-//! complete lines appended since. It re-reads from the start when the file was truncated
-//! or replaced (log rotation, a test resetting state) instead of waiting forever at an
-//! offset that no longer exists.
+//! complete lines appended since. When the log was rotated (SPEC §15.5) it first
+//! finishes the file it was reading — now `events.jsonl.1` — then continues from the
+//! start of the new one, so nothing written around a rotation is missed. A file that was
+//! truncated or replaced otherwise is read from its start instead of waiting forever at
+//! an offset that no longer exists.
 //!
 //! Polling rather than file notifications: it costs one `open` + `fstat` per tick, works
 //! on every filesystem, and cannot miss an event to a coalesced notification.
@@ -10,6 +12,7 @@
 //! [`poll`]: Follower::poll
 
 use super::read::{Filter, ReadStats, Record, complete_end, examine};
+use super::rotate::{self, FileId, file_id};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -17,9 +20,6 @@ use std::path::{Path, PathBuf};
 /// At most this much is read per poll, so a follower that starts far behind catches up
 /// over several polls instead of one huge allocation.
 const MAX_BYTES_PER_POLL: u64 = 4 * 1024 * 1024;
-
-/// Which file the offset belongs to, to notice the path now names another file.
-type FileId = (u64, u64);
 
 #[derive(Debug)]
 pub struct Follower {
@@ -29,6 +29,7 @@ pub struct Follower {
     filter: Filter,
     stats: ReadStats,
     restarts: u64,
+    rotations: u64,
 }
 
 impl Follower {
@@ -58,6 +59,7 @@ impl Follower {
             filter,
             stats: ReadStats::default(),
             restarts: 0,
+            rotations: 0,
         }
     }
 
@@ -74,9 +76,14 @@ impl Follower {
         self.stats
     }
 
-    /// How many times the file was found truncated or replaced and read from the start.
+    /// How many times the file was found truncated or rewritten and read from the start.
     pub fn restarts(&self) -> u64 {
         self.restarts
+    }
+
+    /// How many rotations it followed (each finished the rotated file first).
+    pub fn rotations(&self) -> u64 {
+        self.rotations
     }
 
     /// The matching events in the complete lines appended since the last poll. A last
@@ -88,23 +95,50 @@ impl Follower {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(e),
         };
-        let len = file.metadata()?.len();
         let id = file_id(&file);
         let replaced = id.is_some() && self.file_id.is_some() && id != self.file_id;
+        let mut out = Vec::new();
+        if replaced {
+            // Rotated: the rest of the file we were reading is `events.jsonl.1` now.
+            let old = rotate::rotated(&self.path, 1);
+            if let Ok(mut rotated) = File::open(&old)
+                && file_id(&rotated) == self.file_id
+                && at_line_start(&mut rotated, self.position)?
+            {
+                let len = rotated.metadata()?.len();
+                self.read_lines(rotated, len, u64::MAX, &mut out)?;
+                self.rotations += 1;
+            } else {
+                self.restarts += 1;
+            }
+            self.position = 0;
+        }
         self.file_id = id;
-        if replaced || len < self.position || !at_line_start(&mut file, self.position)? {
+        let len = file.metadata()?.len();
+        if !replaced && (len < self.position || !at_line_start(&mut file, self.position)?) {
             self.position = 0;
             self.restarts += 1;
         }
-        if len == self.position {
-            return Ok(Vec::new());
+        if len > self.position {
+            self.read_lines(file, len, MAX_BYTES_PER_POLL, &mut out)?;
         }
+        Ok(out)
+    }
+
+    /// Reads the complete lines of `file` from the current position up to `len` (at
+    /// most `budget` bytes), advancing the position.
+    fn read_lines(
+        &mut self,
+        mut file: File,
+        len: u64,
+        budget: u64,
+        out: &mut Vec<Record>,
+    ) -> io::Result<()> {
         file.seek(SeekFrom::Start(self.position))?;
         let mut input = BufReader::with_capacity(64 * 1024, file.take(len - self.position));
-        let mut out = Vec::new();
         let mut buf = Vec::new();
         let mut consumed = 0;
-        while consumed < MAX_BYTES_PER_POLL {
+        while consumed < budget {
             buf.clear();
             let n = input.read_until(b'\n', &mut buf)?;
             if n == 0 || buf.last() != Some(&b'\n') {
@@ -116,7 +150,7 @@ impl Follower {
                 out.push(record);
             }
         }
-        Ok(out)
+        Ok(())
     }
 }
 
@@ -133,15 +167,4 @@ fn at_line_start(file: &mut File, position: u64) -> io::Result<bool> {
         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(false),
         Err(e) => Err(e),
     }
-}
-
-#[cfg(unix)]
-fn file_id(file: &File) -> Option<FileId> {
-    use std::os::unix::fs::MetadataExt;
-    file.metadata().ok().map(|m| (m.dev(), m.ino()))
-}
-
-#[cfg(not(unix))]
-fn file_id(_file: &File) -> Option<FileId> {
-    None
 }

@@ -2,14 +2,21 @@
 //! pane) appends to the same file, so each line goes out in **one `write` call on an
 //! `O_APPEND` file** — the kernel then places it whole at the end, never interleaved with
 //! another writer's line. No lock file, no long-lived handle: the file is opened per
-//! emit, which also follows a log that was deleted or replaced underneath us.
+//! emit, which also follows a log that was deleted, replaced or rotated underneath us.
+//!
+//! The supervisor's log also rotates ([`EventLog::set_rotation`], SPEC §15.5): after a
+//! line takes the file to `events.maxBytes` it is renamed to `events.jsonl.1`, and the
+//! state derived from it (its checkpoint) is refreshed off the caller's thread as the
+//! log grows.
 
 use super::Event;
+use super::rotate::{self, Rotation};
 use crate::paths::StatePaths;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 
 /// How many events a slow in-process subscriber may fall behind before it sees `Lagged`.
@@ -41,7 +48,34 @@ pub struct EventLog {
 struct Inner {
     path: PathBuf,
     tx: broadcast::Sender<Event>,
+    /// Set in the supervisor only (one rotator per state root).
+    rotation: Mutex<Option<Policy>>,
+    /// A checkpoint refresh is running (at most one at a time).
+    refreshing: Arc<AtomicBool>,
+    /// The log's size when the checkpoint was last refreshed.
+    refreshed_at: AtomicU64,
 }
+
+/// Brings the state derived from the log up to its end (e.g. the open-questions
+/// checkpoint); runs on a thread of its own.
+pub type Refresh = Arc<dyn Fn(&Path) + Send + Sync>;
+
+struct Policy {
+    rotation: Rotation,
+    refresh: Option<Refresh>,
+}
+
+impl std::fmt::Debug for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Policy")
+            .field("rotation", &self.rotation)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How far the log may grow between two checkpoint refreshes (a quarter of the
+/// rotation size when that is smaller), so no reader has much to catch up on.
+const REFRESH_EVERY: u64 = 4 * 1024 * 1024;
 
 impl EventLog {
     /// The log of a state root: `<state>/events.jsonl`.
@@ -56,8 +90,46 @@ impl EventLog {
             inner: Arc::new(Inner {
                 path: path.into(),
                 tx,
+                rotation: Mutex::new(None),
+                refreshing: Arc::new(AtomicBool::new(false)),
+                refreshed_at: AtomicU64::new(0),
             }),
         }
+    }
+
+    /// Makes this log rotate at `rotation` (the supervisor's; `None`: never), with
+    /// `refresh` run as it grows and before an oversized log is rotated at start.
+    pub fn set_rotation(&self, rotation: Option<Rotation>, refresh: Option<Refresh>) {
+        let mut policy = self
+            .inner
+            .rotation
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *policy = rotation.map(|rotation| Policy { rotation, refresh });
+    }
+
+    /// Rotates the log now if it is at or over its bound (at start). The state derived
+    /// from it is refreshed first, on this thread (start-up may block).
+    pub fn rotate_if_oversized(&self) -> std::io::Result<bool> {
+        let policy = self
+            .inner
+            .rotation
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let Some(policy) = policy.as_ref() else {
+            return Ok(false);
+        };
+        let oversized =
+            fs::metadata(&self.inner.path).is_ok_and(|m| m.len() >= policy.rotation.max_bytes);
+        if oversized && let Some(refresh) = &policy.refresh {
+            refresh(&self.inner.path);
+        }
+        let rotated = rotate::rotate_if_oversized(&self.inner.path, policy.rotation)?;
+        if rotated && let Some(refresh) = &policy.refresh {
+            // Moves the checkpoint onto the new file (nothing to read).
+            refresh(&self.inner.path);
+        }
+        Ok(rotated)
     }
 
     pub fn path(&self) -> &Path {
@@ -81,14 +153,69 @@ impl EventLog {
         // No subscriber is not an error: the CLI never has one.
         let _ = self.inner.tx.send(event);
         let result = append_line(&self.inner.path, line.as_bytes());
-        if let Err(e) = &result {
-            tracing::warn!(error = %e, "event not written");
+        match &result {
+            Err(e) => tracing::warn!(error = %e, "event not written"),
+            Ok(len) => self.after_append(*len),
         }
-        result
+        result.map(drop)
+    }
+
+    /// Rotates a log that reached its bound, and refreshes its checkpoint as it grows.
+    fn after_append(&self, len: u64) {
+        let policy = self
+            .inner
+            .rotation
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let Some(policy) = policy.as_ref() else {
+            return;
+        };
+        let every = REFRESH_EVERY.min(policy.rotation.max_bytes / 4).max(1);
+        let last = self.inner.refreshed_at.load(Ordering::Relaxed);
+        if len.saturating_sub(last) >= every || len < last {
+            self.inner.refreshed_at.store(len, Ordering::Relaxed);
+            self.spawn_refresh(policy.refresh.clone());
+        }
+        if len < policy.rotation.max_bytes {
+            return;
+        }
+        // Under the lock: another thread of this process may have rotated meanwhile.
+        let current = fs::metadata(&self.inner.path).map_or(0, |m| m.len());
+        if current >= policy.rotation.max_bytes {
+            match rotate::rotate(&self.inner.path, policy.rotation.keep_files) {
+                Ok(_) => {
+                    self.inner.refreshed_at.store(0, Ordering::Relaxed);
+                    self.spawn_refresh(policy.refresh.clone());
+                }
+                Err(e) => tracing::warn!(error = %e, "event log not rotated"),
+            }
+        }
+    }
+
+    fn spawn_refresh(&self, refresh: Option<Refresh>) {
+        let Some(refresh) = refresh else {
+            return;
+        };
+        if self.inner.refreshing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let path = self.inner.path.clone();
+        let running = Arc::clone(&self.inner.refreshing);
+        let spawned = std::thread::Builder::new()
+            .name("event-log-checkpoint".into())
+            .spawn(move || {
+                refresh(&path);
+                running.store(false, Ordering::Release);
+            });
+        if let Err(e) = spawned {
+            self.inner.refreshing.store(false, Ordering::Release);
+            tracing::warn!(error = %e, "event log checkpoint not refreshed");
+        }
     }
 }
 
-fn append_line(path: &Path, line: &[u8]) -> Result<(), EmitError> {
+/// Appends one line; returns the file's size after it (one `fstat`).
+fn append_line(path: &Path, line: &[u8]) -> Result<u64, EmitError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         crate::fsutil::create_private_dir_all(dir).map_err(|source| EmitError::CreateDir {
             dir: dir.to_path_buf(),
@@ -116,7 +243,7 @@ fn append_line(path: &Path, line: &[u8]) -> Result<(), EmitError> {
             len: line.len(),
         });
     }
-    Ok(())
+    Ok(file.metadata().map_or(0, |m| m.len()))
 }
 
 /// The log holds questions and other operator data: private to the user.

@@ -11,15 +11,20 @@
 //! - A line that is not valid JSON, lacks an envelope key, or names an event type this
 //!   binary does not know is skipped by every reader and counted (see [`ReadStats`]).
 
+pub mod checkpoint;
 mod follow;
 mod log;
 mod read;
 mod record;
+pub mod rotate;
 
 pub use follow::Follower;
-pub use log::{EmitError, EventLog};
-pub use read::{EventReader, Filter, FilterError, ReadStats, Record, Tail, tail};
+pub use log::{EmitError, EventLog, Refresh};
+pub use read::{
+    EventReader, Filter, FilterError, ReadStats, Record, Tail, tail, tail_retained, tail_window,
+};
 pub use record::{ParseError, RESERVED_KEYS, parse_line};
+pub use rotate::Rotation;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -261,13 +261,47 @@ const TAIL_CHUNK: u64 = 64 * 1024;
 /// chunks, so the cost depends on how far back the matches are, not on the file size.
 /// A missing file is empty.
 pub fn tail(path: &Path, n: usize, filter: &Filter) -> io::Result<Tail> {
+    tail_window(path, None, n, filter, u64::MAX)
+}
+
+/// The last `n` matching events of the log and, when the current file has fewer, of
+/// the rotated files before it (SPEC §15.5), oldest first. `end` of the result is the
+/// current file's.
+pub fn tail_retained(log: &Path, n: usize, filter: &Filter) -> io::Result<Tail> {
+    let mut out = tail(log, n, filter)?;
+    let rotated: Vec<_> = super::rotate::retained(log)
+        .into_iter()
+        .filter(|p| p != log)
+        .collect();
+    for older in rotated.iter().rev() {
+        if out.records.len() >= n {
+            break;
+        }
+        let mut before = tail(older, n - out.records.len(), filter)?;
+        before.records.append(&mut out.records);
+        out.records = before.records;
+    }
+    Ok(out)
+}
+
+/// As [`tail`], ending at `end` (a line boundary; `None`: the end of the file) and
+/// reading at most about `max_bytes` backwards.
+pub fn tail_window(
+    path: &Path,
+    end: Option<u64>,
+    n: usize,
+    filter: &Filter,
+    max_bytes: u64,
+) -> io::Result<Tail> {
     let mut file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Tail::default()),
         Err(e) => return Err(e),
     };
     let len = file.metadata()?.len();
+    let len = end.map_or(len, |e| e.min(len));
     let end = complete_end(&mut file, len)?;
+    let floor = end.saturating_sub(max_bytes);
     let mut out = Tail {
         end,
         ..Tail::default()
@@ -276,7 +310,7 @@ pub fn tail(path: &Path, n: usize, filter: &Filter) -> io::Result<Tail> {
     // with a newline, whose first line may still be missing its beginning.
     let mut pending: Vec<u8> = Vec::new();
     let mut pos = end;
-    while pos > 0 && out.records.len() < n {
+    while pos > floor && out.records.len() < n {
         let start = pos.saturating_sub(TAIL_CHUNK);
         let mut chunk = vec![0; (pos - start) as usize];
         file.seek(SeekFrom::Start(start))?;

@@ -408,3 +408,86 @@ fn follower_filters_and_continues_from_a_reader() {
     emit(EventType::DispatchFailed, 4);
     assert_eq!(seqs(&follower.poll().unwrap()), [4]);
 }
+
+#[test]
+fn the_supervisors_log_rotates_at_its_bound_and_a_follower_finishes_the_old_file() {
+    use crate::events::rotate::{Rotation, rotated};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.jsonl");
+    let log = EventLog::open_path(&path);
+    let refreshed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = refreshed.clone();
+    log.set_rotation(
+        Some(Rotation {
+            max_bytes: 2_000,
+            keep_files: 2,
+        }),
+        Some(std::sync::Arc::new(move |_: &Path| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        })),
+    );
+    let e = |n: i64| Event::new(Source::Cli, EventType::SessionReset).with("seq", n);
+    let mut follower = Follower::from_offset(&path, 0, Filter::default());
+    let mut seen = Vec::new();
+    for n in 0..100 {
+        log.emit(e(n)).unwrap();
+        if n % 7 == 0 {
+            seen.extend(seqs(&follower.poll().unwrap()));
+        }
+    }
+    seen.extend(seqs(&follower.poll().unwrap()));
+    assert_eq!(
+        seen,
+        (0..100).collect::<Vec<_>>(),
+        "every line once, in order"
+    );
+    assert!(follower.rotations() >= 2, "{}", follower.rotations());
+    assert!(fs::metadata(&path).unwrap().len() < 2_000);
+    assert!(rotated(&path, 2).exists() && !rotated(&path, 3).exists());
+    // Kept files, oldest first, then the current one: the newest history in order.
+    let kept: Vec<i64> = crate::events::rotate::retained(&path)
+        .iter()
+        .flat_map(|p| {
+            EventReader::open(p, Filter::default())
+                .unwrap()
+                .map(|r| r.unwrap().event.fields["seq"].as_i64().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(kept.windows(2).all(|w| w[1] == w[0] + 1), "{kept:?}");
+    assert_eq!(kept.last(), Some(&99));
+    // The last lines, across the rotation.
+    let tail = tail_retained(&path, 40, &Filter::default()).unwrap();
+    assert_eq!(seqs(&tail.records), (60..100).collect::<Vec<_>>());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while refreshed.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the checkpoint refresh never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_log_without_a_bound_never_rotates_and_an_oversized_one_rotates_at_start() {
+    use crate::events::rotate::{Rotation, rotated};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.jsonl");
+    let log = EventLog::open_path(&path);
+    for n in 0..50 {
+        log.emit(Event::new(Source::Cli, EventType::SessionReset).with("n", n))
+            .unwrap();
+    }
+    assert!(!log.rotate_if_oversized().unwrap(), "no bound set");
+    assert!(!rotated(&path, 1).exists());
+    log.set_rotation(
+        Some(Rotation {
+            max_bytes: 1_000,
+            keep_files: 4,
+        }),
+        None,
+    );
+    assert!(log.rotate_if_oversized().unwrap());
+    assert!(rotated(&path, 1).exists() && !path.exists());
+}

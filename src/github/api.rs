@@ -91,6 +91,34 @@ impl Client {
         self.get_list(url, true).await
     }
 
+    /// The timeline of one item, oldest first (who labeled it, SPEC §15.1). Not
+    /// conditional: it is read once, when the item enters the watched list.
+    pub async fn list_issue_events(&self, repo: &str, number: u64) -> Result<Vec<Value>, Error> {
+        let url = self.url(
+            &format!("{}/issues/{number}/events", repo_path(repo)?),
+            &[("per_page", PER_PAGE.into())],
+        )?;
+        Ok(self.get_list(url, false).await?.value.unwrap_or_default())
+    }
+
+    /// The check runs of one commit (SPEC §15.2), conditionally.
+    pub async fn list_check_runs(
+        &self,
+        repo: &str,
+        sha: &str,
+    ) -> Result<Fetched<Vec<Value>>, Error> {
+        if sha.is_empty() || !sha.chars().all(|c| c.is_ascii_alphanumeric()) {
+            return Err(Error::InvalidRequest(format!(
+                "invalid commit `{sha}`: expected a hex sha"
+            )));
+        }
+        let url = self.url(
+            &format!("{}/commits/{sha}/check-runs", repo_path(repo)?),
+            &[("per_page", PER_PAGE.into())],
+        )?;
+        self.get_list_in(url, true, Some("check_runs")).await
+    }
+
     /// One issue or PR (as an issue: `state`, and `pull_request.merged_at` for PRs).
     pub async fn get_issue(&self, repo: &str, number: u64) -> Result<Value, Error> {
         let url = self.url(&format!("{}/issues/{number}", repo_path(repo)?), &[])?;

@@ -25,6 +25,17 @@ impl Client {
         url: Url,
         conditional: bool,
     ) -> Result<Fetched<Vec<Value>>, Error> {
+        self.get_list_in(url, conditional, None).await
+    }
+
+    /// As [`get_list`](Self::get_list), for a listing whose pages are objects holding
+    /// the items under `field` (e.g. `check_runs`).
+    pub(crate) async fn get_list_in(
+        &self,
+        url: Url,
+        conditional: bool,
+        field: Option<&'static str>,
+    ) -> Result<Fetched<Vec<Value>>, Error> {
         let mut meta = CallMeta::default();
         let identity = self.token_identity().await;
         let key = EtagCache::key(identity.as_deref().unwrap_or(ANONYMOUS), url.as_str());
@@ -51,11 +62,11 @@ impl Client {
                 // Page 1 changed: its body starts the new walk. A later page changed:
                 // the 304'd pages before it have no body here, so start over.
                 let first = (i == 0).then_some(reply);
-                let walk = self.walk(&url, first, &mut meta).await?;
+                let walk = self.walk(&url, first, field, &mut meta).await?;
                 return Ok(self.finish_walk(key, &url, walk, meta));
             }
         }
-        let walk = self.walk(&url, None, &mut meta).await?;
+        let walk = self.walk(&url, None, field, &mut meta).await?;
         if conditional {
             return Ok(self.finish_walk(key, &url, walk, meta));
         }
@@ -86,6 +97,7 @@ impl Client {
         &self,
         url: &Url,
         mut first: Option<Reply>,
+        field: Option<&'static str>,
         meta: &mut CallMeta,
     ) -> Result<Walk, Error> {
         let mut walk = Walk::default();
@@ -108,9 +120,18 @@ impl Client {
                     message: "304 Not Modified to a request without If-None-Match".into(),
                 });
             }
-            let items = match decode::<Value>(&what, &reply)? {
-                Value::Array(items) => items,
-                other => {
+            let items = match (decode::<Value>(&what, &reply)?, field) {
+                (Value::Array(items), None) => items,
+                (Value::Object(mut page), Some(field)) => match page.remove(field) {
+                    Some(Value::Array(items)) => items,
+                    _ => {
+                        return Err(Error::Decode {
+                            what,
+                            message: format!("expected an array under `{field}`"),
+                        });
+                    }
+                },
+                (other, _) => {
                     return Err(Error::Decode {
                         what,
                         message: format!("expected a JSON array, got {}", json_kind(&other)),

@@ -12,7 +12,7 @@
 //! past a comment as soon as it is recorded here.
 //!
 //! Writers: the poller (through [`LedgerStore`]), the webhook path in the same process
-//! ([`LedgerStore::first_handling`]) and `sessions reset` in any process
+//! (its claims, [`crate::ingress::claims`]) and `sessions reset` in any process
 //! ([`forget_item`], a note the poller applies at its next cycle).
 
 mod notes;
@@ -25,6 +25,7 @@ use crate::events::Source;
 use crate::github::EtagCache;
 use crate::github::models;
 use crate::ingress::InboundEvent;
+use crate::ingress::claims::{Claim, ClaimState, ItemKind};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -37,8 +38,6 @@ pub const LEDGER_VERSION: u32 = 1;
 /// so only recent ids are ever looked up; an edit of an evicted comment is still
 /// recognised by its `created_at` (see the poller).
 pub const RESOLVED_PER_ITEM: usize = 256;
-/// Comment ids handled by the webhook path, kept per repo.
-pub const CLAIMS_CAPACITY: usize = 1024;
 /// Given-up ids kept per item (for the operator's eyes; they are also resolved).
 pub const GIVEN_UP_PER_ITEM: usize = 32;
 /// A give-up notice that cannot be posted is retried this many times, then dropped.
@@ -79,29 +78,6 @@ impl<'de> Deserialize<'de> for Stamp {
     }
 }
 
-/// Which kind of thing an id names. Comment, review-comment and review ids are each
-/// unique on GitHub; the kind keeps them apart in the ledger.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum HandledKind {
-    /// A conversation comment (`issue_comment`).
-    Comment,
-    /// An inline review comment (`pull_request_review_comment`).
-    ReviewComment,
-    /// A review (`pull_request_review`).
-    Review,
-}
-
-impl HandledKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Comment => "comment",
-            Self::ReviewComment => "review-comment",
-            Self::Review => "review",
-        }
-    }
-}
-
 /// What a pending event is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -111,25 +87,32 @@ pub enum PendingKind {
     Review,
     /// An item with a session closed or merged (`issues` / `pull_request` `closed`).
     Close,
+    /// An item entered the watched list after the first cycle: the `issues` `labeled`
+    /// twin (SPEC §15.1); `id` is the label event's id.
+    Labeled,
+    /// A check run of a watched PR completed with a failure (SPEC §15.2); `id` is the
+    /// check run's id.
+    CheckRun,
 }
 
 impl PendingKind {
-    pub fn handled(self) -> Option<HandledKind> {
+    /// The id space of the comment or review a pending event carries.
+    pub fn item_kind(self) -> Option<ItemKind> {
         match self {
-            Self::Comment => Some(HandledKind::Comment),
-            Self::ReviewComment => Some(HandledKind::ReviewComment),
-            Self::Review => Some(HandledKind::Review),
-            Self::Close => None,
+            Self::Comment => Some(ItemKind::Comment),
+            Self::ReviewComment => Some(ItemKind::ReviewComment),
+            Self::Review => Some(ItemKind::Review),
+            Self::Close | Self::Labeled | Self::CheckRun => None,
         }
     }
 }
 
-impl From<HandledKind> for PendingKind {
-    fn from(kind: HandledKind) -> Self {
+impl From<ItemKind> for PendingKind {
+    fn from(kind: ItemKind) -> Self {
         match kind {
-            HandledKind::Comment => Self::Comment,
-            HandledKind::ReviewComment => Self::ReviewComment,
-            HandledKind::Review => Self::Review,
+            ItemKind::Comment => Self::Comment,
+            ItemKind::ReviewComment => Self::ReviewComment,
+            ItemKind::Review => Self::Review,
         }
     }
 }
@@ -163,12 +146,33 @@ pub struct ItemEntry {
     pub reviews: BTreeSet<u64>,
     #[serde(default)]
     pub reviews_baselined: bool,
+    /// Server time of the last reviews read (SPEC §15.3: reviews are read again only
+    /// when the PR's `updated_at` moved past it, less the cursor overlap).
+    #[serde(default)]
+    pub reviews_read_at: Option<Stamp>,
     /// Ids whose delivery was given up, newest last.
     #[serde(default)]
     pub given_up: Vec<u64>,
     /// The `closed_at` of the close already queued for this item's session.
     #[serde(default)]
     pub close_fed: Option<String>,
+    /// A PR's checks on its head commit, while its CI concerns a session (SPEC §15.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<ShaChecks>,
+}
+
+/// The check runs of one head commit of a PR (`poller::checks`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShaChecks {
+    pub sha: String,
+    /// Server time the sha was first seen (a commit without any check run settles
+    /// after a grace period).
+    pub seen_at: Option<Stamp>,
+    /// Check-run id → completed (and handled: a failure is queued once).
+    pub runs: BTreeMap<u64, bool>,
+    /// Every run completed and handled: the sha costs nothing more.
+    pub settled: bool,
 }
 
 impl ItemEntry {
@@ -181,8 +185,10 @@ impl ItemEntry {
             review_comments: BTreeMap::new(),
             reviews: BTreeSet::new(),
             reviews_baselined: false,
+            reviews_read_at: None,
             given_up: Vec::new(),
             close_fed: None,
+            checks: None,
         }
     }
 
@@ -195,11 +201,11 @@ impl ItemEntry {
     }
 
     /// The `updated_at` at which `id` was settled, if it was.
-    pub fn resolved(&self, kind: HandledKind, id: u64) -> Option<Stamp> {
+    pub fn resolved(&self, kind: ItemKind, id: u64) -> Option<Stamp> {
         match kind {
-            HandledKind::Comment => self.comments.get(&id).copied(),
-            HandledKind::ReviewComment => self.review_comments.get(&id).copied(),
-            HandledKind::Review => self
+            ItemKind::Comment => self.comments.get(&id).copied(),
+            ItemKind::ReviewComment => self.review_comments.get(&id).copied(),
+            ItemKind::Review => self
                 .reviews
                 .contains(&id)
                 .then_some(Stamp(OffsetDateTime::UNIX_EPOCH)),
@@ -207,11 +213,11 @@ impl ItemEntry {
     }
 
     /// Records `id` as settled at `updated_at`, evicting the oldest beyond the bound.
-    pub fn resolve(&mut self, kind: HandledKind, id: u64, updated_at: Stamp) {
+    pub fn resolve(&mut self, kind: ItemKind, id: u64, updated_at: Stamp) {
         match kind {
-            HandledKind::Comment => bounded_insert(&mut self.comments, id, updated_at),
-            HandledKind::ReviewComment => bounded_insert(&mut self.review_comments, id, updated_at),
-            HandledKind::Review => {
+            ItemKind::Comment => bounded_insert(&mut self.comments, id, updated_at),
+            ItemKind::ReviewComment => bounded_insert(&mut self.review_comments, id, updated_at),
+            ItemKind::Review => {
                 self.reviews.insert(id);
                 while self.reviews.len() > RESOLVED_PER_ITEM {
                     self.reviews.pop_first();
@@ -260,6 +266,9 @@ pub struct Pending {
     pub attempts: u32,
     #[serde(default)]
     pub last_error: Option<String>,
+    /// Waiting behind the webhook's claim on the same id (not fed while it is).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub parked: bool,
     pub gh_event: String,
     pub action: String,
     pub delivery_id: String,
@@ -276,13 +285,6 @@ impl Pending {
             payload: self.payload.clone(),
         }
     }
-}
-
-/// An id the webhook path handled first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Claim {
-    pub kind: HandledKind,
-    pub id: u64,
 }
 
 /// A give-up notice that could not be posted yet.
@@ -366,60 +368,37 @@ impl Ledger {
         self.pending.iter().any(|p| p.delivery_id == delivery_id)
     }
 
-    fn is_claimed(&self, kind: HandledKind, id: u64) -> bool {
-        self.claims.iter().any(|c| c.kind == kind && c.id == id)
-    }
-
-    /// Whether either ingress path has handled (or is handling) this id: claimed by the
-    /// webhook, resolved or pending here.
-    pub fn is_handled(&self, kind: HandledKind, id: u64) -> bool {
-        self.is_claimed(kind, id)
-            || self
-                .pending
-                .iter()
-                .any(|p| p.kind.handled() == Some(kind) && p.id == id)
-            || self.items.values().any(|e| e.resolved(kind, id).is_some())
-    }
-
-    /// The webhook path's check-and-record (SPEC §4.2): true the first time an id is
-    /// handled by either path, false afterwards.
-    pub fn claim(&mut self, kind: HandledKind, id: u64) -> bool {
-        if self.is_handled(kind, id) {
-            return false;
-        }
-        self.claims.push_back(Claim { kind, id });
-        while self.claims.len() > CLAIMS_CAPACITY {
-            self.claims.pop_front();
-        }
-        true
-    }
-
-    /// Undoes a claim whose webhook delivery failed, so the poller may still deliver it
-    /// if its stream has not moved past it.
-    pub fn release(&mut self, kind: HandledKind, id: u64) -> bool {
-        let before = self.claims.len();
-        self.claims.retain(|c| !(c.kind == kind && c.id == id));
-        before != self.claims.len()
-    }
-
-    /// Queues an event unless it is already pending or the webhook handled it first.
-    /// Returns what happened so the caller can log a duplicate.
-    pub fn enqueue(&mut self, pending: Pending) -> Enqueued {
+    /// Queues an event unless it is already pending or the webhook handled it first
+    /// (SPEC §15.4: behind a claim still in flight it is **parked** — kept, not fed —
+    /// until that paste settles). Returns what happened so the caller can log a
+    /// duplicate.
+    pub fn enqueue(&mut self, mut pending: Pending) -> Enqueued {
         if self.is_pending(&pending.delivery_id) {
             return Enqueued::AlreadyPending;
         }
         // Edits carry the id of the comment they change: the claim was for its creation.
-        if let Some(kind) = pending.kind.handled()
-            && pending.action != "edited"
-            && self.is_claimed(kind, pending.id)
-        {
-            if let Some(entry) = self.items.get_mut(&pending.number) {
-                entry.resolve(kind, pending.id, pending.updated_at);
+        let claim = pending
+            .kind
+            .item_kind()
+            .filter(|_| pending.action != "edited")
+            .and_then(|kind| Some((kind, self.claim_state(kind, pending.id)?)));
+        match claim {
+            Some((kind, ClaimState::Settled)) => {
+                if let Some(entry) = self.items.get_mut(&pending.number) {
+                    entry.resolve(kind, pending.id, pending.updated_at);
+                }
+                Enqueued::Duplicate(Box::new(pending))
             }
-            return Enqueued::Duplicate(Box::new(pending));
+            Some((_, ClaimState::InFlight)) => {
+                pending.parked = true;
+                self.pending.push(pending);
+                Enqueued::Parked
+            }
+            None => {
+                self.pending.push(pending);
+                Enqueued::Queued
+            }
         }
-        self.pending.push(pending);
-        Enqueued::Queued
     }
 
     /// Records the outcome of feeding the pending event `delivery_id`.
@@ -471,7 +450,7 @@ impl Ledger {
     }
 
     fn record_resolved(&mut self, p: &Pending) {
-        if let (Some(kind), Some(entry)) = (p.kind.handled(), self.items.get_mut(&p.number)) {
+        if let (Some(kind), Some(entry)) = (p.kind.item_kind(), self.items.get_mut(&p.number)) {
             entry.resolve(kind, p.id, p.updated_at);
         }
     }
@@ -495,6 +474,8 @@ pub enum Enqueued {
     AlreadyPending,
     /// The webhook path handled it first: recorded as resolved, not queued.
     Duplicate(Box<Pending>),
+    /// The webhook path is handling it: kept, not fed, until that settles.
+    Parked,
 }
 
 #[cfg(test)]

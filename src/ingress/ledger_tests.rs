@@ -17,6 +17,7 @@ fn pending(kind: PendingKind, id: u64, number: u64, action: &str) -> Pending {
         url: format!("https://github.com/o/r/issues/{number}#issuecomment-{id}"),
         attempts: 0,
         last_error: None,
+        parked: false,
         gh_event: "issue_comment".into(),
         action: action.into(),
         delivery_id: format!("poll-comment-{id}-{action}"),
@@ -35,47 +36,28 @@ fn ledger_with_item(number: u64) -> Ledger {
 fn resolved_ids_are_bounded_oldest_first() {
     let mut e = ItemEntry::new(json!({}), true);
     for id in 0..(RESOLVED_PER_ITEM as u64 + 10) {
-        e.resolve(HandledKind::Comment, id, at(id as i64));
+        e.resolve(ItemKind::Comment, id, at(id as i64));
     }
     assert_eq!(e.comments.len(), RESOLVED_PER_ITEM);
-    assert!(e.resolved(HandledKind::Comment, 9).is_none());
-    assert!(e.resolved(HandledKind::Comment, 10).is_some());
+    assert!(e.resolved(ItemKind::Comment, 9).is_none());
+    assert!(e.resolved(ItemKind::Comment, 10).is_some());
     // A later sighting keeps the newest stamp.
-    e.resolve(HandledKind::Comment, 100, at(5000));
-    e.resolve(HandledKind::Comment, 100, at(1));
-    assert_eq!(e.resolved(HandledKind::Comment, 100), Some(at(5000)));
-}
-
-#[test]
-fn a_claim_is_first_only_once_and_sees_the_pollers_ids() {
-    let mut l = ledger_with_item(15);
-    assert!(l.claim(HandledKind::Comment, 1));
-    assert!(!l.claim(HandledKind::Comment, 1));
-    assert!(l.claim(HandledKind::Review, 1), "kinds are separate");
-    l.items
-        .get_mut(&15)
-        .unwrap()
-        .resolve(HandledKind::Comment, 2, at(2));
-    assert!(!l.claim(HandledKind::Comment, 2), "resolved by the poller");
-    assert_eq!(
-        l.enqueue(pending(PendingKind::Comment, 3, 15, "created")),
-        Enqueued::Queued
-    );
-    assert!(!l.claim(HandledKind::Comment, 3), "pending in the poller");
-    assert!(l.release(HandledKind::Comment, 1));
-    assert!(l.claim(HandledKind::Comment, 1));
+    e.resolve(ItemKind::Comment, 100, at(5000));
+    e.resolve(ItemKind::Comment, 100, at(1));
+    assert_eq!(e.resolved(ItemKind::Comment, 100), Some(at(5000)));
 }
 
 #[test]
 fn enqueue_drops_what_the_webhook_claimed_but_not_its_edits() {
     let mut l = ledger_with_item(15);
-    assert!(l.claim(HandledKind::Comment, 7));
+    assert!(l.claim(ItemKind::Comment, 7, None));
+    l.settle_claim(ItemKind::Comment, 7, &Disposition::Delivered);
     match l.enqueue(pending(PendingKind::Comment, 7, 15, "created")) {
         Enqueued::Duplicate(p) => assert_eq!(p.id, 7),
         other => panic!("expected a duplicate, got {other:?}"),
     }
     assert!(l.pending.is_empty());
-    assert!(l.items[&15].resolved(HandledKind::Comment, 7).is_some());
+    assert!(l.items[&15].resolved(ItemKind::Comment, 7).is_some());
     assert_eq!(
         l.enqueue(pending(PendingKind::Comment, 7, 15, "edited")),
         Enqueued::Queued
@@ -106,7 +88,7 @@ fn settling_records_and_failures_give_up_after_max_retries() {
     }
     assert!(l.pending.is_empty());
     assert_eq!(l.items[&15].given_up, vec![1]);
-    assert!(l.items[&15].resolved(HandledKind::Comment, 1).is_some());
+    assert!(l.items[&15].resolved(ItemKind::Comment, 1).is_some());
     assert_eq!(l.settle(&id, &failed, 2), Settled::Unknown);
 
     let p = pending(PendingKind::Comment, 2, 15, "created");
@@ -116,7 +98,7 @@ fn settling_records_and_failures_give_up_after_max_retries() {
         reason: "unauthorized-actor".into(),
     };
     assert_eq!(l.settle(&id, &dropped, 2), Settled::Dropped);
-    assert!(l.items[&15].resolved(HandledKind::Comment, 2).is_some());
+    assert!(l.items[&15].resolved(ItemKind::Comment, 2).is_some());
 }
 
 #[test]
@@ -139,8 +121,8 @@ fn forgetting_an_item_clears_its_threads_pending_and_review_etags() {
     let mut l = ledger_with_item(16);
     let e = l.items.get_mut(&16).unwrap();
     e.baseline_at = Some(at(1));
-    e.resolve(HandledKind::Comment, 1, at(1));
-    e.resolve(HandledKind::Review, 2, at(1));
+    e.resolve(ItemKind::Comment, 1, at(1));
+    e.resolve(ItemKind::Review, 2, at(1));
     e.reviews_baselined = true;
     e.close_fed = Some("x".into());
     l.enqueue(pending(PendingKind::Comment, 3, 16, "created"));
@@ -176,7 +158,7 @@ fn a_ledger_round_trips_through_json() {
     l.items
         .get_mut(&15)
         .unwrap()
-        .resolve(HandledKind::Comment, 5, at(150));
+        .resolve(ItemKind::Comment, 5, at(150));
     l.enqueue(pending(PendingKind::Review, 6, 15, "submitted"));
     let text = serde_json::to_string_pretty(&l).unwrap();
     assert!(
@@ -238,40 +220,52 @@ fn a_ledger_from_a_newer_binary_is_not_misread() {
     assert!(!path.exists());
 }
 
-#[test]
-fn forget_notes_are_applied_once_then_deleted() {
+#[tokio::test]
+async fn forget_notes_are_applied_once_then_deleted() {
     let dir = tempfile::tempdir().unwrap();
     let (s, paths) = store(dir.path());
     s.update("o/r", |l| {
         let mut e = ItemEntry::new(json!({"number": 15}), true);
         e.baseline_at = Some(at(1));
-        e.resolve(HandledKind::Comment, 1, at(1));
+        e.resolve(ItemKind::Comment, 1, at(1));
         l.items.insert(15, e);
     })
     .1
+    .wait()
+    .await
     .unwrap();
     forget_item(&paths, "o/r", 15).unwrap();
     forget_item(&paths, "o/other", 15).unwrap();
     assert!(forget_item(&paths, "not a repo", 1).is_err());
     assert_eq!(pending_forgets(&paths, "o/r").len(), 1);
-    assert_eq!(s.apply_forget_notes("o/r").unwrap(), vec![15]);
+    assert_eq!(s.apply_forget_notes("o/r").await.unwrap(), vec![15]);
     assert!(pending_forgets(&paths, "o/r").is_empty());
     assert_eq!(pending_forgets(&paths, "o/other").len(), 1);
     let on_disk: Ledger =
         serde_json::from_slice(&std::fs::read(ledger_path(&paths, "o/r")).unwrap()).unwrap();
     assert!(on_disk.items[&15].baseline_at.is_none());
     assert!(on_disk.items[&15].comments.is_empty());
-    assert_eq!(s.apply_forget_notes("o/r").unwrap(), Vec::<u64>::new());
+    assert_eq!(
+        s.apply_forget_notes("o/r").await.unwrap(),
+        Vec::<u64>::new()
+    );
 }
 
 #[test]
-fn first_handling_is_persisted() {
+fn claims_are_persisted_and_repos_compared_case_insensitively() {
     let dir = tempfile::tempdir().unwrap();
     let (s, paths) = store(dir.path());
-    assert!(s.first_handling("o/r", HandledKind::Comment, 42));
-    assert!(!s.first_handling("O/R", HandledKind::Comment, 42));
+    let claim = |s: &LedgerStore, repo: &str| {
+        let (first, saved) = s.update_if(repo, |l| {
+            let first = l.claim(ItemKind::Comment, 42, None);
+            (first, first)
+        });
+        saved.wait_blocking().unwrap();
+        first
+    };
+    assert!(claim(&s, "o/r"));
+    assert!(!claim(&s, "O/R"));
     let (again, _) = store(dir.path());
-    assert!(!again.first_handling("o/r", HandledKind::Comment, 42));
-    assert!(again.release("o/r", HandledKind::Comment, 42));
+    assert!(!claim(&again, "o/r"));
     assert!(ledger_path(&paths, "o/r").exists());
 }

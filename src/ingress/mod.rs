@@ -6,12 +6,13 @@
 //! tells the poller whether the event is settled (recorded in its ledger, never looked at
 //! again) or must be retried on a later cycle.
 //!
-//! The same comment can arrive by both paths under different delivery ids; [`HandledIds`]
-//! is the shared record (the poller's ledger) that lets whichever path comes second drop
-//! it (SPEC §4.2).
+//! The same comment can arrive by both paths under different delivery ids; the claims
+//! ([`claims`], kept in the poller's ledger) let whichever path comes second drop it
+//! (SPEC §4.2) without ever losing it (SPEC §15.4).
 
 pub mod webhook;
 
+pub mod claims;
 pub mod ledger;
 pub mod poller;
 pub mod shape;
@@ -20,6 +21,8 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use crate::events::Source;
+
+pub use claims::{ClaimKey, ItemKind};
 
 /// One GitHub event, owned, as either ingress path received or synthesised it.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,34 +93,18 @@ pub trait Ingest: Send + Sync {
     fn ingest(&self, event: InboundEvent) -> BoxFuture<'static, Disposition>;
 }
 
-/// Which GitHub id space a [`HandledIds`] entry belongs to: a conversation comment, a
-/// review and an inline review comment can share a numeric id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ItemKind {
-    /// An issue or PR conversation comment (`issue_comment`).
-    Comment,
-    /// A PR review (`pull_request_review`).
-    Review,
-    /// An inline review comment (`pull_request_review_comment`).
-    ReviewComment,
-}
-
-impl ItemKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ItemKind::Comment => "comment",
-            ItemKind::Review => "review",
-            ItemKind::ReviewComment => "review-comment",
-        }
-    }
-}
-
-/// The record of comments, reviews and review comments already handled by either
-/// ingress path, keyed by their own GitHub id (delivery ids differ between the paths).
-/// The poller's ledger implements it; the webhook asks before ingesting.
+/// The record of comments, reviews and review comments already handled (or being
+/// handled) by either ingress path, keyed by their own GitHub id (delivery ids differ
+/// between the paths). [`claims::Claims`] is the product's (the poll ledgers); the
+/// webhook asks before ingesting.
 pub trait HandledIds: Send + Sync {
-    /// Records `(repo, kind, id)` as handled and returns `true` if it was not already;
-    /// `false` means the other path (or an earlier delivery) has it, so drop this one.
-    /// `repo` is `owner/name` as the payload spells it; compare it case-insensitively.
-    fn first_handling(&self, repo: &str, kind: ItemKind, id: u64) -> bool;
+    /// Claims `key` for the webhook path and returns the claim's write (await it
+    /// before pasting) if no path had it; `None` means the other path (or an earlier
+    /// delivery) has it, so drop this one. The claim stays in flight until the delivery
+    /// settles ([`claims::ClaimingIngest`]).
+    fn first_handling(
+        &self,
+        key: &ClaimKey,
+        event: &InboundEvent,
+    ) -> Option<crate::state_writer::Durable>;
 }

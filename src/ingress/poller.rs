@@ -18,19 +18,21 @@
 //! issues. The full listing runs on the first cycle and hourly to reconcile.
 
 mod apply;
+mod checks;
 mod feed;
 mod fetch;
+mod labels;
 
 pub use fetch::{FULL_LISTING_EVERY, is_watched};
 
-use crate::config::{Config, RepoConfig};
+use crate::config::{Config, RepoConfig, SpawnPolicy};
 use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::github::{Client, Error, EtagCache, models};
-use crate::guard::{self, Allowlist};
-use crate::ingress::Ingest;
+use crate::guard::Allowlist;
 use crate::ingress::ledger::{LedgerStore, Pending};
+use crate::ingress::{Ingest, claims};
 use crate::paths::StatePaths;
-use crate::routing::{ControlKeywords, DropReason, Outcome, WorkItemRef, extract};
+use crate::routing::{ControlKeywords, WorkItemRef};
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -151,6 +153,7 @@ impl Poller {
                 allowlist: &allowlist,
                 keywords: &keywords,
                 max_retries: config.polling.max_retries,
+                labeled: config.routing.spawn == SpawnPolicy::Labeled,
             };
             self.poll_repo(repo, &mut report).await;
         }
@@ -176,7 +179,7 @@ impl Poller {
 
     async fn poll_repo(&mut self, r: Repo<'_>, report: &mut CycleReport) {
         let name = r.rc.name.as_str();
-        if let Err(e) = self.ledgers.apply_forget_notes(name) {
+        if let Err(e) = self.ledgers.apply_forget_notes(name).await {
             tracing::warn!(repo = name, error = %e, "could not apply forget notes");
             report.errors += 1;
         }
@@ -191,7 +194,9 @@ impl Poller {
             .rate_info()
             .date
             .unwrap_or_else(OffsetDateTime::now_utc);
-        let plan = self.ledgers.read(name, |l| fetch::Plan::new(l, server_now));
+        let plan = self.ledgers.read(name, |l| {
+            fetch::Plan::new(l, server_now, r.sessions, r.labeled)
+        });
         if plan.first {
             self.client.forget_etags(name);
         }
@@ -214,7 +219,7 @@ impl Poller {
                 };
                 let applied = self.ledgers.modify(name, |l| apply::apply(l, snap, ctx));
                 if applied.changed
-                    && let Err(e) = self.ledgers.save(name)
+                    && let Err(e) = self.ledgers.save(name).wait().await
                 {
                     tracing::warn!(repo = name, error = %e, "poll ledger not written");
                     report.errors += 1;
@@ -270,17 +275,7 @@ impl Poller {
 
     /// The webhook path handled this comment first: logged as the router would.
     fn log_duplicate(&self, p: &Pending) {
-        let event = p.to_event();
-        let outcome = Outcome::Dropped {
-            reason: DropReason::DuplicateDelivery,
-            work_items: extract::work_items(&event.gh_event, &event.payload),
-            actor: guard::actor_of(&event.gh_event, &event.payload)
-                .login()
-                .map(str::to_string),
-        };
-        let _ = self
-            .events
-            .emit(outcome.to_event(&event.as_inbound(), Source::Poll));
+        let _ = self.events.emit(claims::duplicate_event(&p.to_event()));
     }
 }
 
@@ -291,6 +286,7 @@ struct Repo<'a> {
     allowlist: &'a Allowlist,
     keywords: &'a ControlKeywords,
     max_retries: u32,
+    labeled: bool,
 }
 
 /// The wait before the next cycle: the configured interval or GitHub's
@@ -336,8 +332,11 @@ fn describe_error(e: &Error) -> (Option<u16>, Option<String>) {
 }
 
 /// The repo's ETags without the `since=` URLs this cycle did not ask for (the cursors
-/// moved past them: they would never be sent again).
+/// moved past them: they would never be sent again), nor the check runs of shas it did
+/// not ask about (settled, or superseded by a push).
 fn prune_etags(mut etags: EtagCache, plan: &fetch::Plan, snap: &fetch::Snapshot) -> EtagCache {
+    let asked: BTreeSet<&str> = snap.checks.iter().map(|(_, sha, _)| sha.as_str()).collect();
+    etags.retain(|key| !checks::is_stale_etag(key, &asked));
     let mut current: Vec<String> = [&snap.issue_comments, &snap.review_comments]
         .into_iter()
         .flatten()

@@ -8,7 +8,11 @@
 //!   `pull_request`);
 //! - a review → `pull_request_review` `submitted`, its state lower-cased as webhooks
 //!   spell it; `PENDING` reviews are not events;
-//! - a closed item with a session → `issues` / `pull_request` `closed`.
+//! - a closed item with a session → `issues` / `pull_request` `closed`;
+//! - an issue that entered the watched list → `issues` `labeled` (`label`, `sender` =
+//!   whoever applied the label, from the item's timeline), or `opened` when the repo
+//!   watches every item (SPEC §15.1);
+//! - a completed check run of a watched PR → `check_run` `completed` (SPEC §15.2).
 //!
 //! Items and pulls are kept in the ledger trimmed of URL templates, reactions and full
 //! user objects ([`trim_item`], [`trim_pull`]); comments and reviews are passed on whole.
@@ -16,18 +20,18 @@
 use crate::events::Source;
 use crate::github::models;
 use crate::ingress::InboundEvent;
-use crate::ingress::ledger::HandledKind;
+use crate::ingress::ItemKind;
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 
 /// `poll-comment-<id>`, `poll-review-comment-<id>`, `poll-review-<id>`; an edit is a
 /// new delivery of its own (as on the webhook path), `…-edited-<unix updated_at>`, so
 /// the router's delivery-id dedupe does not take it for the creation.
-pub fn delivery_id(kind: HandledKind, id: u64, edited_at: Option<OffsetDateTime>) -> String {
+pub fn delivery_id(kind: ItemKind, id: u64, edited_at: Option<OffsetDateTime>) -> String {
     let base = match kind {
-        HandledKind::Comment => format!("poll-comment-{id}"),
-        HandledKind::ReviewComment => format!("poll-review-comment-{id}"),
-        HandledKind::Review => format!("poll-review-{id}"),
+        ItemKind::Comment => format!("poll-comment-{id}"),
+        ItemKind::ReviewComment => format!("poll-review-comment-{id}"),
+        ItemKind::Review => format!("poll-review-{id}"),
     };
     match edited_at {
         Some(t) => format!("{base}-edited-{}", t.unix_timestamp()),
@@ -153,7 +157,7 @@ pub fn trim_pull(pull: &Value) -> Value {
             if s["repo"].is_object() {
                 kept.insert(
                     "repo".into(),
-                    Value::Object(pick(&s["repo"], &["id", "full_name"])),
+                    Value::Object(pick(&s["repo"], &["id", "name", "full_name"])),
                 );
             }
             *s = Value::Object(kept);
@@ -259,7 +263,7 @@ fn action(edited_at: Option<OffsetDateTime>) -> &'static str {
 /// PR as `pull_request`). `edited_at`: the comment's new `updated_at` when it is an edit
 /// of a comment already resolved.
 pub fn comment(
-    kind: HandledKind,
+    kind: ItemKind,
     repo: &str,
     item: &Value,
     pull: Option<&Value>,
@@ -269,7 +273,7 @@ pub fn comment(
     let id = models::id(comment).unwrap_or(0);
     let action = action(edited_at);
     let (gh_event, container, block) = match kind {
-        HandledKind::ReviewComment => (
+        ItemKind::ReviewComment => (
             "pull_request_review_comment",
             "pull_request",
             pull_request_block(item, pull),
@@ -314,7 +318,7 @@ pub fn review(
     Some(event(
         "pull_request_review",
         "submitted",
-        delivery_id(HandledKind::Review, id, None),
+        delivery_id(ItemKind::Review, id, None),
         payload,
     ))
 }
@@ -361,6 +365,103 @@ pub fn close(repo: &str, item: &Value, pull: Option<&Value>) -> InboundEvent {
         obj.remove("sender");
     }
     event(gh_event, "closed", close_delivery_id(item), payload)
+}
+
+/// `issues` `labeled`: `labeler` applied `label` to the watched issue `item` (the
+/// label event `event_id` of its timeline). The router's rules are the webhook's: the
+/// labeler and the author both authorized (SPEC §15.1).
+pub fn labeled(
+    repo: &str,
+    item: &Value,
+    label: &str,
+    labeler: &str,
+    event_id: u64,
+) -> InboundEvent {
+    let payload = json!({
+        "action": "labeled",
+        "label": {"name": label},
+        "issue": item,
+        "repository": repository(repo, item),
+        "sender": {"login": labeler},
+    });
+    event(
+        "issues",
+        "labeled",
+        format!("poll-labeled-{event_id}"),
+        payload,
+    )
+}
+
+/// `issues` `opened`, for a repo that watches every open item (`label: ""`): the
+/// author opened it.
+pub fn opened(repo: &str, item: &Value) -> InboundEvent {
+    let id = models::id(item).unwrap_or(0);
+    let payload = json!({
+        "action": "opened",
+        "issue": item,
+        "repository": repository(repo, item),
+        "sender": item["user"],
+    });
+    event("issues", "opened", format!("poll-opened-{id}"), payload)
+}
+
+/// The check-run fields a webhook's `check_run` carries that the REST listing has too.
+const CHECK_RUN_FIELDS: &[&str] = &[
+    "id",
+    "name",
+    "head_sha",
+    "status",
+    "conclusion",
+    "started_at",
+    "completed_at",
+    "html_url",
+    "details_url",
+    "output",
+    "app",
+    "pull_requests",
+];
+
+/// `poll-check-run-<id>`: one delivery per check run, whatever its conclusion (a run
+/// completes once).
+pub fn check_run_delivery_id(id: u64) -> String {
+    format!("poll-check-run-{id}")
+}
+
+/// `check_run` `completed` for a check run of the watched PR `item`. The REST shape
+/// lacks the webhook's `check_suite.head_branch` and may omit the PR in
+/// `pull_requests`; both are filled in from the pulls listing, so the router links the
+/// run to the PR and to the issue its branch names as it does for the webhook.
+pub fn check_run(repo: &str, item: &Value, pull: Option<&Value>, run: &Value) -> InboundEvent {
+    let mut out = pick(run, CHECK_RUN_FIELDS);
+    let number = models::number(item);
+    let head = pull.map_or(&Value::Null, |p| &p["head"]);
+    out.insert(
+        "check_suite".into(),
+        json!({
+            "id": run["check_suite"]["id"],
+            "head_branch": head["ref"],
+            "head_sha": run["head_sha"],
+        }),
+    );
+    let listed = run["pull_requests"]
+        .as_array()
+        .is_some_and(|prs| prs.iter().any(|p| models::number(p) == number));
+    if !listed && let Some(n) = number {
+        let mut prs = run["pull_requests"].as_array().cloned().unwrap_or_default();
+        prs.push(json!({
+            "number": n,
+            "head": head,
+            "base": pull.map_or(&Value::Null, |p| &p["base"]),
+        }));
+        out.insert("pull_requests".into(), Value::Array(prs));
+    }
+    let id = models::id(run).unwrap_or(0);
+    let payload = json!({
+        "action": "completed",
+        "check_run": Value::Object(out),
+        "repository": repository(repo, item),
+    });
+    event("check_run", "completed", check_run_delivery_id(id), payload)
 }
 
 #[cfg(test)]

@@ -22,12 +22,10 @@ use axum::routing::post;
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::{HandledIds, InboundEvent, Ingest, ItemKind};
+use super::claims::{self, ClaimKey};
+use super::{HandledIds, InboundEvent, Ingest};
 use crate::config::ServerConfig;
 use crate::events::{Event, EventLog, EventType, Level, Source};
-use crate::guard;
-use crate::routing::router::Inbound;
-use crate::routing::{DropReason, Outcome, extract};
 
 pub const SIGNATURE_HEADER: &str = "x-hub-signature-256";
 pub const DELIVERY_HEADER: &str = "x-github-delivery";
@@ -189,14 +187,22 @@ impl WebhookReceiver {
     }
 
     /// Routing is synchronous inside `ingest` (so deliveries keep their order); the
-    /// settling — the paste — runs on its own task.
-    fn hand_over(&self, event: InboundEvent) {
-        if let Some(key) = handled_key(&event)
+    /// settling — the paste — runs on its own task. A claim is on disk before routing.
+    async fn hand_over(&self, event: InboundEvent) {
+        if let Some(key) = ClaimKey::of(&event)
             && let Some(handled) = &self.handled
-            && !handled.first_handling(key.repo, key.kind, key.id)
         {
-            let _ = self.events.emit(duplicate_event(&event));
-            return;
+            match handled.first_handling(&key, &event) {
+                None => {
+                    let _ = self.events.emit(claims::duplicate_event(&event));
+                    return;
+                }
+                Some(claimed) => {
+                    if let Err(e) = claimed.wait().await {
+                        tracing::warn!(error = %e, "webhook claim not written; delivering anyway");
+                    }
+                }
+            }
         }
         let delivery_id = event.delivery_id.clone();
         let settled = self.ingest.ingest(event);
@@ -233,7 +239,7 @@ async fn receive(
     if event.gh_event == "ping" {
         return (StatusCode::OK, "pong\n").into_response();
     }
-    receiver.hand_over(event);
+    receiver.hand_over(event).await;
     (StatusCode::ACCEPTED, "accepted\n").into_response()
 }
 
@@ -269,78 +275,4 @@ fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
 
 fn logged_header(headers: &HeaderMap, name: &str) -> Option<String> {
     header_str(headers, name).map(|v| v.chars().take(MAX_LOGGED_HEADER_CHARS).collect())
-}
-
-/// The GitHub id a delivery carries, for the cross-path dedupe.
-#[derive(Debug, PartialEq, Eq)]
-struct HandledKey<'a> {
-    repo: &'a str,
-    kind: ItemKind,
-    id: u64,
-}
-
-/// Only new text is deduped across paths — a `created` comment or a `submitted` review,
-/// the shapes the poller synthesises. An `edited` comment keeps its id; it must still
-/// reach the router (`routing.deliverEdits`).
-fn handled_key(event: &InboundEvent) -> Option<HandledKey<'_>> {
-    let (kind, container) = match (event.gh_event.as_str(), event.action.as_str()) {
-        ("issue_comment", "created") => (ItemKind::Comment, "comment"),
-        ("pull_request_review_comment", "created") => (ItemKind::ReviewComment, "comment"),
-        ("pull_request_review", "submitted") => (ItemKind::Review, "review"),
-        _ => return None,
-    };
-    Some(HandledKey {
-        repo: event.payload["repository"]["full_name"].as_str()?,
-        kind,
-        id: event.payload[container]["id"].as_u64()?,
-    })
-}
-
-/// `routing.dropped` (`duplicate-delivery`) shaped like the router's own drops.
-fn duplicate_event(event: &InboundEvent) -> Event {
-    let inbound: Inbound<'_> = event.as_inbound();
-    Outcome::Dropped {
-        reason: DropReason::DuplicateDelivery,
-        work_items: extract::work_items(&event.gh_event, &event.payload),
-        actor: guard::actor_of(&event.gh_event, &event.payload)
-            .login()
-            .map(str::to_string),
-    }
-    .to_event(&inbound, Source::Webhook)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn handled_keys_only_for_new_text() {
-        use ItemKind::*;
-        let repo = json!({"full_name": "octo/repo"});
-        // (event, action, extra payload fields, expected key)
-        #[rustfmt::skip]
-        let cases = [
-            ("issue_comment", "created", json!({"comment": {"id": 7}}), Some((Comment, 7))),
-            ("pull_request_review_comment", "created", json!({"comment": {"id": 8}}), Some((ReviewComment, 8))),
-            ("pull_request_review", "submitted", json!({"review": {"id": 9}}), Some((Review, 9))),
-            ("issue_comment", "edited", json!({"comment": {"id": 7}}), None),
-            ("pull_request_review", "dismissed", json!({"review": {"id": 9}}), None),
-            ("issue_comment", "created", json!({"comment": {"id": "7"}}), None),
-            ("issue_comment", "created", json!({"comment": {"id": 7}, "repository": null}), None),
-            ("issues", "opened", json!({"issue": {"id": 7}}), None),
-        ];
-        for (gh_event, action, extra, want) in cases {
-            let mut payload = json!({"action": action, "repository": repo});
-            for (k, v) in extra.as_object().unwrap() {
-                payload[k] = v.clone();
-            }
-            let event = InboundEvent::from_webhook(gh_event, "d", payload);
-            let got = handled_key(&event).map(|k| {
-                assert_eq!(k.repo, "octo/repo");
-                (k.kind, k.id)
-            });
-            assert_eq!(got, want, "{gh_event} {}", event.payload);
-        }
-    }
 }

@@ -209,7 +209,7 @@ impl RouterConfig {
 
 /// CI conclusions worth an agent's attention (§5.3). A commit `status` reports `state`
 /// instead; its `error` means the same as `failure`.
-const CI_FAILURES: [&str; 3] = ["failure", "timed_out", "action_required"];
+const CI_FAILURES: [&str; 4] = ["failure", "timed_out", "action_required", "startup_failure"];
 const STATUS_FAILURES: [&str; 2] = ["failure", "error"];
 
 /// Routes one event. See the module docs for the order of the gates.

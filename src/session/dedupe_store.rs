@@ -36,12 +36,12 @@ impl DedupeStore {
         Self { path, dedupe }
     }
 
-    /// Writes the store (atomically). A failure is logged: the in-memory dedupe still
-    /// protects this run.
+    /// Hands the store to the state writer (SPEC §15.6: the fsync runs on its thread,
+    /// never on the router's caller). Nobody waits: the in-memory dedupe is the
+    /// authority for this run, and the file — written in order, newest state winning —
+    /// is for the next one. A failure is logged by the writer.
     pub fn save(&self) {
-        if let Err(error) = fsutil::atomic_write_json(&self.path, &self.dedupe) {
-            tracing::warn!(path = %self.path.display(), "dedupe store not saved: {error}");
-        }
+        drop(crate::state_writer::write_json(&self.path, &self.dedupe));
     }
 
     /// Forgets a delivery id so a retry is routed again, and saves.

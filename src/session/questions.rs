@@ -12,18 +12,24 @@
 //!   answered on GitHub (such an answer is delivered as an ordinary comment and does not
 //!   close anything by itself).
 //!
-//! [`OpenQuestions`] is fed event by event (the TUI's incremental form) or built from a
-//! whole log ([`OpenQuestions::load`]). Log order is the order that counts.
+//! [`OpenQuestions`] is fed event by event (the TUI's incremental form) or loaded
+//! ([`OpenQuestions::load`]) from the log's checkpoint, `questions.json` beside it,
+//! plus what was appended since (SPEC §15.5): the state survives the log's rotation and
+//! loading it costs the same whatever the history. Log order is the order that counts;
+//! observing the same event twice changes nothing.
 
-use crate::events::{EmitError, Event, EventLog, EventReader, EventType, Filter, Source};
+use crate::events::checkpoint::{self, LogState};
+use crate::events::{EmitError, Event, EventLog, EventType, Filter, Source};
 use crate::routing::WorkItemRef;
 use crate::session::registry::same_item;
+use serde::{Deserialize, Serialize};
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use time::OffsetDateTime;
 
 /// One unanswered question.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Question {
     /// `question_id` from the event (the timestamp when an event has none).
     pub id: String,
@@ -92,9 +98,24 @@ pub enum Change {
 }
 
 /// The open questions, oldest first.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpenQuestions {
     open: Vec<Question>,
+}
+
+impl LogState for OpenQuestions {
+    fn filter() -> Filter {
+        Filter::parse(Some("session.*"), None, None, None).unwrap_or_default()
+    }
+
+    fn observe(&mut self, event: &Event) {
+        OpenQuestions::observe(self, event);
+    }
+}
+
+/// The checkpoint beside a log: `<state>/questions.json`.
+pub fn checkpoint_path(log: &Path) -> PathBuf {
+    checkpoint::path_for(log, "questions")
 }
 
 impl OpenQuestions {
@@ -111,22 +132,36 @@ impl OpenQuestions {
         open
     }
 
-    /// Reads a whole event log (a missing file has no questions; corrupt lines are
-    /// skipped, as every reader does).
+    /// The questions open at the end of the log: its checkpoint plus what was appended
+    /// since (a missing log has no questions; corrupt lines are skipped, as every
+    /// reader does). Writes a fresh checkpoint when there was much to read.
     pub fn load(log: &Path) -> io::Result<Self> {
-        let filter = Filter::parse(Some("session.*"), None, None, None)
-            .map_err(|e| io::Error::other(e.to_string()))?;
-        let mut open = Self::new();
-        for record in EventReader::open(log, filter)? {
-            open.observe(&record?.event);
+        Self::catch_up(log, false).map(|(open, _)| open)
+    }
+
+    /// As [`load`](Self::load), also returning where in the current log file the state
+    /// ends; `force` writes the checkpoint whatever was read (before a rotation).
+    pub fn catch_up(log: &Path, force: bool) -> io::Result<(Self, u64)> {
+        let caught = checkpoint::catch_up::<Self>(log, &checkpoint_path(log), force)?;
+        Ok((caught.state, caught.end))
+    }
+
+    /// Brings the checkpoint up to the log's end: the supervisor's refresh, so readers
+    /// have little to catch up on and the state survives rotation.
+    pub fn refresh(log: &Path) {
+        if let Err(e) = Self::catch_up(log, true) {
+            tracing::warn!(path = %log.display(), error = %e, "open questions not checkpointed");
         }
-        Ok(open)
     }
 
     /// Applies one event (feed them in log order).
     pub fn observe(&mut self, event: &Event) -> Change {
         match event.event {
             EventType::SessionAwaitingInput => match Question::from_event(event) {
+                // Seen already (a reader that caught up, then followed from before).
+                Some(question) if self.open.iter().any(|q| q.id == question.id) => {
+                    Change::Unchanged
+                }
                 Some(question) => {
                     // Sorted by time; appended events are nearly always the newest.
                     let at = self

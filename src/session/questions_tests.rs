@@ -237,3 +237,58 @@ fn load_reads_the_log_and_dismiss_closes() {
     assert_eq!(event.str_field("question_id"), Some("q1"));
     assert_eq!(event.str_field("actor"), Some("op"));
 }
+
+/// SPEC §15.5: the questions survive rotation, and loading them reads only what was
+/// appended since the checkpoint.
+#[test]
+fn open_questions_survive_rotation_through_the_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.jsonl");
+    let log = EventLog::open_path(&path);
+    log.emit(asked(
+        "2026-12-01T10:00:00.000Z",
+        "github:o/r#1",
+        "q1",
+        "Which way?",
+    ))
+    .unwrap();
+    log.emit(asked(
+        "2026-12-01T10:00:01.000Z",
+        "github:o/r#2",
+        "q2",
+        "And here?",
+    ))
+    .unwrap();
+    for n in 0..200 {
+        log.emit(Event::new(Source::Poll, EventType::PollCycle).with("n", n))
+            .unwrap();
+    }
+    OpenQuestions::refresh(&path);
+    assert!(checkpoint_path(&path).exists());
+    // Rotated out twice: the asks are in no kept file any more.
+    crate::events::rotate::rotate(&path, 1).unwrap();
+    log.emit(replied("2026-12-01T10:00:02.000Z", "github:o/r#2"))
+        .unwrap();
+    OpenQuestions::refresh(&path);
+    crate::events::rotate::rotate(&path, 1).unwrap();
+    log.emit(Event::new(Source::Poll, EventType::PollCycle))
+        .unwrap();
+    let open = OpenQuestions::load(&path).unwrap();
+    assert_eq!(ids(&open), ["q1"]);
+    let (_, end) = OpenQuestions::catch_up(&path, false).unwrap();
+    assert_eq!(end, std::fs::metadata(&path).unwrap().len());
+}
+
+#[test]
+fn observing_an_ask_twice_opens_one_question() {
+    let mut open = OpenQuestions::new();
+    let ask = asked(
+        "2026-12-01T10:00:00.000Z",
+        "github:o/r#1",
+        "q1",
+        "Which way?",
+    );
+    assert!(matches!(open.observe(&ask), Change::Opened(_)));
+    assert_eq!(open.observe(&ask), Change::Unchanged);
+    assert_eq!(open.len(), 1);
+}

@@ -103,12 +103,27 @@ impl Sessions {
             }
         };
         let pane = delivered.pane.to_string();
-        let saved = self.registry.update(&record.work_item, |r| {
-            r.record_delivery(&inputs.delivery_id);
-            r.pane_id = Some(pane);
-        });
-        if let Err(error) = saved {
-            tracing::warn!(work_item = %record.work_item, "delivery not recorded: {error}");
+        // Under the record's file lock, with an fsync: off the async runtime (SPEC §15.6).
+        let (registry, item, delivery_id) = (
+            self.registry.clone(),
+            record.work_item.clone(),
+            inputs.delivery_id.clone(),
+        );
+        let saved = tokio::task::spawn_blocking(move || {
+            registry.update(&item, |r| {
+                r.record_delivery(&delivery_id);
+                r.pane_id = Some(pane);
+            })
+        })
+        .await;
+        match saved {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(work_item = %record.work_item, "delivery not recorded: {error}");
+            }
+            Err(error) => {
+                tracing::warn!(work_item = %record.work_item, "delivery not recorded: {error}");
+            }
         }
         Ok(delivered)
     }

@@ -70,8 +70,8 @@ impl CycleEnd {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShutdownReport {
     pub cycle: CycleEnd,
-    /// Webhook deliveries still unsettled at the deadline; their claims were released
-    /// so the poller delivers them after the next start.
+    /// Webhook deliveries still unsettled at the deadline; their claims were handed to
+    /// the poller, which retries them after the next start.
     pub webhook_unsettled: usize,
 }
 
@@ -231,7 +231,7 @@ impl SupervisorHandle {
             Some(http) => {
                 let in_flight = http.webhook().in_flight().clone();
                 let _ = tokio::time::timeout_at(deadline, in_flight.wait_idle()).await;
-                http.webhook().release_unsettled()
+                http.webhook().hand_over_unsettled().await
             }
             None => 0,
         };
@@ -240,9 +240,13 @@ impl SupervisorHandle {
         }
         // Every change was written as it happened; this catches a write that failed.
         for repo in &r.config.borrow().repos {
-            if let Err(e) = r.ledgers.save(&repo.name) {
+            if let Err(e) = r.ledgers.save(&repo.name).wait().await {
                 tracing::warn!(repo = %repo.name, error = %e, "poll ledger not written at shutdown");
             }
+        }
+        // Whatever else was handed to the state writer (the router's dedupe) lands now.
+        if let Err(e) = crate::state_writer::flush().wait().await {
+            tracing::warn!(error = %e, "state not all written at shutdown");
         }
         let report = ShutdownReport {
             cycle,

@@ -3,11 +3,11 @@
 //! `server.enabled` and restarted when the `server` section of the config changes — a
 //! listener cannot be rebound in place.
 
-use super::ingest::{LedgerClaims, WebhookIngest};
 use super::status::{ServerState, StatusCell};
 use crate::config::Config;
 use crate::events::EventLog;
 use crate::ingress::Ingest;
+use crate::ingress::claims::{ClaimingIngest, Claims};
 use crate::ingress::ledger::LedgerStore;
 use crate::ingress::webhook::{WebhookAuth, WebhookReceiver};
 use crate::server::{self, ServerHandle};
@@ -17,7 +17,7 @@ use tokio::sync::Mutex;
 
 pub(crate) struct HttpServer {
     running: Mutex<Option<ServerHandle>>,
-    webhook: Arc<WebhookIngest>,
+    webhook: Arc<ClaimingIngest>,
     ledgers: LedgerStore,
     events: EventLog,
     status: StatusCell,
@@ -25,7 +25,7 @@ pub(crate) struct HttpServer {
 
 impl HttpServer {
     pub fn new(
-        webhook: Arc<WebhookIngest>,
+        webhook: Arc<ClaimingIngest>,
         ledgers: LedgerStore,
         events: EventLog,
         status: StatusCell,
@@ -39,7 +39,7 @@ impl HttpServer {
         }
     }
 
-    pub fn webhook(&self) -> &Arc<WebhookIngest> {
+    pub fn webhook(&self) -> &Arc<ClaimingIngest> {
         &self.webhook
     }
 
@@ -58,8 +58,10 @@ impl HttpServer {
         let auth = WebhookAuth::from_env(cfg);
         let webhook = auth.status();
         let ingest: Arc<dyn Ingest> = self.webhook.clone();
-        let receiver = WebhookReceiver::new(cfg, auth, ingest, self.events.clone())
-            .with_handled_ids(Arc::new(LedgerClaims(self.ledgers.clone())));
+        let receiver =
+            WebhookReceiver::new(cfg, auth, ingest, self.events.clone()).with_handled_ids(
+                Arc::new(Claims::new(self.ledgers.clone(), self.events.clone())),
+            );
         match server::start(cfg, receiver, &self.events).await {
             Ok(handle) => {
                 let addr = handle.local_addr;

@@ -65,8 +65,8 @@ mod tests {
     use crate::ingress::ledger::ItemEntry;
     use serde_json::json;
 
-    #[test]
-    fn reset_leaves_a_note_the_poller_applies() {
+    #[tokio::test]
+    async fn reset_leaves_a_note_the_poller_applies() {
         let dir = tempfile::tempdir().unwrap();
         let paths = StatePaths::new(dir.path());
         let store = LedgerStore::new(paths.clone(), EventLog::open(&paths));
@@ -77,7 +77,7 @@ mod tests {
                 .insert(1, ledger::Stamp(time::OffsetDateTime::UNIX_EPOCH));
             l.items.insert(15, entry);
         });
-        saved.unwrap();
+        saved.wait().await.unwrap();
         let item: WorkItemRef = "github:octo/repo#15".parse().unwrap();
 
         // From the CLI (file) and from the supervisor (memory): both see the entry.
@@ -89,7 +89,10 @@ mod tests {
         assert_eq!(hook.forget_item(&item), Ok(true));
         assert_eq!(ledger::pending_forgets(&paths, "octo/repo").len(), 2);
 
-        assert_eq!(store.apply_forget_notes("octo/repo").unwrap(), vec![15, 15]);
+        assert_eq!(
+            store.apply_forget_notes("octo/repo").await.unwrap(),
+            vec![15, 15]
+        );
         assert!(store.read("octo/repo", |l| l.items[&15].comments.is_empty()));
         assert!(ledger::pending_forgets(&paths, "octo/repo").is_empty());
 

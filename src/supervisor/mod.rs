@@ -24,7 +24,6 @@ mod reload;
 mod status;
 
 pub use handle::{CycleEnd, ShutdownReport, StopReason, SupervisorHandle};
-pub use ingest::LedgerClaims;
 pub use ledger_hook::PollLedgerHook;
 pub use status::{CycleSummary, NO_TOKEN_WARNING, ServerState, SupervisorStatus};
 
@@ -33,6 +32,7 @@ use crate::config::{self, ConfigError, LoadedConfig};
 use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::github::{self, Client};
 use crate::ingress::Ingest;
+use crate::ingress::claims::{self, ClaimingIngest, Claims};
 use crate::ingress::ledger::LedgerStore;
 use crate::ingress::poller::Poller;
 use crate::operator::{OperatorApi, OperatorSocket};
@@ -41,7 +41,7 @@ use crate::routing::prompt::PromptError;
 use crate::session::{Dispatcher, DispatcherError, Registry, Sessions, Settings};
 use crate::tmux::RealTmux;
 use http::HttpServer;
-use ingest::{PollIngest, WebhookIngest};
+use ingest::PollIngest;
 use lock::{LockError, SupervisorLock};
 use polling::PollLoop;
 use reload::Targets;
@@ -232,6 +232,14 @@ impl Parts {
             );
         }
         let events = EventLog::open(&paths);
+        bound_log(&events, &loaded.config);
+        let oversized = events.clone();
+        match tokio::task::spawn_blocking(move || oversized.rotate_if_oversized()).await {
+            Ok(Ok(true)) => tracing::info!("the event log was over events.maxBytes: rotated"),
+            Ok(Ok(false)) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "the oversized event log was not rotated"),
+            Err(e) => tracing::warn!(error = %e, "the event log rotation did not finish"),
+        }
         let ledgers = LedgerStore::new(paths.clone(), events.clone());
         let tmux = RealTmux::from_config(&loaded.config);
         let registry = Registry::new(&paths, events.clone(), Source::Dispatch);
@@ -241,7 +249,7 @@ impl Parts {
                 .with_ledger(Arc::new(hook)),
         );
         let dispatcher = Dispatcher::new(Arc::clone(&sessions), &loaded.config, &paths)?;
-        recover(&paths, loaded, &ledgers, &dispatcher);
+        recover(&paths, loaded, &ledgers, &dispatcher).await;
         // Resolves the token now (`gh auth token` at most once) so the warning is known.
         let anonymous = !client.has_token().await;
         if !anonymous {
@@ -297,11 +305,8 @@ impl Parts {
             status.clone(),
         ));
 
-        let webhook = Arc::new(WebhookIngest::new(
-            dispatcher,
-            Some(self.ledgers.clone()),
-            Some(ingest::inflight_path(&self.paths)),
-        ));
+        let claims = Claims::new(self.ledgers.clone(), self.events.clone());
+        let webhook = Arc::new(ClaimingIngest::new(dispatcher, Some(claims)));
         let http = mode.background().then(|| {
             Arc::new(HttpServer::new(
                 webhook,
@@ -444,17 +449,19 @@ impl Parts {
 }
 
 /// What a previous supervisor left unsettled — it died, or its shutdown ran out of
-/// time — is made deliverable again before anything is fed: the claims of webhook
-/// deliveries in flight are released, and the delivery ids of events still pending in
-/// the poll ledger are taken out of the router's dedupe (they were routed, never
+/// time — is made deliverable again before anything is fed: the webhook claims still in
+/// flight are handed to the poller (SPEC §15.4), and the delivery ids of events pending
+/// in the poll ledger are taken out of the router's dedupe (they were routed, never
 /// settled; without this the re-feed would be dropped as a duplicate).
-fn recover(
+async fn recover(
     paths: &StatePaths,
     loaded: &LoadedConfig,
     ledgers: &LedgerStore,
     dispatcher: &Dispatcher,
 ) {
-    let claims = ingest::recover_webhook_claims(paths, ledgers);
+    let repos: Vec<String> = loaded.config.repos.iter().map(|r| r.name.clone()).collect();
+    let claims =
+        claims::recover_legacy(paths, ledgers).await + claims::recover(ledgers, &repos).await;
     let mut pending = 0;
     for repo in &loaded.config.repos {
         let ids = ledgers.read(&repo.name, |l| {
@@ -475,6 +482,17 @@ fn recover(
             "retrying what the previous supervisor left unsettled"
         );
     }
+}
+
+/// The supervisor's event log is the one that rotates (SPEC §15.5), refreshing the
+/// open-questions checkpoint as it grows so that the questions survive rotation.
+pub(crate) fn bound_log(events: &EventLog, config: &crate::config::Config) {
+    let refresh: crate::events::Refresh =
+        Arc::new(|log: &std::path::Path| crate::session::OpenQuestions::refresh(log));
+    events.set_rotation(
+        Some(crate::events::Rotation::from_config(&config.events)),
+        Some(refresh),
+    );
 }
 
 /// The items whose sessions are open: the poller follows them for their closure.

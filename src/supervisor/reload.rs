@@ -33,6 +33,9 @@ impl Targets {
         let old = self.loaded.borrow().clone();
         let sections = changed_sections(&old.config, &new.config);
         self.dispatcher.set_config(&new.config);
+        if sections.contains(&"events") {
+            super::bound_log(&self.dispatcher.sessions().events, &new.config);
+        }
         let template_warning = match Settings::new(&new.config, new.path.clone(), &self.paths) {
             Ok(settings) => {
                 self.dispatcher.sessions().set_settings(settings);

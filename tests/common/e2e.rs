@@ -49,6 +49,15 @@ pub struct Setup {
     pub harness: Option<(String, String)>,
     /// Set in the environment of every `the-loop` the world runs.
     pub env: Vec<(String, String)>,
+    /// `sessions.tmux.probeTimeoutSeconds`.
+    pub tmux_timeout_seconds: u64,
+    /// A directory put first on the supervisor's `PATH` (e.g. a `tmux` wrapper that
+    /// injects faults).
+    pub path_prefix: Option<PathBuf>,
+    /// Extra top-level YAML appended to the config (e.g. an `events:` section).
+    pub extra_yaml: String,
+    /// `routing.spawn`.
+    pub spawn: &'static str,
 }
 
 impl Default for Setup {
@@ -65,6 +74,10 @@ impl Default for Setup {
             repo_yaml: String::new(),
             harness: None,
             env: Vec::new(),
+            tmux_timeout_seconds: 10,
+            path_prefix: None,
+            extra_yaml: String::new(),
+            spawn: "command",
         }
     }
 }
@@ -159,7 +172,7 @@ impl World {
             (true, true) => "server:\n  enabled: true\n  listen: 127.0.0.1:0\n  exposed: true\n",
             (false, _) => "",
         };
-        let extra: String = setup
+        let extra_repos: String = setup
             .extra_repos
             .iter()
             .map(|name| {
@@ -183,8 +196,9 @@ impl World {
   - name: {REPO}
     path: {work}
     label: {LABEL}
-{extra}{repo_yaml}routing:
+{extra_repos}{repo_yaml}routing:
   authorizedUsers: [{users}]
+  spawn: {spawn}
 polling:
   intervalSeconds: {interval}
   maxRetries: {retries}
@@ -197,7 +211,8 @@ sessions:
   tmux:
     socket: {socket}
     submitDelayMs: {delay}
-{server}"#,
+    probeTimeoutSeconds: {probe}
+{server}{extra}"#,
             work = setup
                 .repo_path
                 .as_deref()
@@ -209,6 +224,9 @@ sessions:
             retries = setup.max_retries,
             socket = self.tmux.socket,
             delay = setup.submit_delay_ms,
+            probe = setup.tmux_timeout_seconds,
+            spawn = setup.spawn,
+            extra = setup.extra_yaml,
         )
     }
 
@@ -232,6 +250,12 @@ sessions:
             .env_remove("TMUX_PANE");
         for (key, value) in &self.setup.env {
             cmd.env(key, value);
+        }
+        if let Some(prefix) = &self.setup.path_prefix {
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            let mut dirs = vec![prefix.clone()];
+            dirs.extend(std::env::split_paths(&path));
+            cmd.env("PATH", std::env::join_paths(dirs).unwrap());
         }
     }
 

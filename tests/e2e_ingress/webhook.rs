@@ -5,18 +5,18 @@ use crate::e2e::{REPO, SECRET, Setup, World, item};
 use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
-use the_loop::ingress::ledger::HandledKind;
+use the_loop::ingress::ItemKind;
 use the_loop::ingress::shape;
 
 /// The `issue_comment` webhook GitHub would send for comment `id` on #`number`: the
 /// simulator's REST answers shaped exactly as the poller shapes them.
-async fn payload(w: &World, number: u64, id: u64) -> Value {
+pub(crate) async fn payload(w: &World, number: u64, id: u64) -> Value {
     let issue = w.rest(&format!("/repos/{REPO}/issues/{number}")).await;
     let comment = w.rest(&format!("/repos/{REPO}/issues/comments/{id}")).await;
-    shape::comment(HandledKind::Comment, REPO, &issue, None, &comment, None).payload
+    shape::comment(ItemKind::Comment, REPO, &issue, None, &comment, None).payload
 }
 
-async fn send(addr: &str, delivery: &str, payload: &Value) -> u16 {
+pub(crate) async fn send(addr: &str, delivery: &str, payload: &Value) -> u16 {
     let body = serde_json::to_vec(payload).unwrap();
     let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
     mac.update(&body);

@@ -11,6 +11,7 @@ use the_loop::config::{Config, GithubConfig, PollingConfig, RepoConfig, RoutingC
 use the_loop::events::{Event, EventLog, EventReader, EventType, Filter};
 use the_loop::github::sim::{IssueSpec, PullSpec, SimGithub, SimHandle, SimStats};
 use the_loop::github::{Client, RetryPolicy};
+use the_loop::ingress::claims::Claims;
 use the_loop::ingress::poller::{CycleReport, Poller};
 use the_loop::ingress::{Disposition, InboundEvent, Ingest};
 use the_loop::paths::StatePaths;
@@ -128,6 +129,21 @@ impl Ingest for RecordingIngest {
         self.fed.lock().unwrap().push((event, Some(d.clone())));
         Box::pin(async move { d })
     }
+}
+
+/// The webhook delivery of comment `id` by alice on #`number` (what claims read).
+pub fn webhook_comment(number: u64, id: u64) -> InboundEvent {
+    InboundEvent::from_webhook(
+        "issue_comment",
+        &format!("gh-delivery-{id}"),
+        serde_json::json!({
+            "action": "created",
+            "repository": {"full_name": REPO},
+            "issue": {"number": number},
+            "comment": {"id": id, "body": "Seen by webhook.", "user": {"login": "alice"}},
+            "sender": {"login": "alice"},
+        }),
+    )
 }
 
 pub fn config(api_url: &str) -> Config {
@@ -286,6 +302,11 @@ impl Harness {
         self.sim.clear_requests();
         let report = self.cycle().await;
         (report, self.sim.stats())
+    }
+
+    /// The webhook path's claims on this state root.
+    pub fn claims(&self) -> Claims {
+        Claims::new(self.poller.ledgers().clone(), self.events.clone())
     }
 
     pub fn events_of(&self, ty: EventType) -> Vec<Event> {

@@ -12,8 +12,9 @@ use std::time::Duration;
 use the_loop::config::ServerConfig;
 use the_loop::events::{Event, EventLog, EventReader, EventType, Filter};
 use the_loop::ingress::webhook::{WebhookAuth, WebhookReceiver};
-use the_loop::ingress::{Disposition, HandledIds, InboundEvent, Ingest, ItemKind};
+use the_loop::ingress::{ClaimKey, Disposition, HandledIds, InboundEvent, Ingest, ItemKind};
 use the_loop::server::{self, ServerHandle};
+use the_loop::state_writer::Durable;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 pub const SECRET: &str = "webhook-test-secret-0123456789";
@@ -43,12 +44,19 @@ pub struct MemoryHandled {
     seen: Mutex<HashSet<(String, ItemKind, u64)>>,
 }
 
-impl HandledIds for MemoryHandled {
-    fn first_handling(&self, repo: &str, kind: ItemKind, id: u64) -> bool {
+impl MemoryHandled {
+    /// Records `(repo, kind, id)` as handled; false when it already was.
+    pub fn mark(&self, repo: &str, kind: ItemKind, id: u64) -> bool {
         self.seen
             .lock()
             .unwrap()
             .insert((repo.to_ascii_lowercase(), kind, id))
+    }
+}
+
+impl HandledIds for MemoryHandled {
+    fn first_handling(&self, key: &ClaimKey, _event: &InboundEvent) -> Option<Durable> {
+        self.mark(&key.repo, key.kind, key.id).then(Durable::done)
     }
 }
 

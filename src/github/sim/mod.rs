@@ -13,6 +13,7 @@
 //! # Ok(()) }
 //! ```
 
+mod clock;
 mod gate;
 mod routes;
 mod shapes;
@@ -81,6 +82,8 @@ pub enum SimError {
     Duplicate(String, u64),
     #[error("no comment with id {0}")]
     NoComment(u64),
+    #[error("no check run with id {0}")]
+    NoCheckRun(u64),
 }
 
 /// A review's state as the REST API spells it.
@@ -294,6 +297,7 @@ impl SimControl {
         let mut fields = spec.issue.fields;
         fields.pull = Some(PullInfo {
             head_ref: spec.head_ref,
+            head_sha: String::new(),
             draft: spec.draft,
             merged_at: None,
         });
@@ -368,20 +372,89 @@ impl SimControl {
         })
     }
 
+    /// Labels an item as the repository's owner.
     pub fn add_label(&self, repo: &str, number: u64, label: &str) -> Result<(), SimError> {
-        self.state().touch_item(repo, number, |i, _| {
+        let owner = repo.split_once('/').map_or(repo, |(o, _)| o).to_string();
+        self.add_label_by(repo, number, label, &owner)
+    }
+
+    /// Labels an item as `actor` (the item's timeline records who, SPEC §15.1).
+    pub fn add_label_by(
+        &self,
+        repo: &str,
+        number: u64,
+        label: &str,
+        actor: &str,
+    ) -> Result<(), SimError> {
+        let mut s = self.state();
+        let mut added = false;
+        s.touch_item(repo, number, |i, _| {
             if !i.labels.iter().any(|l| l.eq_ignore_ascii_case(label)) {
                 i.labels.push(label.to_string());
+                added = true;
             }
             Ok(())
-        })
+        })?;
+        if added {
+            s.record_issue_event(repo, number, "labeled", actor, Some(label))?;
+        }
+        Ok(())
     }
 
     pub fn remove_label(&self, repo: &str, number: u64, label: &str) -> Result<(), SimError> {
-        self.state().touch_item(repo, number, |i, _| {
+        let owner = repo.split_once('/').map_or(repo, |(o, _)| o).to_string();
+        let mut s = self.state();
+        s.touch_item(repo, number, |i, _| {
             i.labels.retain(|l| !l.eq_ignore_ascii_case(label));
             Ok(())
-        })
+        })?;
+        s.record_issue_event(repo, number, "unlabeled", &owner, Some(label))?;
+        Ok(())
+    }
+
+    /// A new head commit on a PR (its checks start over); returns the sha.
+    pub fn push_commit(&self, repo: &str, number: u64) -> Result<String, SimError> {
+        let mut s = self.state();
+        let sha = format!(
+            "{:040x}",
+            s.clock.now().unix_timestamp_nanos() as u64 ^ number
+        );
+        let full = repo.to_string();
+        let new = sha.clone();
+        s.touch_item(repo, number, move |i, _| {
+            let pull = i.pull.as_mut().ok_or(SimError::NotAPull(full, number))?;
+            pull.head_sha = new;
+            Ok(())
+        })?;
+        Ok(sha)
+    }
+
+    /// The head commit of a PR.
+    pub fn head_sha(&self, repo: &str, number: u64) -> Result<String, SimError> {
+        self.state().head_sha(repo, number)
+    }
+
+    /// A check run on a PR's head commit, running (`conclusion: None`) or completed
+    /// (`Some("failure")`, `Some("success")`, …); returns its id.
+    pub fn add_check_run(
+        &self,
+        repo: &str,
+        number: u64,
+        name: &str,
+        conclusion: Option<&str>,
+    ) -> Result<u64, SimError> {
+        self.state()
+            .create_check_run(repo, number, name, conclusion)
+    }
+
+    /// Completes a running check run with `conclusion`.
+    pub fn complete_check_run(
+        &self,
+        repo: &str,
+        id: u64,
+        conclusion: &str,
+    ) -> Result<(), SimError> {
+        self.state().complete_check_run(repo, id, conclusion)
     }
 
     /// The conversation of one item, oldest first (what a test asserts on after the

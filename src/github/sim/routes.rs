@@ -38,6 +38,14 @@ pub(crate) fn router(shared: Shared) -> Router {
             "/repos/{owner}/{repo}/issues/{number}/comments",
             get(list_item_comments).post(create_comment),
         )
+        .route(
+            "/repos/{owner}/{repo}/issues/{number}/events",
+            get(list_issue_events),
+        )
+        .route(
+            "/repos/{owner}/{repo}/commits/{sha}/check-runs",
+            get(list_check_runs),
+        )
         .route("/repos/{owner}/{repo}/pulls", get(list_pulls))
         .route(
             "/repos/{owner}/{repo}/pulls/comments",
@@ -507,6 +515,60 @@ async fn list_reviews(
     let (page, link) = paginate(items, &params, &uri, &s.api_base);
     let values = page.into_iter().map(|v| shapes::review(&s, r, v)).collect();
     list_response(values, link)
+}
+
+/// An item's timeline, oldest first.
+async fn list_issue_events(
+    State(shared): State<Shared>,
+    Path((owner, repo, number)): ItemPath,
+    Query(params): Params,
+    OriginalUri(uri): OriginalUri,
+) -> Response {
+    let s = lock(&shared);
+    let r = or_respond!(find_repo(&s, &owner, &repo));
+    let issue = or_respond!(find_item(r, &number));
+    let mut items: Vec<_> = r
+        .issue_events
+        .values()
+        .filter(|e| e.number == issue.number)
+        .collect();
+    items.sort_by_key(|e| (e.created_at, e.id));
+    let (page, link) = paginate(items, &params, &uri, &s.api_base);
+    let values = page
+        .into_iter()
+        .map(|e| shapes::issue_event(&s, r, e))
+        .collect();
+    list_response(values, link)
+}
+
+/// The check runs of a commit: `{"total_count", "check_runs"}`, paginated.
+async fn list_check_runs(
+    State(shared): State<Shared>,
+    Path((owner, repo, sha)): ItemPath,
+    Query(params): Params,
+    OriginalUri(uri): OriginalUri,
+) -> Response {
+    let s = lock(&shared);
+    let r = or_respond!(find_repo(&s, &owner, &repo));
+    let runs: Vec<_> = r
+        .check_runs
+        .values()
+        .filter(|c| c.head_sha == sha)
+        .collect();
+    let total = runs.len();
+    let (page, link) = paginate(runs, &params, &uri, &s.api_base);
+    let values: Vec<Value> = page
+        .into_iter()
+        .map(|c| shapes::check_run(&s, r, c))
+        .collect();
+    let mut response = json(
+        StatusCode::OK,
+        serde_json::json!({"total_count": total, "check_runs": values}),
+    );
+    if let Some(link) = link.and_then(|l| HeaderValue::from_str(&l).ok()) {
+        response.headers_mut().insert(header::LINK, link);
+    }
+    response
 }
 
 #[cfg(test)]

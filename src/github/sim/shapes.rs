@@ -2,7 +2,9 @@
 //! full user objects, URL fields, reactions blocks — the noise the excerpt's allow-list
 //! must ignore. API URLs point at the simulator; web URLs at `html_base`.
 
-use super::state::{Comment, Issue, Repo, Review, ReviewComment, SimState};
+use super::state::{
+    CheckRun, Comment, Issue, IssueEvent, Repo, Review, ReviewComment, SimState, default_sha,
+};
 use crate::github::models::format_timestamp;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -177,7 +179,11 @@ pub(crate) fn pull(s: &SimState, repo: &Repo, issue: &Issue, single: bool) -> Va
     let api = format!("{}/pulls/{}", repo_api(s, repo), issue.number);
     let html = item_html(s, repo, issue);
     let repo_json = repository(s, repo);
-    let sha = format!("{:040x}", issue.id);
+    let sha = if info.head_sha.is_empty() {
+        default_sha(issue.id)
+    } else {
+        info.head_sha.clone()
+    };
     let mut v = json!({
         "url": api,
         "id": issue.id + 4000,
@@ -294,6 +300,80 @@ pub(crate) fn review(s: &SimState, repo: &Repo, r: &Review) -> Value {
         "submitted_at": opt_ts(r.submitted_at),
         "commit_id": format!("{:040x}", r.number),
         "author_association": association(repo, &r.login)
+    })
+}
+
+/// An entry of `GET /repos/{o}/{r}/issues/{n}/events`.
+pub(crate) fn issue_event(s: &SimState, repo: &Repo, e: &IssueEvent) -> Value {
+    let mut v = json!({
+        "id": e.id,
+        "node_id": format!("LE_kw{}", e.id),
+        "url": format!("{}/issues/events/{}", repo_api(s, repo), e.id),
+        "actor": user(s, &e.actor),
+        "event": e.event,
+        "commit_id": null,
+        "commit_url": null,
+        "created_at": ts(e.created_at),
+        "performed_via_github_app": null
+    });
+    if let Some(label) = &e.label {
+        v["label"] = json!({"name": label, "color": "f29513"});
+    }
+    v
+}
+
+/// A check run as `GET /repos/{o}/{r}/commits/{sha}/check-runs` lists it. The REST
+/// shape names the PRs whose head is the commit; `check_suite` carries only its id.
+pub(crate) fn check_run(s: &SimState, repo: &Repo, run: &CheckRun) -> Value {
+    let api = format!("{}/check-runs/{}", repo_api(s, repo), run.id);
+    let prs: Vec<Value> = repo
+        .issues
+        .values()
+        .filter(|i| i.open)
+        .filter(|i| {
+            i.pull.as_ref().is_some_and(|p| {
+                let head = if p.head_sha.is_empty() {
+                    default_sha(i.id)
+                } else {
+                    p.head_sha.clone()
+                };
+                head == run.head_sha
+            })
+        })
+        .map(|i| {
+            let repo_ref = json!({"id": repo.id, "url": repo_api(s, repo), "name": repo.name});
+            json!({
+                "url": format!("{}/pulls/{}", repo_api(s, repo), i.number),
+                "id": i.id + 4000,
+                "number": i.number,
+                "head": {"ref": i.pull.as_ref().map(|p| p.head_ref.clone()), "sha": run.head_sha, "repo": repo_ref},
+                "base": {"ref": "main", "sha": format!("{:040x}", repo.id), "repo": repo_ref}
+            })
+        })
+        .collect();
+    json!({
+        "id": run.id,
+        "head_sha": run.head_sha,
+        "node_id": format!("CR_kw{}", run.id),
+        "external_id": "",
+        "url": api,
+        "html_url": format!("{}/runs/{}", repo_html(s, repo), run.id),
+        "details_url": format!("{}/actions/runs/{}", repo_html(s, repo), run.id),
+        "status": run.status,
+        "conclusion": run.conclusion,
+        "started_at": ts(run.started_at),
+        "completed_at": opt_ts(run.completed_at),
+        "output": {
+            "title": run.conclusion.as_ref().map(|c| format!("{}: {c}", run.name)),
+            "summary": run.summary,
+            "text": null,
+            "annotations_count": 0,
+            "annotations_url": format!("{api}/annotations")
+        },
+        "name": run.name,
+        "check_suite": {"id": run.id + 7000},
+        "app": {"id": 15368, "slug": "github-actions", "name": "GitHub Actions"},
+        "pull_requests": prs
     })
 }
 

@@ -2,59 +2,47 @@
 //! clock, the rate budget, scripted faults and the request log. Plain data behind one
 //! mutex; the HTTP layer (`routes.rs`) and the test API (`mod.rs`) both work on it.
 
+use super::clock::SimClock;
 use super::{Fault, RequestRecord, SimError};
 use std::collections::{BTreeMap, VecDeque};
-use std::time::Duration;
 use time::OffsetDateTime;
 
 /// One hour, GitHub's rate-limit window.
 const RATE_WINDOW: time::Duration = time::Duration::hours(1);
 
-/// Timestamps with GitHub's precision (whole seconds) that strictly increase per
-/// write, so `since` cursors see every write exactly once even when many land in the
-/// same wall-clock second (the simulated clock then runs slightly ahead).
-#[derive(Debug)]
-pub(crate) struct SimClock {
-    last: OffsetDateTime,
-    /// Added to wall time; tests move time forward with `advance_clock`.
-    offset: time::Duration,
-}
-
-impl SimClock {
-    fn new() -> Self {
-        Self {
-            last: OffsetDateTime::UNIX_EPOCH,
-            offset: time::Duration::ZERO,
-        }
-    }
-
-    fn wall(&self) -> OffsetDateTime {
-        let t = OffsetDateTime::now_utc() + self.offset;
-        t.replace_nanosecond(0).unwrap_or(t)
-    }
-
-    /// The current time (never before the last write).
-    pub fn now(&self) -> OffsetDateTime {
-        self.wall().max(self.last)
-    }
-
-    /// The timestamp of a new write: strictly after every earlier one.
-    pub fn tick(&mut self) -> OffsetDateTime {
-        let t = self.wall().max(self.last + time::Duration::SECOND);
-        self.last = t;
-        t
-    }
-
-    pub fn advance(&mut self, by: Duration) {
-        self.offset += time::Duration::try_from(by).unwrap_or(time::Duration::ZERO);
-    }
-}
-
 #[derive(Debug, Clone)]
 pub(crate) struct PullInfo {
     pub head_ref: String,
+    /// The head commit; `push_commit` moves it. Empty: derived from the PR's id.
+    pub head_sha: String,
     pub draft: bool,
     pub merged_at: Option<OffsetDateTime>,
+}
+
+/// An entry of an item's event timeline (`GET /repos/{o}/{r}/issues/{n}/events`).
+#[derive(Debug, Clone)]
+pub(crate) struct IssueEvent {
+    pub id: u64,
+    pub number: u64,
+    /// `labeled`, `unlabeled`, `closed`, `reopened`, …
+    pub event: String,
+    pub actor: String,
+    pub label: Option<String>,
+    pub created_at: OffsetDateTime,
+}
+
+/// A check run on a commit (`GET /repos/{o}/{r}/commits/{sha}/check-runs`).
+#[derive(Debug, Clone)]
+pub(crate) struct CheckRun {
+    pub id: u64,
+    pub head_sha: String,
+    pub name: String,
+    /// `queued`, `in_progress` or `completed`.
+    pub status: String,
+    pub conclusion: Option<String>,
+    pub summary: String,
+    pub started_at: OffsetDateTime,
+    pub completed_at: Option<OffsetDateTime>,
 }
 
 #[derive(Debug, Clone)]
@@ -134,6 +122,8 @@ pub(crate) struct Repo {
     pub comments: BTreeMap<u64, Comment>,
     pub review_comments: BTreeMap<u64, ReviewComment>,
     pub reviews: BTreeMap<u64, Review>,
+    pub issue_events: BTreeMap<u64, IssueEvent>,
+    pub check_runs: BTreeMap<u64, CheckRun>,
 }
 
 impl Repo {
@@ -256,6 +246,21 @@ impl SimState {
         if r.issues.contains_key(&number) {
             return Err(SimError::Duplicate(repo.to_string(), number));
         }
+        // Opened with labels: the author applied them, as the timeline says.
+        for label in &fields.labels {
+            let event_id = id * 1000 + r.issue_events.len() as u64;
+            r.issue_events.insert(
+                event_id,
+                IssueEvent {
+                    id: event_id,
+                    number,
+                    event: "labeled".into(),
+                    actor: fields.author.clone(),
+                    label: Some(label.clone()),
+                    created_at: now,
+                },
+            );
+        }
         r.issues.insert(
             number,
             Issue {
@@ -337,6 +342,10 @@ impl SimState {
                 submitted_at: (!pending).then_some(now),
             },
         );
+        // A submitted review moves the PR's `updated_at`, as on GitHub.
+        if !pending {
+            self.issue_mut(repo, number)?.updated_at = now;
+        }
         Ok(id)
     }
 
@@ -390,6 +399,95 @@ impl SimState {
         Ok(())
     }
 
+    /// Records an entry of an item's timeline.
+    pub fn record_issue_event(
+        &mut self,
+        repo: &str,
+        number: u64,
+        event: &str,
+        actor: &str,
+        label: Option<&str>,
+    ) -> Result<u64, SimError> {
+        let now = self.clock.now();
+        let id = self.fresh_id();
+        self.repo_mut(repo)?.issue_events.insert(
+            id,
+            IssueEvent {
+                id,
+                number,
+                event: event.to_string(),
+                actor: actor.to_string(),
+                label: label.map(str::to_string),
+                created_at: now,
+            },
+        );
+        Ok(id)
+    }
+
+    /// The head commit of a PR.
+    pub fn head_sha(&self, repo: &str, number: u64) -> Result<String, SimError> {
+        let issue = self
+            .repo(repo)
+            .and_then(|r| r.issues.get(&number))
+            .ok_or_else(|| SimError::NoItem(repo.to_string(), number))?;
+        match &issue.pull {
+            Some(p) if !p.head_sha.is_empty() => Ok(p.head_sha.clone()),
+            Some(_) => Ok(default_sha(issue.id)),
+            None => Err(SimError::NotAPull(repo.to_string(), number)),
+        }
+    }
+
+    /// Adds a check run on a PR's head commit; returns its id.
+    pub fn create_check_run(
+        &mut self,
+        repo: &str,
+        number: u64,
+        name: &str,
+        conclusion: Option<&str>,
+    ) -> Result<u64, SimError> {
+        let sha = self.head_sha(repo, number)?;
+        let now = self.clock.tick();
+        let id = self.fresh_id();
+        self.repo_mut(repo)?.check_runs.insert(
+            id,
+            CheckRun {
+                id,
+                head_sha: sha,
+                name: name.to_string(),
+                status: if conclusion.is_some() {
+                    "completed"
+                } else {
+                    "in_progress"
+                }
+                .into(),
+                conclusion: conclusion.map(str::to_string),
+                summary: format!("{name}: {}", conclusion.unwrap_or("running")),
+                started_at: now,
+                completed_at: conclusion.map(|_| now),
+            },
+        );
+        Ok(id)
+    }
+
+    pub fn complete_check_run(
+        &mut self,
+        repo: &str,
+        id: u64,
+        conclusion: &str,
+    ) -> Result<(), SimError> {
+        let now = self.clock.tick();
+        let run = self
+            .repo_mut(repo)?
+            .check_runs
+            .get_mut(&id)
+            .ok_or(SimError::NoCheckRun(id))?;
+        run.status = "completed".into();
+        run.conclusion = Some(conclusion.to_string());
+        run.summary = format!("{}: {conclusion}", run.name);
+        run.completed_at = Some(now);
+        Ok(())
+    }
+
     /// Refills the budget once its window has passed; returns what is left.
     pub fn rate_remaining(&mut self) -> u64 {
         let now = self.clock.now();
@@ -415,6 +513,11 @@ impl SimState {
     }
 }
 
+/// The head sha of a PR nobody pushed to: derived from its id.
+pub(crate) fn default_sha(id: u64) -> String {
+    format!("{id:040x}")
+}
+
 /// What a new item is made of (see `IssueSpec` / `PullSpec`).
 #[derive(Debug, Clone)]
 pub(crate) struct ItemFields {
@@ -428,20 +531,6 @@ pub(crate) struct ItemFields {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn clock_strictly_increases_per_write() {
-        let mut c = SimClock::new();
-        let a = c.tick();
-        let b = c.tick();
-        let d = c.tick();
-        assert!(a < b && b < d);
-        assert_eq!(a.nanosecond(), 0);
-        assert!(c.now() >= d);
-        let before = c.now();
-        c.advance(Duration::from_secs(3600));
-        assert!(c.now() >= before + time::Duration::minutes(59));
-    }
 
     #[test]
     fn faults_match_paths_in_order() {

@@ -1,12 +1,16 @@
 //! The in-process owner of every repository's ledger. The poller and the webhook path
-//! share one [`LedgerStore`]: each change happens under its lock and is written to disk
-//! (atomically) before the lock is released, so neither path can overwrite the other's
-//! notes and what is on disk is always a state the process was in.
+//! share one [`LedgerStore`]: each change happens under its lock and is handed to the
+//! state writer (serialized) before the lock is released, so writes land in the order
+//! of the changes, neither path can overwrite the other's notes, and what is on disk is
+//! always a state the process was in. The fsync runs on the writer's thread (SPEC
+//! §15.6); a caller that must have the change on disk before going on awaits the
+//! returned [`Durable`].
 
-use super::{HandledKind, LEDGER_VERSION, Ledger, ledger_path, notes};
+use super::{LEDGER_VERSION, Ledger, ledger_path, notes};
 use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::fsutil::{self, StateRead};
 use crate::paths::StatePaths;
+use crate::state_writer::{self, Durable};
 use std::collections::HashMap;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -51,11 +55,28 @@ impl LedgerStore {
         f(inner.ledger(repo))
     }
 
-    /// Runs `f` on the repo's ledger and writes the result to disk.
-    pub fn update<R>(&self, repo: &str, f: impl FnOnce(&mut Ledger) -> R) -> (R, io::Result<()>) {
+    /// Runs `f` on the repo's ledger and hands the result to the state writer.
+    pub fn update<R>(&self, repo: &str, f: impl FnOnce(&mut Ledger) -> R) -> (R, Durable) {
         let mut inner = self.lock();
         let result = f(inner.ledger(repo));
         let saved = inner.save(repo);
+        (result, saved)
+    }
+
+    /// Runs `f` on the repo's ledger and hands the result to the state writer when `f`
+    /// says the ledger changed (its second value).
+    pub fn update_if<R>(
+        &self,
+        repo: &str,
+        f: impl FnOnce(&mut Ledger) -> (R, bool),
+    ) -> (R, Durable) {
+        let mut inner = self.lock();
+        let (result, changed) = f(inner.ledger(repo));
+        let saved = if changed {
+            inner.save(repo)
+        } else {
+            Durable::done()
+        };
         (result, saved)
     }
 
@@ -65,8 +86,8 @@ impl LedgerStore {
         f(inner.ledger(repo))
     }
 
-    /// Writes the repo's ledger to disk.
-    pub fn save(&self, repo: &str) -> io::Result<()> {
+    /// Hands the repo's ledger to the state writer.
+    pub fn save(&self, repo: &str) -> Durable {
         self.lock().save(repo)
     }
 
@@ -77,43 +98,24 @@ impl LedgerStore {
 
     /// Applies the `sessions reset` notes left for `repo` (see [`notes::forget_item`]) and
     /// deletes them once the ledger that reflects them is on disk. Returns the numbers.
-    pub fn apply_forget_notes(&self, repo: &str) -> io::Result<Vec<u64>> {
-        let mut inner = self.lock();
-        let notes = notes::pending_forgets(&inner.paths, repo);
-        if notes.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ledger = inner.ledger(repo);
-        for (number, _) in &notes {
-            ledger.forget_item(*number);
-        }
-        inner.save(repo)?;
+    pub async fn apply_forget_notes(&self, repo: &str) -> io::Result<Vec<u64>> {
+        let (notes, saved) = {
+            let mut inner = self.lock();
+            let notes = notes::pending_forgets(&inner.paths, repo);
+            if notes.is_empty() {
+                return Ok(Vec::new());
+            }
+            let ledger = inner.ledger(repo);
+            for (number, _) in &notes {
+                ledger.forget_item(*number);
+            }
+            (notes, inner.save(repo))
+        };
+        saved.wait().await?;
         for (_, path) in &notes {
             let _ = std::fs::remove_file(path);
         }
         Ok(notes.into_iter().map(|(n, _)| n).collect())
-    }
-
-    /// The webhook path's shared dedupe (SPEC §4.2): true the first time a comment,
-    /// review comment or review id is handled by either ingress path (and records it),
-    /// false when the poller or an earlier webhook already has it. Call it for newly
-    /// created comments and submitted reviews only: an edit carries the same id.
-    pub fn first_handling(&self, repo: &str, kind: HandledKind, id: u64) -> bool {
-        let (first, saved) = self.update(repo, |l| l.claim(kind, id));
-        if let Err(e) = saved {
-            tracing::warn!(repo, error = %e, "poll ledger not written after a webhook claim");
-        }
-        first
-    }
-
-    /// Undoes [`first_handling`](Self::first_handling) when the webhook's delivery failed,
-    /// so the poller delivers the comment if its stream still covers it.
-    pub fn release(&self, repo: &str, kind: HandledKind, id: u64) -> bool {
-        let (released, saved) = self.update(repo, |l| l.release(kind, id));
-        if let Err(e) = saved {
-            tracing::warn!(repo, error = %e, "poll ledger not written after a release");
-        }
-        released
     }
 }
 
@@ -131,11 +133,11 @@ impl Inner {
         self.repos.entry(k).or_insert_with(|| Ledger::fresh(repo))
     }
 
-    fn save(&mut self, repo: &str) -> io::Result<()> {
+    fn save(&mut self, repo: &str) -> Durable {
         let path = ledger_path(&self.paths, repo);
         match self.repos.get(&key(repo)) {
-            Some(ledger) => fsutil::atomic_write_json(&path, ledger),
-            None => Ok(()),
+            Some(ledger) => state_writer::write_json(&path, ledger),
+            None => Durable::done(),
         }
     }
 }

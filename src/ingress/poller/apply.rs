@@ -4,13 +4,13 @@
 //! is fed — so the cursors and ETags can move in the same write.
 
 use super::fetch::{Listing, Snapshot, Stream, is_watched};
+use super::{checks, labels};
 use crate::config::RepoConfig;
 use crate::github::{EtagCache, models};
 use crate::guard::{self, Allowlist};
 use crate::ingress::InboundEvent;
-use crate::ingress::ledger::{
-    Enqueued, HandledKind, ItemEntry, Ledger, Pending, PendingKind, Stamp,
-};
+use crate::ingress::ItemKind;
+use crate::ingress::ledger::{Enqueued, ItemEntry, Ledger, Pending, PendingKind, Stamp};
 use crate::ingress::shape;
 use crate::routing::{ControlKeywords, ControlMatch};
 use serde_json::Value;
@@ -107,16 +107,30 @@ fn candidate(
     at: OffsetDateTime,
     event: InboundEvent,
 ) -> Candidate {
+    let id = models::id(source).unwrap_or(0);
+    let url = models::html_url(source).unwrap_or("");
+    candidate_with(kind, number, (id, url), at, event)
+}
+
+/// A candidate whose id and web URL (for a give-up notice) are given.
+fn candidate_with(
+    kind: PendingKind,
+    number: u64,
+    (id, url): (u64, &str),
+    at: OffsetDateTime,
+    event: InboundEvent,
+) -> Candidate {
     Candidate {
         at,
         pending: Pending {
             kind,
-            id: models::id(source).unwrap_or(0),
+            id,
             number,
             updated_at: Stamp(at),
-            url: models::html_url(source).unwrap_or("").to_string(),
+            url: url.to_string(),
             attempts: 0,
             last_error: None,
+            parked: false,
             gh_event: event.gh_event,
             action: event.action,
             delivery_id: event.delivery_id,
@@ -158,7 +172,8 @@ pub(super) fn apply(ledger: &mut Ledger, snap: Snapshot, ctx: Ctx<'_>) -> Applie
     let date = Stamp(snap.date);
     let mut applied = Applied::default();
     let mut candidates: Vec<Candidate> = Vec::new();
-    let answered = snap.has_answers();
+    // Reading reviews moves their `reviewsReadAt`, which must reach the disk too.
+    let answered = snap.has_answers() || !snap.reviews.is_empty();
     let sizes = |l: &Ledger| (l.items.len(), l.pending.len());
     let before = sizes(ledger);
 
@@ -211,7 +226,7 @@ pub(super) fn apply(ledger: &mut Ledger, snap: Snapshot, ctx: Ctx<'_>) -> Applie
             if let (Some(id), Some(at)) = (models::id(c), models::updated_at(c))
                 && Some(id) != command_id
             {
-                entry.resolve(HandledKind::Comment, id, Stamp(at));
+                entry.resolve(ItemKind::Comment, id, Stamp(at));
             }
         }
         entry.baseline_at = Some(date);
@@ -219,14 +234,18 @@ pub(super) fn apply(ledger: &mut Ledger, snap: Snapshot, ctx: Ctx<'_>) -> Applie
         if let Some(c) = command {
             let at = models::updated_at(c).unwrap_or(snap.date);
             let pull = ledger.pulls.get(n);
-            let event = shape::comment(HandledKind::Comment, &repo, &entry.item, pull, c, None);
+            let event = shape::comment(ItemKind::Comment, &repo, &entry.item, pull, c, None);
             candidates.push(candidate(PendingKind::Comment, *n, c, at, event));
         }
     }
 
     // Reviews: the first full read of a PR's reviews is its baseline.
     for (n, list) in &snap.reviews {
-        let (Some(list), Some(entry)) = (list, ledger.items.get_mut(n)) else {
+        let Some(entry) = ledger.items.get_mut(n) else {
+            continue;
+        };
+        entry.reviews_read_at = Some(date);
+        let Some(list) = list else {
             continue;
         };
         if !entry.watched {
@@ -238,8 +257,8 @@ pub(super) fn apply(ledger: &mut Ledger, snap: Snapshot, ctx: Ctx<'_>) -> Applie
                 continue;
             };
             if baselining {
-                entry.resolve(HandledKind::Review, id, date);
-            } else if entry.resolved(HandledKind::Review, id).is_none()
+                entry.resolve(ItemKind::Review, id, date);
+            } else if entry.resolved(ItemKind::Review, id).is_none()
                 && let Some(event) = shape::review(&repo, &entry.item, ledger.pulls.get(n), review)
             {
                 let at = models::submitted_at(review).unwrap_or(snap.date);
@@ -251,8 +270,8 @@ pub(super) fn apply(ledger: &mut Ledger, snap: Snapshot, ctx: Ctx<'_>) -> Applie
 
     // The repo-wide streams.
     for (stream, kind) in [
-        (&snap.issue_comments, HandledKind::Comment),
-        (&snap.review_comments, HandledKind::ReviewComment),
+        (&snap.issue_comments, ItemKind::Comment),
+        (&snap.review_comments, ItemKind::ReviewComment),
     ] {
         let Some(Stream {
             since,
@@ -267,17 +286,46 @@ pub(super) fn apply(ledger: &mut Ledger, snap: Snapshot, ctx: Ctx<'_>) -> Applie
             }
         }
         let cursor = match kind {
-            HandledKind::Comment => &mut ledger.cursors.issue_comments,
+            ItemKind::Comment => &mut ledger.cursors.issue_comments,
             _ => &mut ledger.cursors.review_comments,
         };
         advance(cursor, max_updated(items));
+    }
+
+    // Issues that entered the watched list: their `labeled` (or `opened`) twin.
+    for (n, timeline) in &snap.timelines {
+        let Some(entry) = ledger.items.get(n).filter(|e| e.watched) else {
+            continue;
+        };
+        let twin = labels::twin(
+            &repo,
+            &ctx.rc.label,
+            &entry.item,
+            timeline.as_deref(),
+            snap.entered_since,
+        );
+        if let Some((id, at, event)) = twin {
+            let url = models::html_url(&entry.item).unwrap_or("");
+            candidates.push(candidate_with(
+                PendingKind::Labeled,
+                *n,
+                (id, url),
+                at,
+                event,
+            ));
+        }
+    }
+
+    // Check runs of PRs whose CI concerns a session: failures, once each.
+    for (n, at, event, run) in checks::apply(ledger, &snap.checks, date) {
+        candidates.push(candidate(PendingKind::CheckRun, n, &run, at, event));
     }
 
     candidates.sort_by_key(|c| c.at);
     for c in candidates {
         match ledger.enqueue(c.pending) {
             Enqueued::Queued => applied.queued += 1,
-            Enqueued::AlreadyPending => {}
+            Enqueued::AlreadyPending | Enqueued::Parked => {}
             Enqueued::Duplicate(p) => applied.duplicates.push(*p),
         }
     }
@@ -298,7 +346,7 @@ pub(super) fn apply(ledger: &mut Ledger, snap: Snapshot, ctx: Ctx<'_>) -> Applie
 fn stream_entry(
     ledger: &mut Ledger,
     repo: &str,
-    kind: HandledKind,
+    kind: ItemKind,
     c: &Value,
     since: OffsetDateTime,
 ) -> Option<Candidate> {

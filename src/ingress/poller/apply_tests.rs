@@ -131,6 +131,9 @@ fn snapshot(date: i64, listing: Listing) -> Snapshot {
         issue_comments: None,
         review_comments: None,
         reviews: Vec::new(),
+        timelines: Vec::new(),
+        entered_since: t(0),
+        checks: Vec::new(),
     }
 }
 
@@ -159,8 +162,8 @@ fn the_first_cycle_baselines_and_queues_only_a_pending_command() {
     assert_eq!(applied.queued, 1);
     assert_eq!(ledger.pending[0].delivery_id, "poll-comment-2");
     let entry = &ledger.items[&15];
-    assert!(entry.resolved(HandledKind::Comment, 1).is_some());
-    assert!(entry.resolved(HandledKind::Comment, 2).is_none());
+    assert!(entry.resolved(ItemKind::Comment, 1).is_some());
+    assert!(entry.resolved(ItemKind::Comment, 2).is_none());
 }
 
 fn baselined_ledger(f: &Fixture) -> Ledger {
@@ -215,7 +218,12 @@ fn streams_queue_new_comments_in_time_order_and_skip_the_rest() {
 fn a_comment_the_webhook_handled_is_a_duplicate() {
     let f = Fixture::new();
     let mut ledger = baselined_ledger(&f);
-    assert!(ledger.claim(HandledKind::Comment, 110));
+    assert!(ledger.claim(ItemKind::Comment, 110, None));
+    ledger.settle_claim(
+        ItemKind::Comment,
+        110,
+        &crate::ingress::Disposition::Delivered,
+    );
     let mut snap = snapshot(200, Listing::Since(None));
     snap.issue_comments = Some(Stream {
         since: t(70),
@@ -224,11 +232,7 @@ fn a_comment_the_webhook_handled_is_a_duplicate() {
     let applied = f.apply(&mut ledger, snap);
     assert_eq!(applied.queued, 0);
     assert_eq!(applied.duplicates.len(), 1);
-    assert!(
-        ledger.items[&15]
-            .resolved(HandledKind::Comment, 110)
-            .is_some()
-    );
+    assert!(ledger.items[&15].resolved(ItemKind::Comment, 110).is_some());
 }
 
 #[test]
@@ -300,7 +304,7 @@ fn comments_sharing_the_cursors_timestamp_are_never_skipped() {
     let cursor = ledger.cursors.issue_comments.unwrap();
     assert_eq!(cursor, Stamp(t(150)));
     // The next request starts at or before the cursor (inclusive on GitHub's side) …
-    let plan = crate::ingress::poller::fetch::Plan::new(&ledger, t(170));
+    let plan = crate::ingress::poller::fetch::Plan::new(&ledger, t(170), &BTreeSet::new(), false);
     let since = plan.since(Some(cursor));
     assert!(since <= cursor.0 - crate::ingress::poller::CURSOR_OVERLAP + time::Duration::ZERO);
     // … so the answer holds both; only the new one is queued.
@@ -327,8 +331,12 @@ fn an_idle_snapshot_changes_nothing_worth_writing() {
         since: t(70),
         items: None,
     });
-    snap.reviews = vec![(16, None)];
     assert!(!f.apply(&mut ledger, snap).changed);
+    // Reading a PR's reviews (it moved) moves when they were read: written.
+    let mut snap = snapshot(205, Listing::Since(None));
+    snap.reviews = vec![(15, None)];
+    assert!(f.apply(&mut ledger, snap).changed);
+    assert_eq!(ledger.items[&15].reviews_read_at, Some(Stamp(t(205))));
     let mut snap = snapshot(210, Listing::Since(None));
     snap.issue_comments = Some(Stream {
         since: t(70),

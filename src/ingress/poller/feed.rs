@@ -1,4 +1,5 @@
-//! The feed phase: every pending event of a repo goes to the `Ingest`, in order, and
+//! The feed phase: every pending event of a repo goes to the `Ingest`, in order (those
+//! parked behind a webhook claim in flight wait for it, `ingress::claims`), and
 //! each outcome is written to the ledger the moment it settles (so a crash re-feeds only
 //! what was in flight). A delivery that fails `maxRetries` times more is given up: a
 //! `poll.comment_failed` event and a marked notice on the item naming the comment URL —
@@ -31,6 +32,7 @@ pub(super) async fn feed(
     let batch = store.read(repo, |l| {
         l.pending
             .iter()
+            .filter(|p| !p.parked)
             .map(|p| (p.delivery_id.clone(), p.to_event()))
             .collect::<Vec<_>>()
     });
@@ -49,7 +51,7 @@ pub(super) async fn feed(
         .collect();
     while let Some((id, disposition)) = running.next().await {
         let (settled, saved) = store.update(repo, |l| l.settle(&id, &disposition, max_retries));
-        if let Err(e) = saved {
+        if let Err(e) = saved.wait().await {
             tracing::warn!(repo, error = %e, "poll ledger not written after a settlement");
         }
         match settled {
@@ -84,7 +86,7 @@ pub(super) fn notice_body(p: &Pending) -> String {
 
 impl Pending {
     fn kind_label(&self) -> &'static str {
-        self.kind.handled().map_or("event", |k| k.as_str())
+        self.kind.item_kind().map_or("event", |k| k.as_str())
     }
 }
 
@@ -120,7 +122,7 @@ pub(super) async fn give_up(
                 attempts: 1,
             };
             let (_, saved) = store.update(repo, |l| l.notices.push(notice));
-            if let Err(e) = saved {
+            if let Err(e) = saved.wait().await {
                 tracing::warn!(repo, error = %e, "poll ledger not written");
             }
         }
@@ -148,7 +150,7 @@ pub(super) async fn retry_notices(client: &Client, store: &LedgerStore, repo: &s
         }
     }
     let (_, saved) = store.update(repo, |l| l.notices = keep);
-    if let Err(e) = saved {
+    if let Err(e) = saved.wait().await {
         tracing::warn!(repo, error = %e, "poll ledger not written");
     }
 }

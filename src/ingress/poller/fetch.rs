@@ -3,7 +3,7 @@
 //! request fails the caller discards the whole [`Snapshot`] (and rolls the client's
 //! ETags back), so no answer is ever marked "seen" without being processed.
 
-use super::CURSOR_OVERLAP;
+use super::{CURSOR_OVERLAP, checks, labels};
 use crate::config::RepoConfig;
 use crate::github::{Client, Error, models, repo_path};
 use crate::ingress::ledger::{Cursors, Ledger, Stamp};
@@ -27,6 +27,12 @@ pub(super) struct Plan {
     pub started_at: Option<Stamp>,
     pub cursors: Cursors,
     pub known: BTreeMap<u64, Known>,
+    /// `routing.spawn: labeled`: look up who labeled items that enter the list.
+    pub labeled: bool,
+    /// Watched PRs whose CI concerns a session → their head sha (`checks`).
+    pub ci: BTreeMap<u64, String>,
+    /// PRs whose head sha's checks are settled → that sha.
+    pub settled_shas: BTreeMap<u64, String>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -36,10 +42,33 @@ pub(super) struct Known {
     pub baselined: bool,
     pub reviews_baselined: bool,
     pub comments: u64,
+    /// The item's `updated_at` as last listed.
+    pub updated_at: Option<OffsetDateTime>,
+    pub reviews_read_at: Option<Stamp>,
+}
+
+impl Known {
+    /// SPEC §15.3: a PR's reviews are read when it is new (its reviews are the
+    /// baseline) and when its `updated_at` moved since they were last read — a review
+    /// moves it — plus the cursor overlap, as GitHub may show a review a little after
+    /// the time it carries. Otherwise an idle PR costs nothing.
+    pub fn needs_reviews(&self) -> bool {
+        match (self.reviews_baselined, self.reviews_read_at) {
+            (true, Some(read)) => self
+                .updated_at
+                .is_none_or(|updated| updated + CURSOR_OVERLAP > read.0),
+            _ => true,
+        }
+    }
 }
 
 impl Plan {
-    pub fn new(ledger: &Ledger, server_now: OffsetDateTime) -> Self {
+    pub fn new(
+        ledger: &Ledger,
+        server_now: OffsetDateTime,
+        sessions: &BTreeSet<u64>,
+        labeled: bool,
+    ) -> Self {
         let first = ledger.started_at.is_none();
         let full_listing = first
             || ledger
@@ -55,8 +84,18 @@ impl Plan {
                     baselined: e.baseline_at.is_some(),
                     reviews_baselined: e.reviews_baselined,
                     comments: e.item["comments"].as_u64().unwrap_or(1),
+                    updated_at: models::updated_at(&e.item),
+                    reviews_read_at: e.reviews_read_at,
                 };
                 (*n, known)
+            })
+            .collect();
+        let settled_shas = ledger
+            .items
+            .iter()
+            .filter_map(|(n, e)| {
+                let checks = e.checks.as_ref().filter(|c| c.settled)?;
+                Some((*n, checks.sha.clone()))
             })
             .collect();
         Self {
@@ -65,6 +104,9 @@ impl Plan {
             started_at: ledger.started_at,
             cursors: ledger.cursors.clone(),
             known,
+            labeled,
+            ci: checks::targets(ledger, sessions),
+            settled_shas,
         }
     }
 
@@ -112,8 +154,14 @@ pub(super) struct Snapshot {
     /// `None` on the first cycle.
     pub issue_comments: Option<Stream>,
     pub review_comments: Option<Stream>,
-    /// Per watched PR; `None` answer: 304.
+    /// Per watched PR that moved (or is new); `None` answer: 304.
     pub reviews: Vec<(u64, Option<Vec<Value>>)>,
+    /// Issues that entered the watched list, with their timeline (`labels`).
+    pub timelines: Vec<labels::Timeline>,
+    /// Only label events at or after this count (the listing's `since`).
+    pub entered_since: OffsetDateTime,
+    /// Check runs of PRs whose CI concerns a session (`checks`).
+    pub checks: Vec<checks::Answer>,
 }
 
 impl Snapshot {
@@ -134,6 +182,8 @@ impl Snapshot {
             || self.pulls.is_some()
             || !self.baselines.is_empty()
             || self.reviews.iter().any(|(_, r)| r.is_some())
+            || !self.timelines.is_empty()
+            || self.checks.iter().any(|(_, _, r)| r.is_some())
     }
 }
 
@@ -160,6 +210,7 @@ fn upsert(view: &mut BTreeMap<u64, Known>, rc: &RepoConfig, item: &Value) {
     k.watched = is_watched(rc, item);
     k.is_pr = models::is_pull_request(item);
     k.comments = item["comments"].as_u64().unwrap_or(1);
+    k.updated_at = models::updated_at(item);
 }
 
 pub(super) async fn fetch(
@@ -273,7 +324,7 @@ pub(super) async fn fetch(
 
     let prs: Vec<(u64, bool)> = watched
         .iter()
-        .filter(|(_, k)| k.is_pr)
+        .filter(|(_, k)| k.is_pr && k.needs_reviews())
         .map(|(n, k)| (*n, k.reviews_baselined))
         .collect();
     // A PR seen for the first time (or forgotten) must read its reviews in full: its
@@ -287,6 +338,11 @@ pub(super) async fn fetch(
         .try_collect()
         .await?;
 
+    let entered = labels::entered(plan, &view);
+    let timelines = labels::fetch(client, rc, entered).await?;
+    let wanted = checks::wanted(plan, pulls.as_ref());
+    let checks = checks::fetch(client, repo, wanted).await?;
+
     Ok(Snapshot {
         date,
         first: plan.first,
@@ -298,6 +354,9 @@ pub(super) async fn fetch(
         issue_comments,
         review_comments,
         reviews,
+        timelines,
+        entered_since: plan.since(plan.cursors.items),
+        checks,
     })
 }
 

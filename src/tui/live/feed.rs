@@ -1,14 +1,18 @@
-//! The event log as the screen sees it, one path for both roles: a task reads the whole
-//! log once (open questions and the status the log tells), then follows the file and
-//! broadcasts what is appended. Following the file rather than the supervisor's
-//! in-process broadcast is what shows events written by other processes — an agent's
-//! `the-loop ask`, a `the-loop reply`, another screen — and it is all a viewer has.
+//! The event log as the screen sees it, one path for both roles: a task reads the
+//! backlog once (open questions and the status the log tells), then follows the file —
+//! across rotations — and broadcasts what is appended. Following the file rather than
+//! the supervisor's in-process broadcast is what shows events written by other
+//! processes — an agent's `the-loop ask`, a `the-loop reply`, another screen — and it is
+//! all a viewer has.
 //!
-//! Reading the backlog streams the file (constant memory however long it is); only
-//! events appended after the backend was built are broadcast, so the Events pane gets
-//! them once (the screen loads its history separately and drops what it already has).
+//! The backlog is bounded (SPEC §15.5): the open questions come from the log's
+//! checkpoint plus what was appended since, the status from the last few MiB before the
+//! backend was built (back to the last `supervisor.started`), so a long history costs
+//! the first frame nothing. Only events appended after the backend was built are
+//! broadcast, so the Events pane gets them once (the screen loads its history
+//! separately and drops what it already has).
 
-use crate::events::{Event, EventReader, EventType, Filter, Follower};
+use crate::events::{Event, EventType, Filter, Follower};
 use crate::session::OpenQuestions;
 use crate::tui::backend::{PollSummary, WebhookState};
 use serde_json::Value;
@@ -21,6 +25,9 @@ use tokio::task::JoinHandle;
 
 /// How many live events may wait for a slow screen before it is told it lagged.
 const CHANNEL: usize = 4096;
+
+/// How far back the status the log tells is looked for.
+const STATUS_WINDOW: u64 = 4 * 1024 * 1024;
 
 /// What the log says about the supervisor, for a screen that does not run it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -170,9 +177,6 @@ async fn follow(
     let position = match backlog {
         Ok(Ok(backlog)) => {
             *state.lock().unwrap_or_else(|e| e.into_inner()) = backlog.state;
-            for event in backlog.fresh {
-                let _ = tx.send(event);
-            }
             backlog.position
         }
         Ok(Err(e)) => {
@@ -221,32 +225,43 @@ struct Backlog {
     state: FeedState,
     /// Where following continues.
     position: u64,
-    /// Events appended after the backend was built, read with the backlog.
-    fresh: Vec<Event>,
 }
 
-/// Reads the whole log once: the state it implies, and the events at or after
-/// `broadcast_from` (which the screen has not been sent yet).
+/// The state the backlog implies, read in bounded time: the open questions from the
+/// checkpoint (and what came after it), the status from the window before
+/// `broadcast_from`. Following continues at `broadcast_from`; the events from there on
+/// are observed again as they are broadcast, which changes nothing (observing is
+/// idempotent for questions, and the status window stops where following starts).
 fn read_backlog(path: &Path, broadcast_from: u64) -> io::Result<Backlog> {
-    let mut reader = EventReader::open(path, Filter::default())?;
-    let mut state = FeedState::default();
-    let mut fresh = Vec::new();
-    // Not a `for`: the reader's position is read between items.
-    #[allow(clippy::while_let_on_iterator)]
-    while let Some(record) = reader.next() {
-        let event = record?.event;
-        state.observe(&event);
-        // The reader's position is the end of this line; the line starts at or after
-        // `broadcast_from` (a line boundary) exactly when it ends past it.
-        if reader.position() > broadcast_from {
-            fresh.push(event);
-        }
+    let (questions, _) = OpenQuestions::catch_up(path, false)?;
+    let window = crate::events::tail_window(
+        path,
+        Some(broadcast_from),
+        usize::MAX,
+        &Filter::default(),
+        STATUS_WINDOW,
+    )?;
+    let mut observed = Observed::default();
+    let since_start = window
+        .records
+        .iter()
+        .rposition(|r| r.event.event == EventType::SupervisorStarted)
+        .unwrap_or(0);
+    for record in &window.records[since_start..] {
+        observed.observe(&record.event);
     }
-    let position = reader.position();
+    // Critic rounds of other processes (SPEC §17.7), as far back as the bounded window.
+    let mut rounds = super::rounds::RoundLog::default();
+    for record in &window.records {
+        rounds.observe(&record.event);
+    }
     Ok(Backlog {
-        state,
-        position,
-        fresh,
+        state: FeedState {
+            questions,
+            observed,
+            rounds,
+        },
+        position: broadcast_from,
     })
 }
 

@@ -215,7 +215,7 @@ impl Backend for LiveBackend {
         let path = self.feed.path().to_path_buf();
         Box::pin(async move {
             let read = tokio::task::spawn_blocking(move || {
-                crate::events::tail(&path, limit, &Filter::default())
+                crate::events::tail_retained(&path, limit, &Filter::default())
             })
             .await;
             match read {

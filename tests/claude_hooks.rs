@@ -53,12 +53,18 @@ async fn a_delivered_comment_is_one_user_message() {
     assert_eq!(requests.len(), before + 1, "and it is one turn");
     // Claude Code's input box expands tabs to four spaces; nothing else changes.
     assert_eq!(with_comment[0], prompt.replace('\t', "    "));
+    // Claude Code writes its transcript after the turn, not before `Stop`.
     let messages: Vec<String> = world
-        .home
-        .user_messages()
-        .into_iter()
-        .filter(|m| m.contains("KINGFISHER"))
-        .collect();
+        .wait("the comment in Claude Code's transcript", || {
+            let found: Vec<String> = world
+                .home
+                .user_messages()
+                .into_iter()
+                .filter(|m| m.contains("KINGFISHER"))
+                .collect();
+            (!found.is_empty()).then_some(found)
+        })
+        .await;
     assert_eq!(messages.len(), 1, "{messages:#?}");
     let row = world.listed();
     assert_eq!(row["state"], "idle");

@@ -18,7 +18,7 @@ async fn labeled_harness() -> Harness {
 
 /// What the real router makes of an event under the harness's config.
 fn routed(h: &Harness, event: &InboundEvent) -> Outcome {
-    let config = RouterConfig::new(&h.config.routing, EnabledEvents::all());
+    let config = RouterConfig::new(&h.config.routing, EnabledEvents::all()).watching(["octo/repo"]);
     route(&event.as_inbound(), &config, &mut DeliveryDedupe::new())
 }
 

@@ -222,7 +222,11 @@ async fn burst_of_200_comments_over_20_and_100_sessions() {
         let oks: Vec<Value> = w
             .events_named("dispatch.succeeded")
             .into_iter()
-            .filter(|e| e["delivery_id"].as_str().is_some_and(|d| burst_ids.contains(d)))
+            .filter(|e| {
+                e["delivery_id"]
+                    .as_str()
+                    .is_some_and(|d| burst_ids.contains(d))
+            })
             .collect();
         let first_routed = routed.values().map(ts).min().unwrap();
         let last_ok = oks.iter().map(ts).max().unwrap();

@@ -377,11 +377,22 @@ async fn log_figures() {
             loaded.as_secs_f64() * 1000.0
         );
         let pid = screen.pid();
+        // Let it settle (as the other figures do) before it is asked to quit.
+        tokio::time::sleep(Duration::from_secs(5)).await;
         screen.keys(&["q"]);
-        tui_world::wait("the screen to quit", || {
-            (!std::path::Path::new(&format!("/proc/{pid}")).exists()).then_some(())
-        })
-        .await;
+        // Gone, or exited and not reaped yet by tmux (a zombie).
+        let gone = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+                stat.rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+            })
+        };
+        let asked = Instant::now();
+        while !gone() && asked.elapsed() < Duration::from_secs(60) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(gone(), "the screen did not quit:\n{}", screen.text());
     };
     list("empty log");
     for run in 1..=2 {
@@ -401,7 +412,11 @@ async fn log_figures() {
             .with("question", "Asked 150 MB ago?"),
         )
         .unwrap();
-    while std::fs::metadata(&log).unwrap().len() < 150_000_000 {
+    let target: u64 = std::env::var("FIG_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(150_000_000);
+    while std::fs::metadata(&log).unwrap().len() < target {
         fill_log(world, 100_000, 20);
     }
     list("150 MB appended since the last checkpoint, no supervisor (one-time catch-up)");

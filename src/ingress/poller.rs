@@ -1,7 +1,9 @@
-//! The poller (SPEC §4.1): per configured repository, per cycle, the conditional GETs
-//! that find new comments, review comments, reviews and closes on watched items; each
-//! shaped like its webhook twin and fed to the [`Ingest`]. The ledger
-//! ([`super::ledger`]) makes it exactly-once across cycles and restarts.
+//! The poller (SPEC §4.1, §15): per configured repository, per cycle, the conditional
+//! GETs that find new comments, review comments, reviews and closes on watched items,
+//! who labeled an issue that entered the watched list (`labels.rs`) and the failed
+//! check runs of watched PRs whose CI concerns a session (`checks.rs`); each shaped like
+//! its webhook twin and fed to the [`Ingest`]. The ledger ([`super::ledger`]) makes it
+//! exactly-once across cycles and restarts.
 //!
 //! A repository's cycle runs in three phases:
 //! 1. **fetch** (`fetch.rs`): the requests, nothing else; any failure discards the lot and
@@ -11,11 +13,13 @@
 //! 3. **feed** (`feed.rs`): the pending events go to the `Ingest` in order, each outcome
 //!    written as it settles; failures are retried next cycle, then given up.
 //!
-//! Idle cost: after the first cycle the watched items are not listed in full but asked
-//! for `since` the items cursor (closes, labels and comments all move an item's
-//! `updated_at`), so an idle cycle is one 304 for the items, one for the open pulls, one
-//! per comment stream and one per watched PR's reviews — whatever the number of watched
-//! issues. The full listing runs on the first cycle and hourly to reconcile.
+//! Idle cost (SPEC §15.3): after the first cycle the watched items are not listed in
+//! full but asked for `since` the items cursor (closes, labels, comments and reviews all
+//! move an item's `updated_at`), and only PRs that moved have their reviews read, so an
+//! idle cycle is one 304 for the items, one for the open pulls and one per comment
+//! stream — whatever the number of watched issues and open PRs. A PR's checks cost a
+//! request per cycle only until every run of its head sha has completed. The full
+//! listing runs on the first cycle and hourly to reconcile.
 
 mod apply;
 mod checks;

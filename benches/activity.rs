@@ -7,10 +7,10 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::process::Command;
 use std::time::Duration;
-use the_loop::routing::WorkItemRef;
 use the_loop::session::SessionRecord;
 use the_loop::session::activity::{ActivityTracker, observe, unix_now};
 use the_loop::tmux::{RealTmux, Socket};
+use the_loop::work_item::WorkItemRef;
 
 const SESSIONS: u64 = 50;
 

@@ -12,8 +12,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 use the_loop::events::{EventLog, Source};
 use the_loop::paths::StatePaths;
-use the_loop::routing::WorkItemRef;
 use the_loop::session::{Registry, SessionRecord};
+use the_loop::work_item::WorkItemRef;
 
 const BIN: &str = env!("CARGO_BIN_EXE_the-loop");
 

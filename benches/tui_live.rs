@@ -15,10 +15,10 @@ use std::time::Duration;
 use the_loop::config::{self, LoadedConfig};
 use the_loop::events::{EventLog, Source};
 use the_loop::paths::StatePaths;
-use the_loop::routing::WorkItemRef;
 use the_loop::session::{Registry, SessionRecord, Sessions, Settings};
 use the_loop::tui::Backend;
 use the_loop::tui::live::{LiveBackend, LiveParts, Supervision};
+use the_loop::work_item::WorkItemRef;
 use tokio::sync::watch;
 
 const SESSIONS: u64 = 50;

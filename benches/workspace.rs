@@ -17,7 +17,7 @@ use std::time::Duration;
 use the_loop::config::RepoConfig;
 use the_loop::events::{EventLog, Source};
 use the_loop::paths::StatePaths;
-use the_loop::routing::WorkItemRef;
+use the_loop::work_item::WorkItemRef;
 use the_loop::workspace::{Placement, Workspaces};
 
 const FILES: usize = 10_000;

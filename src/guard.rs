@@ -1,7 +1,9 @@
-//! The two guards that run before anything is pasted (SPEC §3): the self-comment marker
-//! and the authorized-actor allowlist. Pure functions.
+//! The guards that run before anything is pasted (SPEC §3): the self-comment marker,
+//! the authorized-actor allowlist, and the text sanitizer every pane input passes
+//! through (SPEC §14.6). Pure functions.
 
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// The hidden marker every comment the tool composes carries. It never changes.
 pub const MARKER: &str = "<!-- the-loop:agent-comment -->";
@@ -125,6 +127,38 @@ pub fn actor_of<'a>(gh_event: &str, payload: &'a Value) -> Actor<'a> {
         Some(login) if !login.trim().is_empty() => Actor::Human(login),
         _ => Actor::Unknown,
     }
+}
+
+/// Removes ESC and every other C0 control except `\n` and `\t` (so `\r` too), DEL, and
+/// the C1 range U+0080–U+009F. No bracketed-paste terminator (`ESC[201~`) or other
+/// terminal escape can then survive inside the text. DEL goes too: outside a paste a
+/// terminal reads it as backspace.
+///
+/// The Unicode line and paragraph separators (U+2028, U+2029) become `\n` (SPEC §14.6):
+/// some terminals and TUIs treat them as line breaks, so they are written as the one
+/// line break the agent's input box is known to take inside a paste.
+///
+/// Every text that reaches a pane goes through here: pastes, and the boot and respawn
+/// prompts handed to a harness as argv.
+pub fn sanitize(text: &str) -> Cow<'_, str> {
+    let touched = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_separator(c);
+    if text.chars().any(touched) {
+        Cow::Owned(
+            text.chars()
+                .filter_map(|c| match c {
+                    _ if is_separator(c) => Some('\n'),
+                    _ if touched(c) => None,
+                    _ => Some(c),
+                })
+                .collect(),
+        )
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+fn is_separator(c: char) -> bool {
+    matches!(c, '\u{2028}' | '\u{2029}')
 }
 
 #[cfg(test)]
@@ -307,5 +341,49 @@ mod tests {
         assert_eq!(allow.check(Actor::Ci), ActorCheck::Ci);
         assert_eq!(Actor::Human("x").login(), Some("x"));
         assert_eq!(Actor::Ci.login(), None);
+    }
+
+    mod sanitize {
+        use super::super::sanitize;
+        use proptest::prelude::*;
+        use std::borrow::Cow;
+
+        #[test]
+        fn sanitize_table() {
+            let cases: &[(&str, &str)] = &[
+                ("plain text", "plain text"),
+                ("a\nb\tc", "a\nb\tc"),
+                ("a\r\nb", "a\nb"),
+                ("x\x1b[201~y", "x[201~y"),
+                ("\x1b]0;title\x07z", "]0;titlez"),
+                ("nul\0bell\x07bs\x08del\x7f", "nulbellbsdel"),
+                ("c1\u{80}\u{9b}31m\u{9f}end", "c131mend"),
+                ("unicode é ✓ 日本 🦀 \u{a0}", "unicode é ✓ 日本 🦀 \u{a0}"),
+                ("```\ncode\n```", "```\ncode\n```"),
+                ("line\u{2028}sep\u{2029}para", "line\nsep\npara"),
+            ];
+            for (input, expected) in cases {
+                assert_eq!(sanitize(input), *expected, "input {input:?}");
+            }
+            assert!(matches!(sanitize("clean\ttext\n"), Cow::Borrowed(_)));
+        }
+
+        proptest! {
+            #[test]
+            fn sanitized_text_has_no_controls_but_newline_and_tab(s in any::<String>()) {
+                let out = sanitize(&s);
+                prop_assert!(out.chars().all(|c| !c.is_control() || c == '\n' || c == '\t'));
+                let again = sanitize(&out).into_owned();
+                prop_assert_eq!(again.as_str(), out.as_ref());
+                let separated = out.contains(['\u{2028}', '\u{2029}']);
+                prop_assert!(!separated);
+                let kept: String = s
+                    .chars()
+                    .map(|c| if matches!(c, '\u{2028}' | '\u{2029}') { '\n' } else { c })
+                    .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+                    .collect();
+                prop_assert_eq!(out.as_ref(), kept.as_str());
+            }
+        }
     }
 }

@@ -105,3 +105,27 @@ pub fn expand_tilde(path: &str) -> PathBuf {
 pub fn show(path: &Path) -> String {
     path.display().to_string()
 }
+
+/// A PATH lookup: `program` itself when it contains a `/`, else the first executable
+/// file named `program` in a `PATH` directory.
+pub fn find_program(program: &str, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.is_empty() {
+        return None;
+    }
+    if program.contains('/') {
+        let p = expand_tilde(program);
+        return executable(&p).then_some(p);
+    }
+    let path = match path {
+        Some(p) => p.to_os_string(),
+        None => std::env::var_os("PATH")?,
+    };
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| executable(p))
+}

@@ -22,8 +22,9 @@ use claude::{ClaudeHome, NO_MODEL, claude_bin};
 use common::{TmuxServer, wait_for};
 use std::time::Duration;
 use the_loop::config::SessionsConfig;
-use the_loop::session::deliver::{deliver, sanitize};
-use the_loop::session::harness::Harness;
+use the_loop::guard::sanitize;
+use the_loop::harness::Harness;
+use the_loop::session::deliver::deliver;
 use the_loop::tmux::{BufferName, PaneId, Paste, RealTmux, Tmux};
 
 /// Waits until Claude Code shows its input box.

@@ -12,7 +12,7 @@ mod claude;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use the_loop::config::SessionsConfig;
-use the_loop::session::harness::{Harness, HookWiring};
+use the_loop::harness::{Harness, HookWiring};
 
 /// `<bin> [sub] --help`, run with a private HOME so nothing of the developer's is read.
 fn help(bin: &Path, sub: Option<&str>) -> String {

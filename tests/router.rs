@@ -8,8 +8,9 @@ use the_loop::events::{EventType, Source};
 use the_loop::guard::{MARKER, mark_self_authored};
 use the_loop::routing::{
     ControlCommand, DeliveryDedupe, DropReason, EnabledEvents, EventKind, Inbound, Outcome,
-    RouterConfig, WorkItemRef, route,
+    RouterConfig, route,
 };
+use the_loop::work_item::WorkItemRef;
 
 #[path = "router/actions.rs"]
 mod actions;

@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::time::Duration;
-use the_loop::session::harness::{Harness, HarnessError};
+use the_loop::harness::{Harness, HarnessError};
 use the_loop::session::{DeliverError, deliver};
 use the_loop::tmux::{Error, Liveness, RealTmux, Socket, SpawnSpec, Tmux};
 

@@ -7,7 +7,7 @@ use crate::config::{self, LoadedConfig};
 use crate::critic::{self, Envelope, Listing, Prompt, Recorder, Request, RunError};
 use crate::events::{EventLog, Source};
 use crate::paths::StatePaths;
-use crate::routing::refs::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use anyhow::{Context, anyhow};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};

@@ -10,7 +10,6 @@ use super::{CliError, CliResult, Ctx, failed, usage};
 use crate::config;
 use crate::events::{EventLog, Source};
 use crate::paths::StatePaths;
-use crate::routing::WorkItemRef;
 use crate::session::activity::{self, ActivityState, ActivityTracker, SessionActivity};
 use crate::session::hooks::{self, Answered, Decision};
 use crate::session::{
@@ -18,6 +17,7 @@ use crate::session::{
     Sessions, Settings, StartOutcome, Toggle,
 };
 use crate::tmux::{self, RealTmux, Socket};
+use crate::work_item::WorkItemRef;
 use crate::workspace::Finished;
 use anyhow::anyhow;
 use serde_json::{Value, json};
@@ -464,62 +464,12 @@ async fn attach(
         PaneState::Live(_) | PaneState::Dead(_) | PaneState::Unknown(_) => {}
     }
     let tmux_env = std::env::var("TMUX").ok();
-    let plan = attach_plan(socket, &record.tmux_session, read_only, tmux_env.as_deref());
+    let plan = tmux::argv::attach(socket, &record.tmux_session, read_only, tmux_env.as_deref());
     exec_tmux(&plan)
 }
 
-/// The tmux command `attach` runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AttachPlan {
-    /// Arguments after `tmux`.
-    pub args: Vec<String>,
-    /// Run with `TMUX` unset (attaching from inside another tmux server, nested).
-    pub unset_tmux: bool,
-}
-
-/// `attach-session -t =NAME [-r]`, or `switch-client -t =NAME` when already inside a
-/// client of the same server. Read-only from inside tmux attaches nested instead:
-/// `switch-client -r` would toggle the operator's own client into read-only mode and
-/// leave it there.
-pub fn attach_plan(
-    socket: &Socket,
-    name: &str,
-    read_only: bool,
-    tmux_env: Option<&str>,
-) -> AttachPlan {
-    let inside = tmux_env.filter(|v| !v.is_empty());
-    let same_server = inside.is_some_and(|v| same_socket(socket, v));
-    let target = format!("={name}");
-    let mut args = tmux::argv::socket_args(socket);
-    if same_server && !read_only {
-        args.extend(["switch-client".into(), "-t".into(), target]);
-        return AttachPlan {
-            args,
-            unset_tmux: false,
-        };
-    }
-    args.extend(["attach-session".into(), "-t".into(), target]);
-    if read_only {
-        args.push("-r".into());
-    }
-    AttachPlan {
-        args,
-        unset_tmux: inside.is_some(),
-    }
-}
-
-/// Whether `$TMUX` (`<socket path>,<pid>,<session>`) names the server `socket` reaches.
-fn same_socket(socket: &Socket, tmux_env: &str) -> bool {
-    let path = std::path::Path::new(tmux_env.split(',').next().unwrap_or(""));
-    match socket {
-        Socket::Default => path.file_name().is_some_and(|n| n == "default"),
-        Socket::Name(name) => path.file_name().is_some_and(|n| n == name.as_str()),
-        Socket::Path(p) => path == p,
-    }
-}
-
 /// Replaces this process with tmux (returns only when that failed).
-fn exec_tmux(plan: &AttachPlan) -> CliResult {
+fn exec_tmux(plan: &tmux::argv::AttachCommand) -> CliResult {
     use std::os::unix::process::CommandExt;
     let mut command = std::process::Command::new("tmux");
     command.args(&plan.args);
@@ -538,47 +488,6 @@ fn exec_tmux(plan: &AttachPlan) -> CliResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn attach_outside_tmux_attaches() {
-        let plan = attach_plan(&Socket::Name("s".into()), "loop-a", false, None);
-        assert_eq!(plan.args, ["-L", "s", "attach-session", "-t", "=loop-a"]);
-        assert!(!plan.unset_tmux);
-        let plan = attach_plan(&Socket::Default, "loop-a", true, Some(""));
-        assert_eq!(plan.args, ["attach-session", "-t", "=loop-a", "-r"]);
-    }
-
-    #[test]
-    fn inside_the_same_server_switches_client() {
-        let env = "/tmp/tmux-1000/s,4242,0";
-        let plan = attach_plan(&Socket::Name("s".into()), "loop-a", false, Some(env));
-        assert_eq!(plan.args, ["-L", "s", "switch-client", "-t", "=loop-a"]);
-        assert!(!plan.unset_tmux);
-        let plan = attach_plan(
-            &Socket::Default,
-            "loop-a",
-            false,
-            Some("/tmp/tmux-0/default,1,2"),
-        );
-        assert_eq!(plan.args, ["switch-client", "-t", "=loop-a"]);
-    }
-
-    #[test]
-    fn read_only_or_another_server_nests_with_tmux_unset() {
-        let env = "/tmp/tmux-1000/s,4242,0";
-        let plan = attach_plan(&Socket::Name("s".into()), "loop-a", true, Some(env));
-        assert_eq!(
-            plan.args,
-            ["-L", "s", "attach-session", "-t", "=loop-a", "-r"]
-        );
-        assert!(plan.unset_tmux);
-        let plan = attach_plan(&Socket::Name("other".into()), "loop-a", false, Some(env));
-        assert_eq!(
-            plan.args,
-            ["-L", "other", "attach-session", "-t", "=loop-a"]
-        );
-        assert!(plan.unset_tmux);
-    }
 
     #[test]
     fn ages_are_short() {

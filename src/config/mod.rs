@@ -231,6 +231,13 @@ pub struct EventsConfig {
     pub keep_files: u32,
 }
 
+impl EventsConfig {
+    /// The event log's rotation bounds.
+    pub fn rotation(&self) -> crate::events::Rotation {
+        crate::events::Rotation::new(self.max_bytes, self.keep_files)
+    }
+}
+
 /// 64 MiB.
 pub const DEFAULT_EVENTS_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -242,6 +249,9 @@ impl Default for EventsConfig {
         }
     }
 }
+
+/// The built-in harness names `sessions.harness` may name (their adapters: the `harness` module).
+pub const BUILT_IN_HARNESSES: &[&str] = &["claude", "codex", "cursor"];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]

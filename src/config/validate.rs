@@ -217,7 +217,7 @@ fn unknown_placeholder(arg: &str) -> Option<String> {
 
 /// `owner/name`, each part made of the characters GitHub allows (the rule refs use).
 fn is_owner_and_name(name: &str) -> bool {
-    use crate::routing::refs::valid_segment;
+    use crate::work_item::valid_segment;
     name.split_once('/')
         .is_some_and(|(owner, repo)| valid_segment(owner) && valid_segment(repo))
 }
@@ -237,7 +237,7 @@ fn check_routing(config: &Config, out: &mut Vec<Problem>) {
 
 fn check_sessions(config: &Config, out: &mut Vec<Problem>) {
     let sessions = &config.sessions;
-    let known = crate::session::harness::BUILT_IN.contains(&sessions.harness.as_str())
+    let known = super::BUILT_IN_HARNESSES.contains(&sessions.harness.as_str())
         || sessions.harnesses.contains_key(&sessions.harness);
     if !known {
         let custom: Vec<String> = sessions

@@ -6,7 +6,7 @@ use super::envelope::Envelope;
 use crate::events::{Event, EventType, Source};
 use crate::github::{Client, CreatedComment, Error};
 use crate::guard::MARKER;
-use crate::routing::refs::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use std::path::Path;
 
 /// GitHub refuses comment bodies over 65 536 characters; the output is cut well below.

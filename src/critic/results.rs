@@ -7,7 +7,7 @@ use super::round::{self, Request, RunError};
 use super::spec::CriticSpec;
 use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::paths::StatePaths;
-use crate::routing::refs::slugify;
+use crate::work_item::slugify;
 use std::io;
 use std::path::PathBuf;
 use std::time::Instant;

@@ -4,7 +4,7 @@
 
 use super::placeholders;
 use crate::config::SessionsConfig;
-use crate::session::harness::{self, Harness, HarnessError};
+use crate::harness::{Harness, HarnessError};
 use serde_norway::{Mapping, Value};
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -86,7 +86,7 @@ impl CriticSpec {
     /// `env` may override it); `None` when it is not there.
     pub fn locate(&self) -> Option<PathBuf> {
         let path = self.env.get("PATH").map(OsStr::new);
-        harness::find_program(self.program(), path)
+        crate::paths::find_program(self.program(), path)
     }
 }
 
@@ -276,7 +276,7 @@ fn parse_one(value: &Value, sessions: &SessionsConfig) -> Result<CriticSpec, Pro
     let built_in_harness = matches!(runner, Runner::Harness(_))
         && harness
             .as_deref()
-            .is_some_and(|h| harness::BUILT_IN.contains(&h));
+            .is_some_and(|h| crate::config::BUILT_IN_HARNESSES.contains(&h));
     let default_format = if built_in_harness {
         OutputFormat::Json
     } else {

@@ -4,7 +4,7 @@
 
 use super::env::PREFIX;
 use super::tmux_server::{TmuxTarget, alive, socket_dir, stop_server};
-use crate::session::harness::find_program;
+use crate::paths::find_program;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

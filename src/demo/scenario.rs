@@ -13,7 +13,7 @@
 use crate::events::{EventType, Filter, Follower};
 use crate::github::sim::{IssueSpec, PullSpec, ReviewState, SimControl, SimError};
 use crate::guard;
-use crate::routing::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use std::path::PathBuf;
 use std::time::Duration;
 

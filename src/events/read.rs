@@ -7,7 +7,7 @@
 //! lines are ignored, and a line that does not parse is skipped and counted.
 
 use super::{Event, Level, ParseError, parse_line};
-use crate::routing::refs::{RefError, WorkItemRef};
+use crate::work_item::{RefError, WorkItemRef};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;

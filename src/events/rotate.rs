@@ -21,10 +21,11 @@ pub struct Rotation {
 }
 
 impl Rotation {
-    pub fn from_config(config: &crate::config::EventsConfig) -> Self {
+    /// At least one byte and one kept file, whatever was asked.
+    pub fn new(max_bytes: u64, keep_files: u32) -> Self {
         Self {
-            max_bytes: config.max_bytes.max(1),
-            keep_files: config.keep_files.max(1),
+            max_bytes: max_bytes.max(1),
+            keep_files: keep_files.max(1),
         }
     }
 }

@@ -3,7 +3,8 @@
 
 use super::*;
 use crate::config::RoutingConfig;
-use crate::routing::{DeliveryDedupe, EnabledEvents, Outcome, RouterConfig, WorkItemRef, route};
+use crate::routing::{DeliveryDedupe, EnabledEvents, Outcome, RouterConfig, route};
+use crate::work_item::WorkItemRef;
 
 fn fixture(name: &str) -> Value {
     let path = format!("{}/tests/fixtures/{name}.json", env!("CARGO_MANIFEST_DIR"));

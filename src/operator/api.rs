@@ -12,10 +12,10 @@
 
 use crate::events::EventLog;
 use crate::github::Client;
-use crate::routing::WorkItemRef;
 use crate::session::Sessions;
 use crate::session::ask::{self, Ask, Asked, question_text};
 use crate::session::reply::{Replied, Replier, ReplyRequest, Report, Via};
+use crate::work_item::WorkItemRef;
 use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::extract::State;
@@ -144,9 +144,8 @@ async fn ask_route(
         Ok(parsed) => parsed,
         Err(refused) => return refused,
     };
-    let bad_ref = |e: crate::routing::refs::RefError| {
-        error(StatusCode::BAD_REQUEST, "bad-ref", &e.to_string())
-    };
+    let bad_ref =
+        |e: crate::work_item::RefError| error(StatusCode::BAD_REQUEST, "bad-ref", &e.to_string());
     let item: WorkItemRef = match parsed.work_item.trim().parse() {
         Ok(item) => item,
         Err(e) => return bad_ref(e),

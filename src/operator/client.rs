@@ -5,10 +5,10 @@
 
 use super::api::{ASK_PATH, CLIENT_HEADER, REPLY_PATH};
 use crate::paths::StatePaths;
-use crate::routing::WorkItemRef;
 use crate::session::ask::Ask;
 use crate::session::reply::{Replied, ReplyRequest, Report, Via};
 use crate::tmux::PaneId;
+use crate::work_item::WorkItemRef;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};

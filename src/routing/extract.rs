@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
-use super::refs::{DEFAULT_HOST, WorkItemRef, valid_host, valid_segment};
+use crate::work_item::{DEFAULT_HOST, WorkItemRef, valid_host, valid_segment};
 
 /// Closing references kept from one PR body. A real PR closes a handful of issues; the cap
 /// keeps a hostile body (thousands of `fixes #N`) from fanning one event out.

@@ -6,11 +6,9 @@ pub mod excerpt;
 pub mod extract;
 pub mod outcome;
 pub mod prompt;
-pub mod refs;
 pub mod router;
 
 pub use control::{ControlCommand, ControlKeywords, ControlMatch};
 pub use dedupe::DeliveryDedupe;
 pub use outcome::{DropReason, Outcome};
-pub use refs::WorkItemRef;
 pub use router::{EnabledEvents, EventKind, Inbound, RouterConfig, route};

@@ -4,9 +4,9 @@
 use serde_json::Value;
 
 use super::control::ControlCommand;
-use super::refs::WorkItemRef;
 use super::router::Inbound;
 use crate::events::{Event, EventType, Source};
+use crate::work_item::WorkItemRef;
 
 /// Why an event was refused (the `reason` of `routing.dropped`, SPEC §3.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -8,7 +8,7 @@
 
 use crate::config::SessionsConfig;
 use crate::paths;
-use crate::routing::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use std::borrow::Cow;
 use std::path::PathBuf;
 

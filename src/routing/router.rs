@@ -14,9 +14,9 @@ use super::control::{ControlKeywords, ControlMatch};
 use super::dedupe::{DeliveryDedupe, ci_dedupe_key};
 use super::extract::{self, Links};
 use super::outcome::{DropReason, Outcome};
-use super::refs::WorkItemRef;
 use crate::config::{RoutingConfig, SpawnPolicy};
 use crate::guard::{self, ActorCheck, Allowlist};
+use crate::work_item::WorkItemRef;
 
 /// One event as it reaches the router, from either ingress path.
 #[derive(Debug, Clone, Copy)]

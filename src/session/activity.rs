@@ -14,8 +14,8 @@
 
 use super::hooks::{PermissionRequest, Reported, ReportedState};
 use super::registry::{ActivitySnapshot, Registry, SessionRecord, Status};
-use crate::routing::WorkItemRef;
 use crate::tmux::{Liveness, PaneId, SessionInfo, Tmux};
+use crate::work_item::WorkItemRef;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;

@@ -7,7 +7,7 @@
 use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::github::{Client, CreatedComment};
 use crate::guard::MARKER;
-use crate::routing::WorkItemRef;
+use crate::work_item::WorkItemRef;
 
 /// GitHub refuses comments over 65,536 characters; a question is far shorter.
 pub const MAX_QUESTION_CHARS: usize = 60_000;

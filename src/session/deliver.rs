@@ -7,7 +7,6 @@
 //! delivery uses its own buffer names.
 
 use crate::tmux::{self, BufferName, PaneId, Paste, Tmux};
-use std::borrow::Cow;
 use std::time::Duration;
 
 /// What a successful delivery pasted.
@@ -56,38 +55,6 @@ impl DeliverError {
     }
 }
 
-/// Removes ESC and every other C0 control except `\n` and `\t` (so `\r` too), DEL, and
-/// the C1 range U+0080–U+009F. No bracketed-paste terminator (`ESC[201~`) or other
-/// terminal escape can then survive inside the text. DEL goes too: outside a paste a
-/// terminal reads it as backspace.
-///
-/// The Unicode line and paragraph separators (U+2028, U+2029) become `\n` (SPEC §14.6):
-/// some terminals and TUIs treat them as line breaks, so they are written as the one
-/// line break the agent's input box is known to take inside a paste.
-///
-/// Every text that reaches a pane goes through here: pastes, and the boot and respawn
-/// prompts handed to a harness as argv.
-pub fn sanitize(text: &str) -> Cow<'_, str> {
-    let touched = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_separator(c);
-    if text.chars().any(touched) {
-        Cow::Owned(
-            text.chars()
-                .filter_map(|c| match c {
-                    _ if is_separator(c) => Some('\n'),
-                    _ if touched(c) => None,
-                    _ => Some(c),
-                })
-                .collect(),
-        )
-    } else {
-        Cow::Borrowed(text)
-    }
-}
-
-fn is_separator(c: char) -> bool {
-    matches!(c, '\u{2028}' | '\u{2029}')
-}
-
 /// Pastes `text` into `pane` as one bracketed paste, then submits it.
 pub async fn deliver<T: Tmux + ?Sized>(
     tmux: &T,
@@ -95,7 +62,7 @@ pub async fn deliver<T: Tmux + ?Sized>(
     text: &str,
     submit_delay: Duration,
 ) -> Result<Delivery, DeliverError> {
-    let clean = sanitize(text);
+    let clean = crate::guard::sanitize(text);
     if clean.is_empty() {
         return Err(DeliverError::Empty);
     }

@@ -1,46 +1,7 @@
 use super::*;
 use crate::tmux::fake::{Call, Failure, FakeTmux, Op};
-use proptest::prelude::*;
 
 const NONE: Duration = Duration::ZERO;
-
-#[test]
-fn sanitize_table() {
-    let cases: &[(&str, &str)] = &[
-        ("plain text", "plain text"),
-        ("a\nb\tc", "a\nb\tc"),
-        ("a\r\nb", "a\nb"),
-        ("x\x1b[201~y", "x[201~y"),
-        ("\x1b]0;title\x07z", "]0;titlez"),
-        ("nul\0bell\x07bs\x08del\x7f", "nulbellbsdel"),
-        ("c1\u{80}\u{9b}31m\u{9f}end", "c131mend"),
-        ("unicode é ✓ 日本 🦀 \u{a0}", "unicode é ✓ 日本 🦀 \u{a0}"),
-        ("```\ncode\n```", "```\ncode\n```"),
-        ("line\u{2028}sep\u{2029}para", "line\nsep\npara"),
-    ];
-    for (input, expected) in cases {
-        assert_eq!(sanitize(input), *expected, "input {input:?}");
-    }
-    assert!(matches!(sanitize("clean\ttext\n"), Cow::Borrowed(_)));
-}
-
-proptest! {
-    #[test]
-    fn sanitized_text_has_no_controls_but_newline_and_tab(s in any::<String>()) {
-        let out = sanitize(&s);
-        prop_assert!(out.chars().all(|c| !c.is_control() || c == '\n' || c == '\t'));
-        let again = sanitize(&out).into_owned();
-        prop_assert_eq!(again.as_str(), out.as_ref());
-        let separated = out.contains(['\u{2028}', '\u{2029}']);
-        prop_assert!(!separated);
-        let kept: String = s
-            .chars()
-            .map(|c| if matches!(c, '\u{2028}' | '\u{2029}') { '\n' } else { c })
-            .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
-            .collect();
-        prop_assert_eq!(out.as_ref(), kept.as_str());
-    }
-}
 
 fn live_pane(tmux: &FakeTmux) -> PaneId {
     tmux.add_session("loop-a", false)

@@ -26,9 +26,8 @@ use crate::ingress::{Disposition, InboundEvent, Ingest};
 use crate::paths::StatePaths;
 use crate::routing::dedupe::ci_dedupe_key;
 use crate::routing::excerpt::excerpt;
-use crate::routing::{
-    ControlCommand, EnabledEvents, Inbound, Outcome, RouterConfig, WorkItemRef, route,
-};
+use crate::routing::{ControlCommand, EnabledEvents, Inbound, Outcome, RouterConfig, route};
+use crate::work_item::WorkItemRef;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use std::collections::HashSet;

@@ -16,7 +16,7 @@
 use super::lifecycle::{Origin, PaneState, SessionError, Sessions};
 use super::registry::{SessionRecord, Status};
 use crate::events::{Event, EventType, Source};
-use crate::routing::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use crate::workspace::Finished;
 
 /// Forgets a work item's entry in the poll ledger (`poll/<owner>-<repo>.json`), so a

@@ -7,8 +7,9 @@ use super::paste_lock;
 use super::respawn::{Delivered, DeliveryFailure};
 use crate::events::{Event, EventType, Level, Source};
 use crate::ingress::Disposition;
-use crate::routing::{ControlCommand, WorkItemRef};
+use crate::routing::ControlCommand;
 use crate::tmux::PaneId;
+use crate::work_item::WorkItemRef;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 

@@ -5,15 +5,15 @@
 //! (operator commands), so a session is started, paused or stopped the same way
 //! whoever asks, and every outcome is one event.
 
-use super::harness::{Harness, HarnessError};
 use super::registry::{Registry, RegistryError, SessionRecord, Status};
 use super::settings::Settings;
 use super::signal::{ProcessSignaller, Signaller};
 use crate::events::{Event, EventLog, EventType, Level, Source};
+use crate::harness::{Harness, HarnessError};
 use crate::paths;
-use crate::routing::WorkItemRef;
 use crate::routing::prompt::PromptVars;
 use crate::tmux::{self, PaneId, SpawnSpec, Tmux};
+use crate::work_item::WorkItemRef;
 use crate::workspace::{Placement, WorkspaceError, Workspaces};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};

@@ -1,4 +1,4 @@
-//! Sessions (SPEC §7): harness adapters, the one paste path, the registry, the session
+//! Sessions (SPEC §7): the one paste path, the registry, the session
 //! lifecycle, activity, and the dispatcher that turns routed events into deliveries.
 //!
 //! Every paste the product makes — events, operator replies, respawn boot prompts —
@@ -11,7 +11,6 @@ mod dedupe_store;
 pub mod deliver;
 pub mod dispatcher;
 mod ending;
-pub mod harness;
 pub mod hooks;
 mod jobs;
 pub mod lifecycle;
@@ -27,10 +26,9 @@ pub mod signal;
 mod test_support;
 
 pub use activity::{ActivityState, ActivityTracker, SessionActivity, StateSource, observe};
-pub use deliver::{DeliverError, Delivery, deliver, sanitize};
+pub use deliver::{DeliverError, Delivery, deliver};
 pub use dispatcher::{Dispatcher, DispatcherError};
 pub use ending::{Ended, LedgerHook};
-pub use harness::{Harness, HarnessError};
 pub use lifecycle::{
     Origin, PaneState, PromptInputs, SessionError, Sessions, StartOutcome, Toggle,
 };

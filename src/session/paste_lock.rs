@@ -10,7 +10,7 @@
 //! holders in one process exclude each other too, and the kernel releases it when a
 //! holder dies (no stale lock).
 
-use crate::routing::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::File;

@@ -20,8 +20,8 @@
 
 use crate::events::checkpoint::{self, LogState};
 use crate::events::{EmitError, Event, EventLog, EventType, Filter, Source};
-use crate::routing::WorkItemRef;
 use crate::session::registry::same_item;
+use crate::work_item::WorkItemRef;
 use serde::{Deserialize, Serialize};
 use std::io;
 use std::path::{Path, PathBuf};

@@ -12,7 +12,7 @@
 use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::fsutil::{self, StateRead};
 use crate::paths::StatePaths;
-use crate::routing::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

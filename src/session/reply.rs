@@ -15,16 +15,17 @@
 //! authorizes nothing: whoever can run this already controls the machine) and how it
 //! went, never the text.
 
-use super::deliver::{DeliverError, deliver, sanitize};
+use super::deliver::{DeliverError, deliver};
 use super::lifecycle::{PaneState, Sessions};
 use super::paste_lock::{self, PasteLockError};
 use super::registry::{RegistryError, SessionRecord, Status};
 use crate::events::{Event, EventType, Level, Source};
 use crate::github::Client;
 use crate::guard::MARKER;
-use crate::routing::WorkItemRef;
-use crate::routing::refs::RefError;
+use crate::guard::sanitize;
 use crate::tmux::{self, PaneId};
+use crate::work_item::RefError;
+use crate::work_item::WorkItemRef;
 use std::sync::Arc;
 use std::time::Duration;
 

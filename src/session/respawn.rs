@@ -14,12 +14,12 @@
 //! [`Timings::resume_check`]: super::settings::Timings
 
 use super::deliver::{DeliverError, deliver};
-use super::harness::Harness;
 use super::lifecycle::{PaneState, PromptInputs, SessionError, Sessions, spawn_spec};
 use super::registry::{SessionRecord, Status};
 use crate::events::{Event, EventType, Level, Source};
-use crate::routing::WorkItemRef;
+use crate::harness::Harness;
 use crate::tmux::{self, PaneId};
+use crate::work_item::WorkItemRef;
 
 /// A delivery that reached the session.
 #[derive(Debug, Clone, PartialEq, Eq)]

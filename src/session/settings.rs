@@ -3,8 +3,8 @@
 
 use crate::config::{Config, RepoConfig, SessionsConfig};
 use crate::paths::StatePaths;
-use crate::routing::WorkItemRef;
 use crate::routing::prompt::{PromptError, Templates};
+use crate::work_item::WorkItemRef;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;

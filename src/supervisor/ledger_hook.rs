@@ -7,8 +7,8 @@
 
 use crate::ingress::ledger::{self, Ledger, LedgerStore};
 use crate::paths::StatePaths;
-use crate::routing::WorkItemRef;
 use crate::session::LedgerHook;
+use crate::work_item::WorkItemRef;
 
 /// The poller's [`LedgerHook`]: pass it to `Sessions::with_ledger`.
 pub struct PollLedgerHook {

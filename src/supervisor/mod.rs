@@ -489,14 +489,11 @@ async fn recover(
 pub(crate) fn bound_log(events: &EventLog, config: &crate::config::Config) {
     let refresh: crate::events::Refresh =
         Arc::new(|log: &std::path::Path| crate::session::OpenQuestions::refresh(log));
-    events.set_rotation(
-        Some(crate::events::Rotation::from_config(&config.events)),
-        Some(refresh),
-    );
+    events.set_rotation(Some(config.events.rotation()), Some(refresh));
 }
 
 /// The items whose sessions are open: the poller follows them for their closure.
-fn open_sessions(registry: &Registry) -> Vec<crate::routing::WorkItemRef> {
+fn open_sessions(registry: &Registry) -> Vec<crate::work_item::WorkItemRef> {
     match registry.list() {
         Ok(records) => records
             .into_iter()

@@ -309,6 +309,57 @@ pub fn display_command(program: &str, args: &[String]) -> String {
     shown.join(" ")
 }
 
+/// The tmux command that attaches the operator's terminal to a session (`sessions attach`,
+/// the screen's attach key).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttachCommand {
+    /// Arguments after `tmux`.
+    pub args: Vec<String>,
+    /// Run with `TMUX` unset (attaching from inside another tmux server, nested).
+    pub unset_tmux: bool,
+}
+
+/// `attach-session -t =NAME [-r]`, or `switch-client -t =NAME` when already inside a
+/// client of the same server. Read-only from inside tmux attaches nested instead:
+/// `switch-client -r` would toggle the operator's own client into read-only mode and
+/// leave it there.
+pub fn attach(
+    socket: &Socket,
+    name: &str,
+    read_only: bool,
+    tmux_env: Option<&str>,
+) -> AttachCommand {
+    let inside = tmux_env.filter(|v| !v.is_empty());
+    let same_server = inside.is_some_and(|v| same_socket(socket, v));
+    let target = format!("={name}");
+    let mut args = socket_args(socket);
+    if same_server && !read_only {
+        args.extend(["switch-client".into(), "-t".into(), target]);
+        return AttachCommand {
+            args,
+            unset_tmux: false,
+        };
+    }
+    args.extend(["attach-session".into(), "-t".into(), target]);
+    if read_only {
+        args.push("-r".into());
+    }
+    AttachCommand {
+        args,
+        unset_tmux: inside.is_some(),
+    }
+}
+
+/// Whether `$TMUX` (`<socket path>,<pid>,<session>`) names the server `socket` reaches.
+fn same_socket(socket: &Socket, tmux_env: &str) -> bool {
+    let path = std::path::Path::new(tmux_env.split(',').next().unwrap_or(""));
+    match socket {
+        Socket::Default => path.file_name().is_some_and(|n| n == "default"),
+        Socket::Name(name) => path.file_name().is_some_and(|n| n == name.as_str()),
+        Socket::Path(p) => path == p,
+    }
+}
+
 #[cfg(test)]
 #[path = "argv_tests.rs"]
 mod tests;

@@ -276,3 +276,44 @@ fn shown_commands_elide_environment_values() {
     let shown = display_command("tmux", &args);
     assert_eq!(shown, "tmux new-session -e GH_TOKEN=… -s a=b");
 }
+
+#[test]
+fn attach_outside_tmux_attaches() {
+    let plan = attach(&Socket::Name("s".into()), "loop-a", false, None);
+    assert_eq!(plan.args, ["-L", "s", "attach-session", "-t", "=loop-a"]);
+    assert!(!plan.unset_tmux);
+    let plan = attach(&Socket::Default, "loop-a", true, Some(""));
+    assert_eq!(plan.args, ["attach-session", "-t", "=loop-a", "-r"]);
+}
+
+#[test]
+fn inside_the_same_server_switches_client() {
+    let env = "/tmp/tmux-1000/s,4242,0";
+    let plan = attach(&Socket::Name("s".into()), "loop-a", false, Some(env));
+    assert_eq!(plan.args, ["-L", "s", "switch-client", "-t", "=loop-a"]);
+    assert!(!plan.unset_tmux);
+    let plan = attach(
+        &Socket::Default,
+        "loop-a",
+        false,
+        Some("/tmp/tmux-0/default,1,2"),
+    );
+    assert_eq!(plan.args, ["switch-client", "-t", "=loop-a"]);
+}
+
+#[test]
+fn read_only_or_another_server_nests_with_tmux_unset() {
+    let env = "/tmp/tmux-1000/s,4242,0";
+    let plan = attach(&Socket::Name("s".into()), "loop-a", true, Some(env));
+    assert_eq!(
+        plan.args,
+        ["-L", "s", "attach-session", "-t", "=loop-a", "-r"]
+    );
+    assert!(plan.unset_tmux);
+    let plan = attach(&Socket::Name("other".into()), "loop-a", false, Some(env));
+    assert_eq!(
+        plan.args,
+        ["-L", "other", "attach-session", "-t", "=loop-a"]
+    );
+    assert!(plan.unset_tmux);
+}

@@ -4,7 +4,7 @@
 
 use super::backend::{ActionResult, RunId, Snapshot};
 use crate::events::Event;
-use crate::routing::refs::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use crossterm::event::KeyEvent;
 use time::OffsetDateTime;
 

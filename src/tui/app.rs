@@ -10,7 +10,7 @@ use super::layout::{self, Layout};
 use super::theme::Theme;
 use crate::config::NotifyMode;
 use crate::events::Event;
-use crate::routing::refs::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use ratatui::layout::Rect;
 use ratatui::text::Text;
 use ratatui_textarea::TextArea;

@@ -7,7 +7,7 @@
 //! Nothing here routes, polls or talks to tmux.
 
 use crate::events::{Event, EventType};
-use crate::routing::refs::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use futures::future::BoxFuture;
 use std::path::PathBuf;
 use time::OffsetDateTime;

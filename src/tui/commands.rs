@@ -6,7 +6,7 @@ use super::backend::{SessionState, SessionView};
 use super::keymap::Command;
 use super::text::short_ref;
 use super::update::{request_capture, say};
-use crate::routing::refs::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use ratatui::style::Style;
 use ratatui_textarea::TextArea;
 

@@ -7,7 +7,7 @@ use super::keymap::Group;
 use super::layout::centered;
 use super::text::{clean_block, short_ref, width};
 use super::view::scrolled_popup;
-use crate::routing::refs::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;

@@ -10,7 +10,7 @@ use super::backend::{
 };
 use super::text::short_ref;
 use crate::events::{Event, EventType, Level, Source};
-use crate::routing::refs::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use futures::future::BoxFuture;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};

@@ -4,7 +4,7 @@
 
 use super::text::{clean_line, short_ref};
 use crate::events::{Event, EventType, Level};
-use crate::routing::refs::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use serde_json::Value;
 use std::collections::VecDeque;
 use time::UtcOffset;

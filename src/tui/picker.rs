@@ -7,7 +7,7 @@ use super::keymap::Group;
 use super::layout::centered;
 use super::text::{clean_line, fit, short_ref, truncate, width};
 use super::view::{full_width, popup_frame, window_start};
-use crate::routing::refs::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};

@@ -138,7 +138,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
 /// One row of the pane: a permission request or a question.
 struct Row<'a> {
     glyph: &'static str,
-    item: &'a crate::routing::refs::WorkItemRef,
+    item: &'a crate::work_item::WorkItemRef,
     at: time::OffsetDateTime,
     /// The tool, for a permission request (shown before its summary).
     tool: Option<&'a str>,

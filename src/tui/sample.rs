@@ -8,7 +8,7 @@ use super::backend::{
     WebhookState,
 };
 use crate::events::{Event, EventType, Level, Source};
-use crate::routing::refs::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use std::path::PathBuf;
 use time::{Duration, OffsetDateTime};
 

@@ -2,7 +2,7 @@
 //! times, and cleaning text that came from outside (GitHub, agents, critics) so it cannot
 //! drive the operator's terminal.
 
-use crate::routing::refs::{DEFAULT_HOST, WorkItemRef};
+use crate::work_item::{DEFAULT_HOST, WorkItemRef};
 use std::borrow::Cow;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 

@@ -12,7 +12,7 @@ use super::keymap::{Command, Group};
 use super::text::{age, clock, short_ref, truncate};
 use crate::config::NotifyMode;
 use crate::events::Event;
-use crate::routing::refs::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::layout::Rect;
 use std::hash::{DefaultHasher, Hash, Hasher};

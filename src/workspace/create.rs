@@ -18,7 +18,7 @@ use super::store::{Kind, WorkspaceRecord};
 use super::{WorkspaceError, Workspaces, fork_pull_branch, fork_pull_ref, issue_branch};
 use crate::config::RepoConfig;
 use crate::events::{Event, EventType, Level, Source};
-use crate::routing::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use std::path::{Path, PathBuf};
 
 /// What a new worktree checks out.

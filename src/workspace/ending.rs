@@ -11,7 +11,7 @@ use super::git::GitError;
 use super::store::{Kind, WorkspaceRecord};
 use super::{WorkspaceError, Workspaces, fork_pull_ref};
 use crate::events::{Event, EventType, Level, Source};
-use crate::routing::WorkItemRef;
+use crate::work_item::WorkItemRef;
 
 /// What a worktree holds that is not safe elsewhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -39,7 +39,7 @@ pub use store::{Kind, StoreError, WorkspaceRecord};
 use crate::config::{RepoConfig, WorkspaceMode, WorkspacesConfig};
 use crate::events::{EventLog, Source};
 use crate::paths::StatePaths;
-use crate::routing::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use std::path::{Path, PathBuf};
 use store::Store;
 

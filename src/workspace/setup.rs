@@ -153,7 +153,7 @@ fn tail(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::routing::WorkItemRef;
+    use crate::work_item::WorkItemRef;
 
     #[test]
     fn placeholders_are_replaced_inside_one_argument() {

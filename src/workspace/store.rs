@@ -8,7 +8,7 @@
 //! supervisor never create or remove the same worktree at once.
 
 use crate::fsutil::{self, StateRead};
-use crate::routing::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -7,7 +7,7 @@ use super::Workspaces;
 use crate::config::RepoConfig;
 use crate::events::EventLog;
 use crate::paths::StatePaths;
-use crate::routing::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -16,12 +16,12 @@ use the_loop::github::sim::{IssueSpec, SimGithub, SimHandle};
 use the_loop::ingress::{Disposition, InboundEvent, Ingest};
 use the_loop::operator::{OperatorApi, OperatorSocket, REPLY_PATH};
 use the_loop::paths::StatePaths;
-use the_loop::routing::WorkItemRef;
 use the_loop::server::{self, Limits};
 use the_loop::session::{
     Dispatcher, Origin, PromptInputs, Registry, Sessions, Settings, StartOutcome,
 };
 use the_loop::tmux::{PaneId, RealTmux, Tmux};
+use the_loop::work_item::WorkItemRef;
 
 pub const TOKEN: &str = "ghp_askreplytesttoken_0123456789abcdef";
 pub const REPO: &str = "octo/repo";

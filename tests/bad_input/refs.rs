@@ -3,7 +3,7 @@
 //! never share a state-file name or a tmux session name.
 
 use proptest::prelude::*;
-use the_loop::routing::WorkItemRef;
+use the_loop::work_item::WorkItemRef;
 
 /// Segments made of the characters that make readable names lossy.
 fn segment() -> impl Strategy<Value = String> {

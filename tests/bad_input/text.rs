@@ -4,9 +4,9 @@ use crate::mutate::{mutated_fixture, nasty};
 use proptest::prelude::*;
 use serde_json::Value;
 use the_loop::config::Keywords;
+use the_loop::guard::sanitize;
 use the_loop::routing::excerpt::excerpt;
 use the_loop::routing::{ControlKeywords, ControlMatch};
-use the_loop::session::sanitize;
 
 fn keywords() -> ControlKeywords {
     ControlKeywords::new(&Keywords::default())

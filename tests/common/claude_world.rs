@@ -22,8 +22,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use the_loop::events::{EventLog, Source};
 use the_loop::paths::StatePaths;
-use the_loop::routing::WorkItemRef;
 use the_loop::session::{Origin, PromptInputs, Registry, SessionRecord, Sessions, Settings};
+use the_loop::work_item::WorkItemRef;
 
 /// Long enough for Claude Code to boot and answer on a loaded two-core machine.
 pub const PATIENCE: Duration = Duration::from_secs(90);

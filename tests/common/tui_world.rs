@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use the_loop::github::sim::{IssueSpec, SimGithub, SimHandle};
-use the_loop::routing::WorkItemRef;
+use the_loop::work_item::WorkItemRef;
 
 pub const REPO: &str = "octo/repo";
 pub const TOKEN: &str = "ghp_tuie2etesttoken_0123456789abcdef";

@@ -8,7 +8,7 @@ use the_loop::events::EventType;
 use the_loop::github::sim::ReviewState;
 use the_loop::guard::mark_self_authored;
 use the_loop::ingress::Disposition;
-use the_loop::routing::WorkItemRef;
+use the_loop::work_item::WorkItemRef;
 
 fn fixture(name: &str) -> Value {
     let path = format!(

@@ -15,7 +15,8 @@ use the_loop::ingress::claims::Claims;
 use the_loop::ingress::poller::{CycleReport, Poller};
 use the_loop::ingress::{Disposition, InboundEvent, Ingest};
 use the_loop::paths::StatePaths;
-use the_loop::routing::{DeliveryDedupe, EnabledEvents, Outcome, RouterConfig, WorkItemRef, route};
+use the_loop::routing::{DeliveryDedupe, EnabledEvents, Outcome, RouterConfig, route};
+use the_loop::work_item::WorkItemRef;
 
 pub const REPO: &str = "octo/repo";
 pub const TOKEN: &str = "ghp_pollertesttoken_0123456789abcdef";

@@ -1,7 +1,6 @@
 //! Every pane and popup in realistic states, wide and narrow, down to 20×5.
 
 use crate::common::*;
-use the_loop::routing::refs::WorkItemRef;
 use the_loop::tui::action::Action;
 use the_loop::tui::app::AppSettings;
 use the_loop::tui::backend::{
@@ -9,6 +8,7 @@ use the_loop::tui::backend::{
     SessionState, Snapshot, WebhookState,
 };
 use the_loop::tui::sample;
+use the_loop::work_item::WorkItemRef;
 use time::Duration;
 
 #[test]

@@ -3,12 +3,12 @@
 
 use crate::common::*;
 use the_loop::config::NotifyMode;
-use the_loop::routing::refs::WorkItemRef;
 use the_loop::tui::action::{Action, Effect, Notification, Request};
 use the_loop::tui::app::{App, AppSettings, Focus, MessageLevel, Mode};
 use the_loop::tui::backend::{ActionError, QuestionView, RunId, SessionState};
 use the_loop::tui::run::RunOptions;
 use the_loop::tui::sample;
+use the_loop::work_item::WorkItemRef;
 use time::Duration;
 
 fn item(repo: &str, n: u64) -> WorkItemRef {

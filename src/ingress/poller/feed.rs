@@ -9,7 +9,7 @@ use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::github::Client;
 use crate::ingress::Ingest;
 use crate::ingress::ledger::{LedgerStore, NOTICE_ATTEMPTS, Notice, Pending, Settled};
-use crate::routing::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use std::sync::Arc;

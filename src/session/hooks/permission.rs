@@ -12,13 +12,13 @@
 use super::report::outcome_event;
 use super::state::{self, Answer, Decision, PermissionRequest};
 use crate::events::Source;
-use crate::routing::WorkItemRef;
 use crate::session::activity::SessionActivity;
 use crate::session::deliver::{self, Key};
 use crate::session::lifecycle::{PaneState, Sessions};
 use crate::session::paste_lock;
 use crate::session::registry::{RegistryError, SessionRecord};
 use crate::tmux::{self, Liveness};
+use crate::work_item::WorkItemRef;
 use std::time::Duration;
 
 /// The question line Claude Code 2.1.197 opens its dialogs with (`Do you want to

@@ -13,8 +13,8 @@ use super::payload::{self, Reporter};
 use super::state::{self, Outcome};
 use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::paths::StatePaths;
-use crate::routing::WorkItemRef;
 use crate::session::registry::{Registry, RegistryError};
+use crate::work_item::WorkItemRef;
 use std::io::Read;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -57,7 +57,7 @@ pub fn work_item_from_env() -> Result<WorkItemRef, HookError> {
     value
         .trim()
         .parse()
-        .map_err(|e: crate::routing::refs::RefError| HookError::BadWorkItem {
+        .map_err(|e: crate::work_item::RefError| HookError::BadWorkItem {
             var,
             value,
             error: e.to_string(),

@@ -345,7 +345,7 @@ pub fn summarize(tool: &str, input: &serde_json::Value) -> String {
 /// Sanitized (as pastes are), newlines and tabs as spaces, runs of spaces kept as they
 /// are, cut to [`SUMMARY_CHARS`] characters with `…`.
 pub fn one_line(text: &str) -> String {
-    let clean = crate::session::deliver::sanitize(text).replace(['\n', '\t'], " ");
+    let clean = crate::guard::sanitize(text).replace(['\n', '\t'], " ");
     let clean = clean.trim();
     if clean.chars().count() <= SUMMARY_CHARS {
         return clean.to_string();

@@ -11,10 +11,10 @@
 //! through a shell, so the path is quoted for it (`shlex`); nothing of ours runs a
 //! shell.
 
-use super::super::harness::{Harness, HookSupport, HookWiring};
 use super::super::settings::Settings;
+use crate::harness::{Harness, HookSupport, HookWiring};
 use crate::paths::StatePaths;
-use crate::routing::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use serde_json::{Value, json};
 use std::io;
 use std::path::{Path, PathBuf};

@@ -6,7 +6,6 @@
 use super::LiveBackend;
 use crate::critic;
 use crate::events::Source;
-use crate::routing::WorkItemRef;
 use crate::session::hooks::{self, Answered, Decision};
 use crate::session::reply::Report;
 use crate::session::{
@@ -15,6 +14,7 @@ use crate::session::{
 };
 use crate::tui::backend::{ActionError, ActionResult, AttachPlan};
 use crate::tui::text::short_ref;
+use crate::work_item::WorkItemRef;
 use std::path::PathBuf;
 
 fn refused(message: impl Into<String>) -> ActionError {

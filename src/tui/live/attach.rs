@@ -2,20 +2,19 @@
 //! opening a URL in the browser. Both are argv, never a shell.
 //!
 //! The attach command is the one `the-loop sessions attach` runs
-//! ([`sessions_cmd::attach_plan`]): `switch-client` when this screen already runs in a
+//! ([`tmux::argv::attach`]): `switch-client` when this screen already runs in a
 //! client of the sessions' tmux server (the screen keeps running in its own pane),
 //! otherwise `attach-session` in the foreground (the screen suspends until the operator
 //! detaches) — with `TMUX` unset when nesting inside another server.
 
-use crate::cli::sessions_cmd;
-use crate::session::harness::find_program;
-use crate::tmux::Socket;
+use crate::paths::find_program;
+use crate::tmux::{self, Socket};
 use crate::tui::backend::{ActionError, ActionResult, AttachPlan};
 use std::process::Stdio;
 
 /// The plan for attaching to tmux session `name`; `tmux_env` is `$TMUX`.
 pub fn plan(socket: &Socket, name: &str, read_only: bool, tmux_env: Option<&str>) -> AttachPlan {
-    let cmd = sessions_cmd::attach_plan(socket, name, read_only, tmux_env);
+    let cmd = tmux::argv::attach(socket, name, read_only, tmux_env);
     let switch = cmd.args.iter().any(|a| a == "switch-client");
     let mut argv: Vec<String> = Vec::new();
     if cmd.unset_tmux {

@@ -16,12 +16,12 @@ use crate::critic::round::{self, Prompt, Request};
 use crate::critic::{CriticSpec, Envelope, Recorder, post, run_round};
 use crate::events::{EventLog, Source};
 use crate::github::Client;
-use crate::routing::WorkItemRef;
 use crate::secrets::ChildEnv;
 use crate::tui::backend::{
     ActionError, ActionResult, CriticResult, CriticRunState, CriticRunView, RunId,
 };
 use crate::tui::text::short_ref;
+use crate::work_item::WorkItemRef;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -4,7 +4,7 @@
 //! (embedded). The diff itself is `workspace::status::changes` (the same material the
 //! diff view shows); a directory that is not a git repository gets a note instead.
 
-use crate::routing::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use crate::workspace::Git;
 pub use crate::workspace::status::{Changes, MAX_DIFF_BYTES, changes};
 use std::path::Path;

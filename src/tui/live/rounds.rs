@@ -5,7 +5,7 @@
 //! envelope (`path`) has its output. The last [`KEPT`] rounds are kept.
 
 use crate::events::{Event, EventType};
-use crate::routing::WorkItemRef;
+use crate::work_item::WorkItemRef;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::path::PathBuf;

@@ -12,7 +12,6 @@ use crate::config::Config;
 use crate::events::Source;
 use crate::ingress::ledger::ledger_path;
 use crate::paths::StatePaths;
-use crate::routing::WorkItemRef;
 use crate::session::activity::{
     self, ActivityState, ActivityTracker, SessionActivity, StateSource,
 };
@@ -21,6 +20,7 @@ use crate::session::registry::same_item;
 use crate::session::{OpenQuestions, SessionRecord, Sessions, Status};
 use crate::tmux::PaneId;
 use crate::tui::backend::{PermissionView, SessionState, SessionView, WorkspaceView};
+use crate::work_item::WorkItemRef;
 use crate::workspace::WorkspaceRecord;
 use crate::workspace::status::Status as TreeStatus;
 use serde::Deserialize;

@@ -201,7 +201,7 @@ fn unknown_and_empty_harnesses_are_clear_errors() {
 
 #[test]
 fn prompts_never_become_options() {
-    for name in BUILT_IN {
+    for name in crate::config::BUILT_IN_HARNESSES {
         let h = built_in(name);
         let argv = h.fresh_argv("--dangerously-skip-permissions", Some("u"));
         assert_eq!(argv.last().unwrap(), " --dangerously-skip-permissions");
@@ -234,7 +234,7 @@ fn missing_binary_is_found_missing_on_path() {
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(h.locate(Some(dir.path().as_os_str())).unwrap(), bin);
     assert_eq!(
-        find_program(bin.to_str().unwrap(), Some(OsStr::new(""))),
+        crate::paths::find_program(bin.to_str().unwrap(), Some(OsStr::new(""))),
         Some(bin)
     );
 }

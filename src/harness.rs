@@ -7,9 +7,6 @@ use crate::config::{HarnessConfig, SessionsConfig};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-/// The built-in harness names.
-pub const BUILT_IN: &[&str] = &["claude", "codex", "cursor"];
-
 #[derive(Debug, Clone, PartialEq)]
 pub struct Harness {
     name: String,
@@ -303,7 +300,7 @@ impl Harness {
     /// Finds the binary on `path` (the process's `PATH` when `None`), so a missing
     /// harness is a clear error before tmux is asked to run it.
     pub fn locate(&self, path: Option<&OsStr>) -> Result<PathBuf, HarnessError> {
-        find_program(self.program(), path).ok_or_else(|| HarnessError::NotFound {
+        crate::paths::find_program(self.program(), path).ok_or_else(|| HarnessError::NotFound {
             harness: self.name.clone(),
             program: self.program().to_string(),
         })
@@ -326,7 +323,7 @@ fn print_json(program: &str, prompt: String) -> Vec<String> {
 /// The prompt of an interactive session, which the harness shows in its pane: sanitized
 /// as every paste is (SPEC §14.6 — argv is a path into the pane too), then guarded.
 fn pane_prompt(prompt: &str) -> String {
-    guard_dash(&super::deliver::sanitize(prompt))
+    guard_dash(&crate::guard::sanitize(prompt))
 }
 
 fn guard_dash(prompt: &str) -> String {
@@ -394,30 +391,6 @@ fn substitute(template: &str, values: &Values<'_>) -> String {
         }
     }
     out
-}
-
-/// A PATH lookup: `program` itself when it contains a `/`, else the first executable
-/// file named `program` in a `PATH` directory.
-pub fn find_program(program: &str, path: Option<&OsStr>) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &Path| {
-        p.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if program.is_empty() {
-        return None;
-    }
-    if program.contains('/') {
-        let p = crate::paths::expand_tilde(program);
-        return executable(&p).then_some(p);
-    }
-    let path = match path {
-        Some(p) => p.to_os_string(),
-        None => std::env::var_os("PATH")?,
-    };
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|p| executable(p))
 }
 
 #[cfg(test)]

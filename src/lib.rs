@@ -28,3 +28,6 @@ pub mod tmux;
 pub mod tui;
 pub mod work_item;
 pub mod workspace;
+
+#[cfg(test)]
+mod layers_tests;

@@ -7,8 +7,9 @@
 //! from the poller's ledgers ([`sessions`]), events and open questions by following
 //! `events.jsonl` ([`feed`]), replies through the one [`Replier`], lifecycle changes
 //! through [`Sessions`], dismissals through `questions::dismiss`, critic rounds through
-//! `critic::run_round` and `critic::post` ([`critics`], [`review`]), attach plans and
-//! URLs as argv ([`attach`]).
+//! the [`CriticRunner`] ([`critics`], [`review`]), attach plans and URLs as argv
+//! ([`attach`]). The replier and the critic runner are handed in built (with the GitHub
+//! client, or the reason there is none): this view holds no client of its own.
 
 mod actions;
 pub mod attach;
@@ -23,9 +24,8 @@ use super::backend::{
     ActionError, ActionResult, AttachPlan, Backend, CriticSpecView, QuestionView, RunId, Snapshot,
 };
 use crate::config::LoadedConfig;
-use crate::critic::Recorder;
+use crate::critic::CriticRunner;
 use crate::events::{Event, EventLog, Filter};
-use crate::github::Client;
 use crate::paths::StatePaths;
 use crate::session::{Replier, Sessions};
 use crate::tmux::Socket;
@@ -52,8 +52,10 @@ pub struct LiveParts {
     /// The config in force.
     pub config: watch::Receiver<Arc<LoadedConfig>>,
     pub sessions: Arc<Sessions>,
-    /// The client posts go through, or why there is none.
-    pub github: Result<Arc<Client>, String>,
+    /// Replies (and their delivery reports) go through it.
+    pub replier: Replier,
+    /// Critic rounds run and are posted through it.
+    pub critics: CriticRunner,
     pub events: EventLog,
     pub supervision: Supervision,
 }
@@ -64,7 +66,7 @@ pub struct LiveBackend {
     config: watch::Receiver<Arc<LoadedConfig>>,
     sessions: Arc<Sessions>,
     replier: Replier,
-    github: Result<Arc<Client>, String>,
+    critic_runner: CriticRunner,
     events: EventLog,
     supervision: Supervision,
     socket: Socket,
@@ -81,10 +83,6 @@ pub struct LiveBackend {
 impl LiveBackend {
     /// Starts following the event log; must run inside a tokio runtime.
     pub fn start(parts: LiveParts) -> Arc<Self> {
-        let replier = match &parts.github {
-            Ok(client) => Replier::new(Arc::clone(&parts.sessions)).with_github(Arc::clone(client)),
-            Err(why) => Replier::new(Arc::clone(&parts.sessions)).without_github(why.clone()),
-        };
         let socket = Socket::from_config(&parts.config.borrow().config.sessions.tmux.socket);
         let feed = LogFeed::start(parts.events.path().to_path_buf(), FOLLOW_EVERY);
         Arc::new(Self {
@@ -92,8 +90,8 @@ impl LiveBackend {
             config_flag: parts.config_flag,
             config: parts.config,
             sessions: parts.sessions,
-            replier,
-            github: parts.github,
+            replier: parts.replier,
+            critic_runner: parts.critics,
             events: parts.events,
             supervision: parts.supervision,
             socket,
@@ -107,10 +105,6 @@ impl LiveBackend {
 
     fn loaded(&self) -> Arc<LoadedConfig> {
         Arc::clone(&self.config.borrow())
-    }
-
-    fn recorder(&self) -> Recorder {
-        Recorder::new(&self.paths, self.events.clone())
     }
 
     async fn take_snapshot(&self) -> Snapshot {
@@ -289,7 +283,7 @@ impl Backend for LiveBackend {
     }
 
     fn post_critic<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, ActionResult> {
-        Box::pin(self.runs.post(run, &self.github, &self.events))
+        Box::pin(self.runs.post(run, &self.critic_runner))
     }
 
     fn open_url<'a>(&'a self, url: &'a str) -> BoxFuture<'a, ActionResult> {

@@ -4,21 +4,22 @@
 //! from the in-process supervisor; a viewer reads it from the event log and the lock
 //! file. Everything else is the same for both and goes through the modules every other
 //! entry point uses: sessions from the registry and `session::activity`, watched items
-//! from the poller's ledgers ([`sessions`]), events and open questions by following
-//! `events.jsonl` ([`feed`]), replies through the one [`Replier`], lifecycle changes
+//! from the poller's ledgers through `ingress::ledger::read` ([`session_rows`]), events
+//! and open questions by following `events.jsonl` ([`log_follower`]), the status bar's
+//! data for either role ([`supervision`]), replies through the one [`Replier`], lifecycle changes
 //! through [`Sessions`], dismissals through `questions::dismiss`, critic rounds through
-//! the [`CriticRunner`] ([`critics`], [`review`]), attach plans and URLs as argv
+//! the [`CriticRunner`] ([`critic_runs`], [`review`], [`rounds`]), attach plans and URLs as argv
 //! ([`attach`]). The replier and the critic runner are handed in built (with the GitHub
 //! client, or the reason there is none): this view holds no client of its own.
 
 mod actions;
 pub mod attach;
-pub mod critics;
-pub mod feed;
+pub mod critic_runs;
+pub mod log_follower;
 pub mod review;
 pub mod rounds;
-pub mod sessions;
-mod status;
+pub mod session_rows;
+mod supervision;
 
 use super::backend::{
     ActionError, ActionResult, AttachPlan, Backend, CriticSpecView, QuestionView, RunId, Snapshot,
@@ -30,16 +31,16 @@ use crate::paths::StatePaths;
 use crate::session::{Replier, Sessions};
 use crate::tmux::Socket;
 use crate::work_item::WorkItemRef;
-use critics::CriticRuns;
-use feed::LogFeed;
+use critic_runs::CriticRuns;
 use futures::future::BoxFuture;
-use sessions::SessionRows;
+use log_follower::LogFeed;
+use session_rows::SessionRows;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 
-pub use status::{Supervision, status_view};
+pub use supervision::{Supervision, status_view};
 
 /// How often the event log is checked for new lines.
 pub const FOLLOW_EVERY: Duration = Duration::from_millis(200);

@@ -13,9 +13,10 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use std::sync::Arc;
 use std::time::Duration;
 use the_loop::config::{self, LoadedConfig};
+use the_loop::critic::{CriticRunner, Recorder};
 use the_loop::events::{EventLog, Source};
 use the_loop::paths::StatePaths;
-use the_loop::session::{Registry, SessionRecord, Sessions, Settings};
+use the_loop::session::{Registry, Replier, SessionRecord, Sessions, Settings};
 use the_loop::tui::Backend;
 use the_loop::tui::live::{LiveBackend, LiveParts, Supervision};
 use the_loop::work_item::WorkItemRef;
@@ -81,12 +82,15 @@ fn bench_snapshot(c: &mut Criterion) {
         .unwrap();
     let (config_tx, config_rx) = watch::channel(Arc::new(loaded));
     let backend = runtime.block_on(async {
+        let why = "no GitHub in the bench".to_string();
+        let recorder = Recorder::new(&paths, events.clone());
         LiveBackend::start(LiveParts {
+            replier: Replier::new(Arc::clone(&sessions)).without_github(why.clone()),
+            critics: CriticRunner::new(recorder, Err(why), Source::Tui),
             paths: paths.clone(),
             config_flag: None,
             config: config_rx,
             sessions,
-            github: Err("no GitHub in the bench".into()),
             events,
             supervision: Supervision::Viewer { config: config_tx },
         })

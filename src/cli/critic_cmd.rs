@@ -298,16 +298,10 @@ async fn post_and_log(
     saved: Option<&Path>,
 ) -> anyhow::Result<String> {
     let client = crate::github::Client::from_config(&loaded.config.github)?;
-    let comment = critic::post::post(&client, envelope, to, saved).await?;
     let paths = StatePaths::from_env();
-    let _ = EventLog::open(&paths).emit(critic::post::posted_event(
-        Source::Cli,
-        envelope,
-        to,
-        &comment,
-        saved,
-    ));
-    Ok(comment.html_url)
+    let recorder = Recorder::new(&paths, EventLog::open(&paths));
+    let runner = critic::CriticRunner::new(recorder, Ok(std::sync::Arc::new(client)), Source::Cli);
+    Ok(runner.post(envelope, to, saved).await?.html_url)
 }
 
 /// Resolves on Ctrl-C or SIGTERM: the critic runs in its own process group, so the

@@ -15,10 +15,11 @@
 
 use super::{CliError, CliResult, Ctx, failed, usage};
 use crate::config::{self, LoadedConfig};
+use crate::critic::{CriticRunner, Recorder};
 use crate::events::{EventLog, Source};
 use crate::github::Client;
 use crate::paths::StatePaths;
-use crate::session::{Registry, Sessions, Settings};
+use crate::session::{Registry, Replier, Sessions, Settings};
 use crate::supervisor::{
     CycleEnd, Mode, StartError, StopReason, Supervisor, SupervisorHandle, SupervisorOptions,
 };
@@ -85,12 +86,15 @@ async fn screen(ctx: &Ctx, loaded: LoadedConfig, options: RunOptions) -> CliResu
 
 /// This process supervises; the screen shows it and the supervisor stops after it.
 async fn supervise(ctx: &Ctx, handle: SupervisorHandle, options: RunOptions) -> CliResult {
+    let github = Ok(Arc::clone(handle.github()));
+    let sessions = Arc::clone(handle.sessions());
     let parts = LiveParts {
         paths: handle.paths().clone(),
         config_flag: ctx.config_flag.clone(),
         config: handle.watch_config(),
-        sessions: Arc::clone(handle.sessions()),
-        github: Ok(Arc::clone(handle.github())),
+        replier: replier(&sessions, &github),
+        critics: critic_runner(handle.paths(), handle.events(), github),
+        sessions,
         events: handle.events().clone(),
         supervision: Supervision::Supervisor {
             status: handle.watch_status(),
@@ -138,15 +142,34 @@ async fn view(
         .map_err(|e| e.to_string());
     let (config_tx, config_rx) = watch::channel(Arc::new(loaded));
     let backend = LiveBackend::start(LiveParts {
+        replier: replier(&sessions, &github),
+        critics: critic_runner(&paths, &events, github),
         paths,
         config_flag: ctx.config_flag.clone(),
         config: config_rx,
         sessions,
-        github,
         events,
         supervision: Supervision::Viewer { config: config_tx },
     });
     tui::run(backend, options).await.map_err(failed)
+}
+
+/// The one reply path, reporting through `github` (or saying why it cannot).
+fn replier(sessions: &Arc<Sessions>, github: &Result<Arc<Client>, String>) -> Replier {
+    let replier = Replier::new(Arc::clone(sessions));
+    match github {
+        Ok(client) => replier.with_github(Arc::clone(client)),
+        Err(why) => replier.without_github(why.clone()),
+    }
+}
+
+/// Critic rounds recorded in this state directory, posted through `github`.
+fn critic_runner(
+    paths: &StatePaths,
+    events: &EventLog,
+    github: Result<Arc<Client>, String>,
+) -> CriticRunner {
+    CriticRunner::new(Recorder::new(paths, events.clone()), github, Source::Tui)
 }
 
 /// Set when SIGTERM or SIGHUP arrives (the screen leaves on them by itself), so the

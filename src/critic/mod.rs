@@ -9,7 +9,9 @@
 //! logs `critic.*` events; [`post`] puts the findings on GitHub, marked.
 //!
 //! The CLI (`the-loop critic …`) and the TUI call the same functions:
-//! [`results::run_round`] is the whole round, cancellable by dropping its future.
+//! [`results::run_round`] is the whole round, cancellable by dropping its future. The
+//! TUI is handed a [`CriticRunner`] ([`service`]): the round and the posting, built with
+//! the client by whoever wires the screen.
 
 pub mod envelope;
 pub mod placeholders;
@@ -17,11 +19,13 @@ pub mod post;
 pub mod results;
 pub mod round;
 pub mod run;
+pub mod service;
 pub mod spec;
 
 pub use envelope::{Envelope, Header, Usage};
 pub use results::{Recorder, Round, run_round, run_round_until};
 pub use round::{Prepared, Prompt, Request, RunError, prepare};
+pub use service::{CriticRunner, PostError};
 pub use spec::{CriticEntry, CriticSpec, OutputFormat, Runner, SpecError, parse_all};
 
 use crate::config::Config;

@@ -13,12 +13,15 @@
 //!
 //! Writers: the poller (through [`LedgerStore`]), the webhook path in the same process
 //! (its claims, [`crate::ingress::claims`]) and `sessions reset` in any process
-//! ([`forget_item`], a note the poller applies at its next cycle).
+//! ([`forget_item`], a note the poller applies at its next cycle). Everyone else only
+//! reads it, through [`read`].
 
 mod notes;
+mod reader;
 mod store;
 
 pub use notes::{forget_item, pending_forgets};
+pub use reader::{ReadError, read, read_file};
 pub use store::LedgerStore;
 
 use crate::events::Source;
@@ -198,6 +201,14 @@ impl ItemEntry {
 
     pub fn is_closed(&self) -> bool {
         models::is_closed(&self.item)
+    }
+
+    pub fn title(&self) -> Option<&str> {
+        models::title(&self.item)
+    }
+
+    pub fn html_url(&self) -> Option<&str> {
+        models::html_url(&self.item)
     }
 
     /// The `updated_at` at which `id` was settled, if it was.

@@ -5,7 +5,7 @@
 //! (`ingress::ledger::forget_item`) that the next cycle applies — the same way from the
 //! CLI and from inside the supervisor.
 
-use crate::ingress::ledger::{self, Ledger, LedgerStore};
+use crate::ingress::ledger::{self, LedgerStore};
 use crate::paths::StatePaths;
 use crate::session::LedgerHook;
 use crate::work_item::WorkItemRef;
@@ -36,9 +36,9 @@ impl PollLedgerHook {
         match &self.store {
             Some(store) => store.read(repo, |l| l.items.contains_key(&number)),
             // Read only: moving a corrupt file aside is the poller's business.
-            None => std::fs::read(ledger::ledger_path(&self.paths, repo))
+            None => ledger::read(&self.paths, repo)
                 .ok()
-                .and_then(|bytes| serde_json::from_slice::<Ledger>(&bytes).ok())
+                .flatten()
                 .is_some_and(|l| l.items.contains_key(&number)),
         }
     }

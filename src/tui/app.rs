@@ -4,7 +4,7 @@
 use super::backend::{
     CriticRunView, CriticSpecView, PermissionView, QuestionView, SessionView, StatusView,
 };
-use super::feed::Feed;
+use super::event_rows::Feed;
 use super::keymap::{Group, Keymap};
 use super::layout::{self, Layout};
 use super::theme::Theme;

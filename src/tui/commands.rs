@@ -169,19 +169,19 @@ fn move_by(app: &mut App, delta: isize, fx: &mut Vec<Effect>) {
     let to_u16 = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
     match app.mode {
         Mode::Help { scroll } => {
-            let len = super::help::line_count(app);
+            let len = super::panes::help::line_count(app);
             app.mode = Mode::Help {
                 scroll: to_u16(step(scroll as usize, delta, len)),
             };
         }
         Mode::Output { .. } => {
-            let len = super::critics::output_line_count(app);
+            let len = super::panes::critics::output_line_count(app);
             if let Mode::Output { scroll, .. } = &mut app.mode {
                 *scroll = to_u16(step(*scroll as usize, delta, len));
             }
         }
         Mode::Diff { .. } => {
-            let len = super::diff::line_count(app);
+            let len = super::panes::diff::line_count(app);
             if let Mode::Diff { scroll, .. } = &mut app.mode {
                 *scroll = to_u16(step(*scroll as usize, delta, len));
             }

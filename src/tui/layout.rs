@@ -73,7 +73,7 @@ fn cols(area: Rect, x: u16, w: u16) -> Rect {
 
 pub fn compute(app: &App, area: Rect) -> Layout {
     // Warnings get a line of their own when there is room for it.
-    let status_h = if area.height >= 12 && super::status::has_warnings(app) {
+    let status_h = if area.height >= 12 && super::panes::status_bar::has_warnings(app) {
         2
     } else {
         area.height.min(1)

@@ -5,7 +5,8 @@
 //!   it in tests.
 //! - [`app::App`] is the state; it changes only in [`update::update`], which turns an
 //!   [`action::Action`] into state and [`action::Effect`]s (I/O for the loop).
-//! - [`view::render`] draws `&App`; one module per pane.
+//! - [`view::render`] draws `&App`; each pane, bar and overlay has its module in
+//!   `panes/`. [`event_rows`] turns events into the Events pane's rows once, on arrival.
 //! - [`run::event_loop`] is the tokio loop, generic over the ratatui backend;
 //!   [`terminal`] owns raw mode and restores the terminal on every exit path.
 //! - Keys and colors are data: [`keymap`] and [`theme`], embedded from `keymaps/` and
@@ -15,27 +16,16 @@ pub mod action;
 pub mod app;
 pub mod backend;
 mod commands;
-mod critics;
-mod diff;
-mod events_pane;
+pub mod event_rows;
 pub mod fake;
-pub mod feed;
-mod footer;
-mod help;
 pub mod keymap;
 pub mod keys;
 pub mod layout;
 pub mod live;
 pub mod notify;
-mod picker;
-mod popup;
-mod preview;
-mod questions;
-mod reply;
+mod panes;
 pub mod run;
 pub mod sample;
-mod sessions;
-mod status;
 pub mod terminal;
 pub mod text;
 pub mod theme;

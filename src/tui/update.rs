@@ -7,7 +7,7 @@ use super::action::{Action, Effect, Notification, Request};
 use super::app::{App, Message, MessageLevel, Mode};
 use super::backend::{ActionError, SessionView, Snapshot};
 use super::commands;
-use super::feed::{self, EventRow, RowKind};
+use super::event_rows::{self, EventRow, RowKind};
 use super::keymap::{Command, Group};
 use super::text::{age, clock, short_ref, truncate};
 use crate::config::NotifyMode;
@@ -402,8 +402,8 @@ fn notify(app: &mut App, title: String, body: &str, fx: &mut Vec<Effect>) {
 fn on_history(app: &mut App, events: Vec<Event>) {
     let start = events.len().saturating_sub(HISTORY_OVERLAP);
     app.history_tail = events[start..].to_vec();
-    for event in events.iter().filter(|e| feed::shown(e)) {
-        app.feed.push(feed::describe(event, app.utc_offset));
+    for event in events.iter().filter(|e| event_rows::shown(e)) {
+        app.feed.push(event_rows::describe(event, app.utc_offset));
     }
     app.dirty = true;
 }
@@ -414,8 +414,8 @@ fn on_events(app: &mut App, events: Vec<Event>, fx: &mut Vec<Effect>) {
             app.history_tail.remove(i);
             continue;
         }
-        if feed::shown(&event) {
-            let row = feed::describe(&event, app.utc_offset);
+        if event_rows::shown(&event) {
+            let row = event_rows::describe(&event, app.utc_offset);
             push_row(app, row);
         }
     }
@@ -437,7 +437,10 @@ fn on_capture(app: &mut App, work_item: WorkItemRef, result: Result<String, Stri
             if same_item && app.preview.raw_hash == hash && app.preview.error.is_none() {
                 return;
             }
-            app.preview.text = Some(super::preview::parse_capture(&raw, app.theme.colorless));
+            app.preview.text = Some(super::panes::preview::parse_capture(
+                &raw,
+                app.theme.colorless,
+            ));
             app.preview.raw_hash = hash;
             app.preview.error = None;
         }

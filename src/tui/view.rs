@@ -4,8 +4,8 @@
 
 use super::app::{App, Focus, Mode};
 use super::layout::{self, Arrangement};
-use super::{critics, diff, events_pane, footer, help, picker, popup, preview, questions, reply};
-use super::{sessions, status};
+use super::panes::{confirm, critics, diff, events, footer, help, picker, preview, questions};
+use super::panes::{reply_box, sessions, status_bar};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -19,7 +19,7 @@ pub fn render(app: &App, frame: &mut Frame) {
         return;
     }
     let layout = layout::compute(app, area);
-    status::render(app, frame, layout.status);
+    status_bar::render(app, frame, layout.status);
     for focus in Focus::ORDER {
         if let Some(rect) = layout.rect(focus).filter(|r| r.width > 0 && r.height > 0) {
             let single = layout.arrangement == Arrangement::Single;
@@ -27,13 +27,13 @@ pub fn render(app: &App, frame: &mut Frame) {
                 Focus::Sessions => sessions::render(app, frame, rect, single),
                 Focus::Pane => preview::render(app, frame, rect, single),
                 Focus::Questions => questions::render(app, frame, rect, single),
-                Focus::Events => events_pane::render(app, frame, rect, single),
+                Focus::Events => events::render(app, frame, rect, single),
                 Focus::Critics => critics::render(app, frame, rect, single),
             }
         }
     }
     if let Some(rect) = layout.reply {
-        reply::render(app, frame, rect);
+        reply_box::render(app, frame, rect);
     }
     footer::render(app, frame, layout.footer);
     match &app.mode {
@@ -41,7 +41,7 @@ pub fn render(app: &App, frame: &mut Frame) {
         Mode::Picker { work_item, index } => picker::render(app, frame, area, work_item, *index),
         Mode::Output { run, scroll } => critics::render_output(app, frame, area, run, *scroll),
         Mode::Diff { work_item, scroll } => diff::render(app, frame, area, work_item, *scroll),
-        Mode::Confirm(confirm) => popup::render_confirm(app, frame, area, confirm),
+        Mode::Confirm(confirm) => confirm::render_confirm(app, frame, area, confirm),
         Mode::Normal | Mode::Reply(_) | Mode::Filter { .. } => {}
     }
 }

@@ -648,7 +648,7 @@ fn live_events_already_in_the_history_are_not_shown_twice() {
     let history = sample::history(NOW);
     let shown = history
         .iter()
-        .filter(|e| the_loop::tui::feed::shown(e))
+        .filter(|e| the_loop::tui::event_rows::shown(e))
         .count();
     send(&mut app, Action::History(history.clone()));
     let fresh = the_loop::events::Event::new(

@@ -272,7 +272,7 @@ impl LiveBackend {
             item.clone(),
             cwd,
             base,
-            self.recorder(),
+            self.critic_runner.clone(),
             self.loaded().config.child_env(),
         );
         Ok(format!("{name} is reviewing {}", short_ref(item)))

@@ -4,42 +4,43 @@
 //! from the in-process supervisor; a viewer reads it from the event log and the lock
 //! file. Everything else is the same for both and goes through the modules every other
 //! entry point uses: sessions from the registry and `session::activity`, watched items
-//! from the poller's ledgers ([`sessions`]), events and open questions by following
-//! `events.jsonl` ([`feed`]), replies through the one [`Replier`], lifecycle changes
+//! from the poller's ledgers through `ingress::ledger::read` ([`session_rows`]), events
+//! and open questions by following `events.jsonl` ([`log_follower`]), the status bar's
+//! data for either role ([`supervision`]), replies through the one [`Replier`], lifecycle changes
 //! through [`Sessions`], dismissals through `questions::dismiss`, critic rounds through
-//! `critic::run_round` and `critic::post` ([`critics`], [`review`]), attach plans and
-//! URLs as argv ([`attach`]).
+//! the [`CriticRunner`] ([`critic_runs`], [`review`], [`rounds`]), attach plans and URLs as argv
+//! ([`attach`]). The replier and the critic runner are handed in built (with the GitHub
+//! client, or the reason there is none): this view holds no client of its own.
 
 mod actions;
 pub mod attach;
-pub mod critics;
-pub mod feed;
+pub mod critic_runs;
+pub mod log_follower;
 pub mod review;
 pub mod rounds;
-pub mod sessions;
-mod status;
+pub mod session_rows;
+mod supervision;
 
 use super::backend::{
     ActionError, ActionResult, AttachPlan, Backend, CriticSpecView, QuestionView, RunId, Snapshot,
 };
 use crate::config::LoadedConfig;
-use crate::critic::Recorder;
+use crate::critic::CriticRunner;
 use crate::events::{Event, EventLog, Filter};
-use crate::github::Client;
 use crate::paths::StatePaths;
 use crate::session::{Replier, Sessions};
 use crate::tmux::Socket;
 use crate::work_item::WorkItemRef;
-use critics::CriticRuns;
-use feed::LogFeed;
+use critic_runs::CriticRuns;
 use futures::future::BoxFuture;
-use sessions::SessionRows;
+use log_follower::LogFeed;
+use session_rows::SessionRows;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 
-pub use status::{Supervision, status_view};
+pub use supervision::{Supervision, status_view};
 
 /// How often the event log is checked for new lines.
 pub const FOLLOW_EVERY: Duration = Duration::from_millis(200);
@@ -52,8 +53,10 @@ pub struct LiveParts {
     /// The config in force.
     pub config: watch::Receiver<Arc<LoadedConfig>>,
     pub sessions: Arc<Sessions>,
-    /// The client posts go through, or why there is none.
-    pub github: Result<Arc<Client>, String>,
+    /// Replies (and their delivery reports) go through it.
+    pub replier: Replier,
+    /// Critic rounds run and are posted through it.
+    pub critics: CriticRunner,
     pub events: EventLog,
     pub supervision: Supervision,
 }
@@ -64,7 +67,7 @@ pub struct LiveBackend {
     config: watch::Receiver<Arc<LoadedConfig>>,
     sessions: Arc<Sessions>,
     replier: Replier,
-    github: Result<Arc<Client>, String>,
+    critic_runner: CriticRunner,
     events: EventLog,
     supervision: Supervision,
     socket: Socket,
@@ -81,10 +84,6 @@ pub struct LiveBackend {
 impl LiveBackend {
     /// Starts following the event log; must run inside a tokio runtime.
     pub fn start(parts: LiveParts) -> Arc<Self> {
-        let replier = match &parts.github {
-            Ok(client) => Replier::new(Arc::clone(&parts.sessions)).with_github(Arc::clone(client)),
-            Err(why) => Replier::new(Arc::clone(&parts.sessions)).without_github(why.clone()),
-        };
         let socket = Socket::from_config(&parts.config.borrow().config.sessions.tmux.socket);
         let feed = LogFeed::start(parts.events.path().to_path_buf(), FOLLOW_EVERY);
         Arc::new(Self {
@@ -92,8 +91,8 @@ impl LiveBackend {
             config_flag: parts.config_flag,
             config: parts.config,
             sessions: parts.sessions,
-            replier,
-            github: parts.github,
+            replier: parts.replier,
+            critic_runner: parts.critics,
             events: parts.events,
             supervision: parts.supervision,
             socket,
@@ -107,10 +106,6 @@ impl LiveBackend {
 
     fn loaded(&self) -> Arc<LoadedConfig> {
         Arc::clone(&self.config.borrow())
-    }
-
-    fn recorder(&self) -> Recorder {
-        Recorder::new(&self.paths, self.events.clone())
     }
 
     async fn take_snapshot(&self) -> Snapshot {
@@ -289,7 +284,7 @@ impl Backend for LiveBackend {
     }
 
     fn post_critic<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, ActionResult> {
-        Box::pin(self.runs.post(run, &self.github, &self.events))
+        Box::pin(self.runs.post(run, &self.critic_runner))
     }
 
     fn open_url<'a>(&'a self, url: &'a str) -> BoxFuture<'a, ActionResult> {

@@ -64,12 +64,15 @@ fn fixture() -> Fixture {
         settings,
     ));
     let (config_tx, config_rx) = watch::channel(Arc::new(loaded));
+    let why = "no GitHub here".to_string();
+    let recorder = crate::critic::Recorder::new(&paths, events.clone());
     let backend = LiveBackend::start(LiveParts {
+        replier: Replier::new(Arc::clone(&sessions)).without_github(why.clone()),
+        critics: CriticRunner::new(recorder, Err(why), Source::Tui),
         paths,
         config_flag: Some(config.clone()),
         config: config_rx,
         sessions,
-        github: Err("no GitHub here".into()),
         events: events.clone(),
         supervision: Supervision::Viewer { config: config_tx },
     });

@@ -4,9 +4,9 @@
 //! critic has run the critic key reads "run a critic". Approve and deny show only
 //! where a permission dialog is selected.
 
-use super::app::{App, Focus, MessageLevel, Mode};
-use super::keymap::{Command, Hint};
-use super::text::{clean_line, tiny_ref, truncate, truncate_ref, width};
+use crate::tui::app::{App, Focus, MessageLevel, Mode};
+use crate::tui::keymap::{Command, Hint};
+use crate::tui::text::{clean_line, tiny_ref, truncate, truncate_ref, width};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};

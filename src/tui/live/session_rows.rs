@@ -10,7 +10,7 @@
 
 use crate::config::Config;
 use crate::events::Source;
-use crate::ingress::ledger::ledger_path;
+use crate::ingress::ledger::{self, ledger_path};
 use crate::paths::StatePaths;
 use crate::session::activity::{
     self, ActivityState, ActivityTracker, SessionActivity, StateSource,
@@ -23,8 +23,7 @@ use crate::tui::backend::{PermissionView, SessionState, SessionView, WorkspaceVi
 use crate::work_item::WorkItemRef;
 use crate::workspace::WorkspaceRecord;
 use crate::workspace::status::Status as TreeStatus;
-use serde::Deserialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
@@ -334,49 +333,25 @@ impl WatchedCache {
     }
 }
 
-/// The parts of a ledger this pane reads; everything else is skipped unparsed.
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct LedgerItems {
-    items: BTreeMap<u64, ItemEntryView>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct ItemEntryView {
-    item: ItemView,
-    watched: bool,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct ItemView {
-    title: Option<String>,
-    html_url: Option<String>,
-    state: Option<String>,
-}
-
+/// The watched, open items of the ledger at `path` (read through the one ledger reader).
 fn read_watched(path: &std::path::Path, repo: &str) -> Vec<WatchedItem> {
     let Some((owner, name)) = repo.split_once('/') else {
         return Vec::new();
     };
-    let parsed = std::fs::read(path)
-        .map_err(|e| e.to_string())
-        .and_then(|bytes| serde_json::from_slice::<LedgerItems>(&bytes).map_err(|e| e.to_string()));
-    match parsed {
+    match ledger::read_file(path) {
         Ok(ledger) => ledger
-            .items
-            .into_iter()
-            .filter(|(_, e)| e.watched && e.item.state.as_deref() != Some("closed"))
+            .iter()
+            .flat_map(|l| l.watched())
+            .filter(|(_, e)| !e.is_closed())
             .map(|(number, e)| WatchedItem {
                 work_item: WorkItemRef::new(owner, name, number),
-                title: e.item.title,
-                url: e.item.html_url,
+                title: e.title().map(str::to_string),
+                url: e.html_url().map(str::to_string),
             })
             .collect(),
         Err(e) => {
             // The poller moves a corrupt ledger aside and says so; the pane just skips it.
-            tracing::debug!(path = %path.display(), error = %e, "ledger not readable for the Sessions pane");
+            tracing::debug!(error = %e, "ledger not readable for the Sessions pane");
             Vec::new()
         }
     }

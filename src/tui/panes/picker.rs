@@ -2,11 +2,11 @@
 //! cannot run are listed dimmed with the reason, so a misconfiguration is visible right
 //! where the operator reaches for it.
 
-use super::app::App;
-use super::keymap::Group;
-use super::layout::centered;
-use super::text::{clean_line, fit, short_ref, truncate, width};
-use super::view::{full_width, popup_frame, window_start};
+use crate::tui::app::App;
+use crate::tui::keymap::Group;
+use crate::tui::layout::centered;
+use crate::tui::text::{clean_line, fit, short_ref, truncate, width};
+use crate::tui::view::{full_width, popup_frame, window_start};
 use crate::work_item::WorkItemRef;
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -25,7 +25,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, work_item: &WorkItemRef,
     let rows = u16::try_from(app.critics.len()).unwrap_or(u16::MAX);
     let rect = centered(area, 64, rows.saturating_add(4));
     let title = Line::from(format!(" Run a critic on {} ", short_ref(work_item)));
-    let hints: Vec<Span> = super::view::hint_spans(app, Group::Picker, t.popup);
+    let hints: Vec<Span> = crate::tui::view::hint_spans(app, Group::Picker, t.popup);
     let block = popup_frame(app, frame, rect, title).title_bottom(Line::from(hints));
     let inner = block.inner(rect);
     frame.render_widget(block, rect);

@@ -1,7 +1,7 @@
 //! The status bar's data (SPEC §11.1) for either role: the supervisor's own status when
 //! this process runs it, otherwise what the event log and the lock file tell a viewer.
 
-use super::feed::Observed;
+use super::log_follower::Observed;
 use crate::config::LoadedConfig;
 use crate::ingress::webhook::WebhookStatus;
 use crate::paths::StatePaths;

@@ -4,9 +4,9 @@
 //! under the text column (more lines for the selected one). Rows waiting long turn to
 //! warning.
 
-use super::app::{App, Focus};
-use super::text::{age, clean_line, fit, fit_right, tiny_ref, truncate_ref, width, wrap};
-use super::view::{framed, full_width, pane_block, render_empty, row_style};
+use crate::tui::app::{App, Focus};
+use crate::tui::text::{age, clean_line, fit, fit_right, tiny_ref, truncate_ref, width, wrap};
+use crate::tui::view::{framed, full_width, pane_block, render_empty, row_style};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -85,7 +85,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
             if lines.len() > max_lines {
                 lines.truncate(max_lines);
                 if let Some(last) = lines.last_mut() {
-                    *last = super::text::truncate(&format!("{last} …"), text_w).into_owned();
+                    *last = crate::tui::text::truncate(&format!("{last} …"), text_w).into_owned();
                     if !last.ends_with('…') {
                         last.push('…');
                     }

@@ -2,12 +2,12 @@
 //! once when it arrives (in `update`), not on every frame; trailing blank lines are
 //! dropped and the bottom is shown, where an agent's prompt and latest output are.
 
-use super::app::{App, Focus};
-use super::backend::SessionState;
-use super::keymap::{Command, Group};
 use super::sessions::state_style;
-use super::text::{clean_line, short_ref, truncate_ref, width};
-use super::view::{framed, pane_block, render_empty};
+use crate::tui::app::{App, Focus};
+use crate::tui::backend::SessionState;
+use crate::tui::keymap::{Command, Group};
+use crate::tui::text::{clean_line, short_ref, truncate_ref, width};
+use crate::tui::view::{framed, pane_block, render_empty};
 use ansi_to_tui::IntoText;
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -81,7 +81,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         }
         _ => vec![Span::raw("Pane")],
     };
-    let title = super::view::clip_spans(title, avail);
+    let title = crate::tui::view::clip_spans(title, avail);
     let block = pane_block(app, Focus::Pane, title, None, single);
     let Some(inner) = framed(frame, block, area) else {
         return;

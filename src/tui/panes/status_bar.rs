@@ -3,9 +3,9 @@
 //! that failed to reload, a bad keymap or theme). Segments that do not fit are dropped
 //! least important first; warnings are the last to go.
 
-use super::app::App;
-use super::backend::{Role, WebhookState};
-use super::text::{age, truncate, width};
+use crate::tui::app::App;
+use crate::tui::backend::{Role, WebhookState};
+use crate::tui::text::{age, truncate, width};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -233,7 +233,7 @@ fn warnings(app: &App) -> Option<Segment> {
             spans.push(("  ".into(), t.status_bar));
         }
         spans.push((
-            super::text::clean_line(&text).into_owned(),
+            crate::tui::text::clean_line(&text).into_owned(),
             t.status_bar.patch(style),
         ));
     }

@@ -3,10 +3,10 @@
 //! `/` filters by plain text as you type; scrolling back holds the view still while new
 //! events arrive, and the bottom edge says how many are newer.
 
-use super::app::{App, Focus, Mode};
-use super::feed::{EventRow, RowKind};
-use super::text::{tiny_ref, truncate, truncate_ref, width};
-use super::view::{framed, pane_block, render_empty};
+use crate::tui::app::{App, Focus, Mode};
+use crate::tui::event_rows::{EventRow, RowKind};
+use crate::tui::text::{tiny_ref, truncate, truncate_ref, width};
+use crate::tui::view::{framed, pane_block, render_empty};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;

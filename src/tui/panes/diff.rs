@@ -2,11 +2,11 @@
 //! critic reviews — coloured by line kind and scrollable. The text comes from the agent's
 //! working tree, so every line is cleaned of control characters before it is drawn.
 
-use super::app::App;
-use super::keymap::Group;
-use super::layout::centered;
-use super::text::{clean_block, short_ref, width};
-use super::view::scrolled_popup;
+use crate::tui::app::App;
+use crate::tui::keymap::Group;
+use crate::tui::layout::centered;
+use crate::tui::text::{clean_block, short_ref, width};
+use crate::tui::view::scrolled_popup;
 use crate::work_item::WorkItemRef;
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -51,7 +51,7 @@ fn lines(app: &App, cols: usize) -> Vec<Line<'static>> {
         None => return vec![Line::from(Span::styled("Loading the diff…", t.dim))],
         Some(Err(e)) => {
             return vec![Line::from(Span::styled(
-                format!("No diff: {}", super::text::clean_line(e)),
+                format!("No diff: {}", crate::tui::text::clean_line(e)),
                 t.error,
             ))];
         }
@@ -65,7 +65,7 @@ fn lines(app: &App, cols: usize) -> Vec<Line<'static>> {
             }
             let style = style_of(app, raw, in_patch);
             let shown = if width(raw) > cols {
-                super::text::truncate(raw, cols).into_owned()
+                crate::tui::text::truncate(raw, cols).into_owned()
             } else {
                 raw.to_string()
             };
@@ -86,7 +86,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, item: &WorkItemRef, scro
     let branch = app
         .session_for(item)
         .and_then(|s| s.workspace.as_ref())
-        .map(|w| format!(" · {}", super::text::clean_line(&w.branch)))
+        .map(|w| format!(" · {}", crate::tui::text::clean_line(&w.branch)))
         .unwrap_or_default();
     let title = Line::from(format!(" Diff · {}{branch} ", short_ref(item)));
     scrolled_popup(app, frame, r, title, Group::Diff, body, scroll as usize);

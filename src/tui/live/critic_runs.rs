@@ -1,8 +1,9 @@
 //! Critic rounds launched from the keyboard (SPEC §11.4): each runs in the background
 //! in the session's working directory over the review material ([`super::review`]),
-//! through the same [`run_round`] as `the-loop critic run` — so it is saved under
-//! `critics/` with `critic.started` / `critic.finished` — and can then be posted to its
-//! work item with [`post::post`] (marked, `critic.posted`).
+//! through the [`CriticRunner`] the screen was handed — the same round as `the-loop
+//! critic run`, so it is saved under `critics/` with `critic.started` /
+//! `critic.finished` — and can then be posted to its work item by the same runner
+//! (marked, `critic.posted`).
 //!
 //! Rounds belong to this screen: quitting drops their tasks, which kills each critic's
 //! process group. The last [`KEPT`] rounds are listed — and beside them every round
@@ -13,9 +14,7 @@
 use super::review;
 use super::rounds::{Finished, RoundLog};
 use crate::critic::round::{self, Prompt, Request};
-use crate::critic::{CriticSpec, Envelope, Recorder, post, run_round};
-use crate::events::{EventLog, Source};
-use crate::github::Client;
+use crate::critic::{CriticRunner, CriticSpec, Envelope, PostError};
 use crate::secrets::ChildEnv;
 use crate::tui::backend::{
     ActionError, ActionResult, CriticResult, CriticRunState, CriticRunView, RunId,
@@ -198,7 +197,7 @@ impl CriticRuns {
         item: WorkItemRef,
         cwd: PathBuf,
         base: Option<String>,
-        recorder: Recorder,
+        runner: CriticRunner,
         child_env: ChildEnv,
     ) -> RunId {
         let id = RunId(format!(
@@ -225,7 +224,7 @@ impl CriticRuns {
         let this = self.clone();
         let run = id.clone();
         tokio::spawn(async move {
-            let (envelope, saved) = one_round(&spec, item, cwd, base, &recorder, child_env).await;
+            let (envelope, saved) = one_round(&spec, item, cwd, base, &runner, child_env).await;
             this.finish(&run, envelope, saved);
         });
         id
@@ -241,12 +240,7 @@ impl CriticRuns {
     }
 
     /// Posts a finished, passing round's output to its work item.
-    pub async fn post(
-        &self,
-        id: &RunId,
-        github: &Result<Arc<Client>, String>,
-        events: &EventLog,
-    ) -> ActionResult {
+    pub async fn post(&self, id: &RunId, runner: &CriticRunner) -> ActionResult {
         let logged = id.0.starts_with("log-");
         let (envelope, item, saved) = if logged {
             let (envelope, item, path) = self.logged_for_posting(id)?;
@@ -254,25 +248,8 @@ impl CriticRuns {
         } else {
             self.take_for_posting(id)?
         };
-        let client = match github {
-            Ok(client) => client,
-            Err(why) => {
-                self.set_posting(id, None);
-                return Err(ActionError::Failed(format!(
-                    "cannot post {}'s findings: {why}",
-                    envelope.critic
-                )));
-            }
-        };
-        match post::post(client, &envelope, &item, saved.as_deref()).await {
+        match runner.post(&envelope, &item, saved.as_deref()).await {
             Ok(comment) => {
-                let _ = events.emit(post::posted_event(
-                    Source::Tui,
-                    &envelope,
-                    &item,
-                    &comment,
-                    saved.as_deref(),
-                ));
                 self.set_posting(id, Some(comment.html_url.clone()));
                 Ok(format!(
                     "Posted {}'s findings on {}: {}",
@@ -281,7 +258,14 @@ impl CriticRuns {
                     comment.html_url
                 ))
             }
-            Err(e) => {
+            Err(PostError::NoClient(why)) => {
+                self.set_posting(id, None);
+                Err(ActionError::Failed(format!(
+                    "cannot post {}'s findings: {why}",
+                    envelope.critic
+                )))
+            }
+            Err(PostError::GitHub(e)) => {
                 self.set_posting(id, None);
                 Err(ActionError::Failed(format!(
                     "GitHub did not take {}'s findings: {e}",
@@ -364,7 +348,7 @@ async fn one_round(
     item: WorkItemRef,
     cwd: PathBuf,
     base: Option<String>,
-    recorder: &Recorder,
+    runner: &CriticRunner,
     child_env: ChildEnv,
 ) -> (Envelope, Option<PathBuf>) {
     let material = review::material(&item, &cwd, base.as_deref()).await;
@@ -372,7 +356,7 @@ async fn one_round(
     request.child_env = child_env;
     request.cwd = Some(cwd);
     request.work_item = Some(item);
-    match run_round(spec, &request, Some(recorder)).await {
+    match runner.run(spec, &request).await {
         Ok(round) => {
             let mut envelope = round.envelope;
             if let Some(problem) = round.save_error {
@@ -418,8 +402,16 @@ fn result_of(envelope: &Envelope) -> CriticResult {
 mod tests {
     use super::*;
     use crate::config::SessionsConfig;
+    use crate::critic::Recorder;
+    use crate::events::{EventLog, Source};
     use crate::paths::StatePaths;
     use std::time::Duration;
+
+    /// A runner that records under `paths` and has no client (`why`).
+    fn runner(paths: &StatePaths, events: &EventLog, why: &str) -> CriticRunner {
+        let recorder = Recorder::new(paths, events.clone());
+        CriticRunner::new(recorder, Err(why.to_string()), Source::Tui)
+    }
 
     fn spec(script: &str) -> CriticSpec {
         let raw: serde_norway::Value = serde_norway::from_str(&format!(
@@ -448,7 +440,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let paths = StatePaths::new(dir.path().join("state"));
         let events = EventLog::open(&paths);
-        let recorder = Recorder::new(&paths, events.clone());
+        let runner = runner(&paths, &events, "no token");
         let runs = CriticRuns::default();
         let item = WorkItemRef::new("octo", "repo", 15);
         let work = dir.path().join("work");
@@ -458,7 +450,7 @@ mod tests {
             item.clone(),
             work.clone(),
             None,
-            recorder,
+            runner.clone(),
             ChildEnv::default(),
         );
         assert!(runs.views()[0].is_running());
@@ -475,8 +467,7 @@ mod tests {
         assert!(log.contains("critic.started") && log.contains("critic.finished"));
         assert_eq!(std::fs::read_dir(paths.critics_dir()).unwrap().count(), 1);
 
-        let no_client = Err("no token".to_string());
-        let err = runs.post(&id, &no_client, &events).await.unwrap_err();
+        let err = runs.post(&id, &runner).await.unwrap_err();
         assert!(
             matches!(err, ActionError::Failed(ref m) if m.contains("no token")),
             "{err:?}"
@@ -566,13 +557,13 @@ mod tests {
             WorkItemRef::new("octo", "repo", 1),
             dir.path().to_path_buf(),
             None,
-            Recorder::new(&paths, events.clone()),
+            runner(&paths, &events, "unused"),
             ChildEnv::default(),
         );
         let view = finished(&runs).await;
         assert_eq!(view.result().unwrap().exit_code, 3);
         let err = runs
-            .post(&id, &Err("unused".into()), &events)
+            .post(&id, &runner(&paths, &events, "unused"))
             .await
             .unwrap_err();
         assert!(

@@ -1,11 +1,11 @@
 //! The help popup, generated from the keymap in use (so a user override shows up here
 //! as soon as it applies): one section per pane or mode, keys then what they do.
 
-use super::app::App;
-use super::keymap::Group;
-use super::layout::centered;
-use super::text::{fit, width};
-use super::view::scrolled_popup;
+use crate::tui::app::App;
+use crate::tui::keymap::Group;
+use crate::tui::layout::centered;
+use crate::tui::text::{fit, width};
+use crate::tui::view::scrolled_popup;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};

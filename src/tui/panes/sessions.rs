@@ -9,10 +9,10 @@
 //! commits ahead of its base (`↑2`); a kept worktree of an ended session reads `kept`.
 //! The last line names the selected session's branch and base, and the diff key.
 
-use super::app::{App, Focus};
-use super::backend::{SessionState, SessionView};
-use super::text::{age, fit, fit_right, short_ref, truncate_ref, width};
-use super::view::{framed, full_width, pane_block, render_empty, row_style, window_start};
+use crate::tui::app::{App, Focus};
+use crate::tui::backend::{SessionState, SessionView};
+use crate::tui::text::{age, fit, fit_right, short_ref, truncate_ref, width};
+use crate::tui::view::{framed, full_width, pane_block, render_empty, row_style, window_start};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -177,18 +177,19 @@ fn row<'a>(app: &App, s: &SessionView, cols: &Columns) -> Line<'a> {
 fn detail(app: &App, s: &SessionView, w: usize) -> Option<Line<'static>> {
     let ws = s.workspace.as_ref()?;
     let t = &app.theme;
-    let branch = format!("⎇ {}", super::text::clean_line(&ws.branch));
-    let key = app
-        .keymap
-        .key_label(super::keymap::Group::Sessions, super::keymap::Command::Diff);
+    let branch = format!("⎇ {}", crate::tui::text::clean_line(&ws.branch));
+    let key = app.keymap.key_label(
+        crate::tui::keymap::Group::Sessions,
+        crate::tui::keymap::Command::Diff,
+    );
     let forms: Vec<String> = match (&ws.kept, s.state.has_session()) {
         (Some(reason), false) => vec![format!(
             "{branch} · kept: {}",
-            super::text::clean_line(reason)
+            crate::tui::text::clean_line(reason)
         )],
         _ => {
             let (c, a) = (ws.changed_files, ws.ahead);
-            let base = super::text::clean_line(&ws.base);
+            let base = crate::tui::text::clean_line(&ws.base);
             let long = [
                 c.map(|n| format!("{n} changed")),
                 a.map(|n| format!("{n} ahead of {base}")),
@@ -234,7 +235,7 @@ fn detail(app: &App, s: &SessionView, w: usize) -> Option<Line<'static>> {
         spans.push(Span::styled(key, t.key));
         spans.push(Span::styled(" diff", t.dim));
     }
-    Some(Line::from(super::view::clip_spans(spans, w)))
+    Some(Line::from(crate::tui::view::clip_spans(spans, w)))
 }
 
 pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {

@@ -1,11 +1,11 @@
 //! The confirmation popup, asked before something that cannot be undone (stopping a
 //! session).
 
-use super::app::{App, Confirm};
-use super::keymap::Group;
-use super::layout::centered;
-use super::text::wrap;
-use super::view::popup_frame;
+use crate::tui::app::{App, Confirm};
+use crate::tui::keymap::Group;
+use crate::tui::layout::centered;
+use crate::tui::text::wrap;
+use crate::tui::view::popup_frame;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -24,7 +24,7 @@ pub fn render_confirm(app: &App, frame: &mut Frame, area: Rect, confirm: &Confir
             .into_iter()
             .map(|l| Line::from(Span::styled(l, t.dim.patch(t.popup)))),
     );
-    let hints: Vec<Span> = super::view::hint_spans(app, Group::Confirm, t.popup);
+    let hints: Vec<Span> = crate::tui::view::hint_spans(app, Group::Confirm, t.popup);
     let rows = u16::try_from(lines.len()).unwrap_or(u16::MAX);
     let rect = centered(area, w, rows.saturating_add(4));
     let block = popup_frame(app, frame, rect, Line::from(" Are you sure? "))

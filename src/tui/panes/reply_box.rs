@@ -3,9 +3,9 @@
 //! stays open while sending and keeps the text if the reply is refused, so nothing
 //! typed is lost to a transient failure.
 
-use super::app::{App, Mode};
-use super::keymap::Group;
-use super::text::{clean_line, short_ref, truncate};
+use crate::tui::app::{App, Mode};
+use crate::tui::keymap::Group;
+use crate::tui::text::{clean_line, short_ref, truncate};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -21,7 +21,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         Span::styled(short_ref(&reply.work_item), t.accent.patch(t.title_focused)),
         Span::styled(" ", t.title_focused),
     ]);
-    let hints = super::view::hint_spans(app, Group::Reply, t.hint);
+    let hints = crate::tui::view::hint_spans(app, Group::Reply, t.hint);
     let state = if reply.sending {
         Some(Span::styled(" sending… ", t.spinner))
     } else {

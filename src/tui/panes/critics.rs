@@ -3,15 +3,15 @@
 //! output is read — under its attribution, as review material, never as instructions
 //! (SPEC §9.5).
 
-use super::app::{App, Focus};
-use super::backend::{CriticRunState, CriticRunView, RunId};
-use super::keymap::{Command, Group};
-use super::layout::centered;
-use super::text::{
+use crate::tui::app::{App, Focus};
+use crate::tui::backend::{CriticRunState, CriticRunView, RunId};
+use crate::tui::keymap::{Command, Group};
+use crate::tui::layout::centered;
+use crate::tui::text::{
     clean_block, clean_line, clock, cost, fit, fit_right, short_ref, tiny_ref, truncate_ref, width,
     wrap,
 };
-use super::view::{
+use crate::tui::view::{
     framed, full_width, pane_block, render_empty, row_style, scrolled_popup, window_start,
 };
 use ratatui::Frame;
@@ -68,7 +68,7 @@ fn row<'a>(app: &App, run: &CriticRunView, name_w: usize, item_w: usize, w: usiz
         if room == 0 {
             break;
         }
-        let shown = super::text::truncate(&text, room).into_owned();
+        let shown = crate::tui::text::truncate(&text, room).into_owned();
         used += width(&shown);
         spans.push(Span::styled(shown, style));
     }
@@ -191,7 +191,7 @@ fn output_lines(app: &App, run: &CriticRunView, width: usize) -> Vec<Line<'stati
         )));
     }
     let frame_text = " Review material from a critic: read it, don't obey it ";
-    let side = width.saturating_sub(super::text::width(frame_text)) / 2;
+    let side = width.saturating_sub(crate::tui::text::width(frame_text)) / 2;
     lines.push(Line::from(Span::styled(
         format!("{}{frame_text}{}", "─".repeat(side), "─".repeat(side)),
         t.section,
@@ -225,7 +225,7 @@ fn wrap_keep_indent(line: &str, w: usize) -> Vec<String> {
 
 /// Lines of the open output at the current size (for scrolling limits).
 pub fn output_line_count(app: &App) -> usize {
-    let super::app::Mode::Output { run, .. } = &app.mode else {
+    let crate::tui::app::Mode::Output { run, .. } = &app.mode else {
         return 0;
     };
     let Some(run) = app.runs.iter().find(|r| &r.id == run) else {

@@ -27,8 +27,6 @@ mod feed;
 mod fetch;
 mod labels;
 
-pub use fetch::{FULL_LISTING_EVERY, is_watched};
-
 use crate::config::{Config, RepoConfig, SpawnPolicy};
 use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::github::{Client, Error, EtagCache, models};

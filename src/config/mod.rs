@@ -14,10 +14,9 @@ use std::path::PathBuf;
 
 pub use load::{
     ConfigError, Environment, LoadedConfig, PathSource, ResolvedPath, load, load_file, resolve,
-    resolve_path,
 };
 pub use locate::{KeyPath, Position};
-pub use parse::{Diagnostic, parse_str};
+pub use parse::parse_str;
 
 /// The whole operator config. Every section has defaults, so an empty file is valid.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

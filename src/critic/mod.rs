@@ -20,9 +20,11 @@ pub mod run;
 pub mod spec;
 
 pub use envelope::{Envelope, Header, Usage};
-pub use results::{Recorder, Round, run_round, run_round_until};
-pub use round::{Prepared, Prompt, Request, RunError, prepare};
-pub use spec::{CriticEntry, CriticSpec, OutputFormat, Runner, SpecError, parse_all};
+pub use results::{Recorder, run_round, run_round_until};
+pub use round::{Prompt, Request, RunError, prepare};
+pub use spec::{CriticSpec, parse_all};
+
+use spec::CriticEntry;
 
 use crate::config::Config;
 use serde::Serialize;

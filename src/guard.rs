@@ -16,13 +16,31 @@ pub fn is_self_authored(body: Option<&str>) -> bool {
     body.is_some_and(|b| b.contains(MARKER))
 }
 
-/// Stamps a comment the tool composed: attribution line, then the marker last.
-/// Idempotent: a body that already carries the marker is returned unchanged.
+/// Stamps a comment the tool composed: attribution line, then the marker last, and
+/// exactly once. Any marker already inside the text (an agent's question, an
+/// operator's reply or a critic's output quoting it) is removed first, so no body can
+/// smuggle in a second or misplaced one; callers pass their text as it is.
+/// Idempotent: a body this function stamped already comes back unchanged.
 pub fn mark_self_authored(body: &str) -> String {
-    if body.contains(MARKER) {
-        return body.to_string();
+    let body = body.trim_end();
+    let tail = format!("{ATTRIBUTION}\n{MARKER}");
+    let body = body.strip_suffix(tail.as_str()).unwrap_or(body);
+    format!("{}\n\n{tail}\n", without_markers(body).trim_end())
+}
+
+/// `text` with every [`MARKER`] removed, including one that only forms once an inner
+/// one is gone (`<!-- the-loop:<!-- the-loop:agent-comment -->agent-comment -->`). One
+/// pass: the output never holds the marker, so a new one can only end at the last
+/// character pushed.
+fn without_markers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        out.push(c);
+        if c == '>' && out.ends_with(MARKER) {
+            out.truncate(out.len() - MARKER.len());
+        }
     }
-    format!("{}\n\n{ATTRIBUTION}\n{MARKER}\n", body.trim_end())
+    out
 }
 
 /// The GitHub logins allowed to steer an agent (`routing.authorizedUsers`), the only
@@ -209,16 +227,66 @@ mod tests {
             assert_eq!(mark_self_authored(&once), once, "{body:?}");
             assert_eq!(once.matches(MARKER).count(), 1, "{body:?}");
         }
-        let pre = format!("text {MARKER} more");
-        assert_eq!(mark_self_authored(&pre), pre);
     }
 
+    /// The one, last marker is the stamp's: whatever marker a hostile body carries —
+    /// in the middle, at the start, doubled, nested so that removing one forms another,
+    /// or posing as a stamp above text of its own — is removed.
     #[test]
-    fn stamping_an_empty_body_still_marks_it() {
-        assert_eq!(
-            mark_self_authored(""),
-            format!("\n\n{ATTRIBUTION}\n{MARKER}\n")
-        );
+    fn a_body_cannot_smuggle_a_marker_past_the_stamp() {
+        let stamp = format!("\n\n{ATTRIBUTION}\n{MARKER}\n");
+        let nested = "<!-- the-loop:<!-- the-loop:agent-comment -->agent-comment -->";
+        let cases: &[(String, String)] = &[
+            (format!("text {MARKER} more"), "text  more".into()),
+            (format!("{MARKER}at the start"), "at the start".into()),
+            (format!("{MARKER}{MARKER}"), String::new()),
+            (format!("a{nested}b"), "ab".into()),
+            (
+                format!("{ATTRIBUTION}\n{MARKER}\nthe agent's own text"),
+                format!("{ATTRIBUTION}\n\nthe agent's own text"),
+            ),
+            (
+                format!("real question\n\n{ATTRIBUTION}\n{MARKER}\n\n{ATTRIBUTION}\n{MARKER}\n"),
+                format!("real question\n\n{ATTRIBUTION}"),
+            ),
+        ];
+        for (body, kept) in cases {
+            let stamped = mark_self_authored(body);
+            assert_eq!(stamped, format!("{kept}{stamp}"), "{body:?}");
+            assert_eq!(stamped.matches(MARKER).count(), 1, "{body:?}");
+        }
+    }
+
+    mod stamp {
+        use super::super::{ATTRIBUTION, MARKER, mark_self_authored};
+        use proptest::prelude::*;
+
+        fn piece() -> impl Strategy<Value = String> {
+            prop_oneof![
+                ".{0,12}",
+                Just(MARKER.to_string()),
+                Just("<!-- the-loop:".to_string()),
+                Just("agent-comment -->".to_string()),
+                Just(format!("{ATTRIBUTION}\n{MARKER}\n")),
+                Just("\n \t".to_string()),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+            /// Whatever the input — text spliced with markers, marker halves and whole
+            /// stamps — the output carries the marker exactly once, at the very end,
+            /// with the attribution line right above it, and stamping again changes
+            /// nothing.
+            #[test]
+            fn the_stamp_is_the_one_last_marker(parts in prop::collection::vec(piece(), 0..12)) {
+                let stamped = mark_self_authored(&parts.concat());
+                prop_assert_eq!(stamped.matches(MARKER).count(), 1);
+                let tail = format!("\n{ATTRIBUTION}\n{MARKER}\n");
+                prop_assert!(stamped.ends_with(&tail), "{:?}", stamped);
+                prop_assert_eq!(mark_self_authored(&stamped), stamped.clone());
+            }
+        }
     }
 
     fn list(users: &[&str]) -> Allowlist {

@@ -4,6 +4,7 @@
 //! a shell.
 
 use crate::config::{HarnessConfig, SessionsConfig};
+use crate::substitute::{self, Missing};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
@@ -175,7 +176,7 @@ impl Harness {
         match &self.kind {
             Kind::Claude { .. } => true,
             Kind::Codex { .. } | Kind::Cursor { .. } => false,
-            Kind::Custom(c) => c.args.iter().any(|a| a.contains("{sessionId}")),
+            Kind::Custom(c) => substitute::mentions(&c.args, "{sessionId}"),
         }
     }
 
@@ -290,7 +291,7 @@ impl Harness {
     pub fn oneshot_output(&self) -> OneShotOutput {
         match &self.kind {
             Kind::Codex { .. } => OneShotOutput::LastMessageFile,
-            Kind::Custom(c) if c.oneshot_args.iter().any(|a| a.contains("{outputFile}")) => {
+            Kind::Custom(c) if substitute::mentions(&c.oneshot_args, "{outputFile}") => {
                 OneShotOutput::LastMessageFile
             }
             _ => OneShotOutput::Stdout,
@@ -350,47 +351,13 @@ fn values<'a>(
     ]
 }
 
-/// Substitutes placeholders inside single argv elements. An element naming a
-/// placeholder without a value (no model given) is left out: write `--model={model}` as
-/// one element to make a flag optional.
+/// `[command] + args`, placeholders substituted inside single argv elements
+/// ([`crate::substitute`]). An element naming a placeholder without a value (no model
+/// given) is left out: write `--model={model}` as one element to make a flag optional.
 fn custom(command: &str, args: &[String], values: &Values<'_>) -> Vec<String> {
     let mut argv = vec![command.to_string()];
-    for arg in args {
-        let missing = values
-            .iter()
-            .any(|(placeholder, value)| value.is_none() && arg.contains(placeholder));
-        if !missing {
-            argv.push(substitute(arg, values));
-        }
-    }
+    argv.extend(substitute::argv(args, values, Missing::OmitElement));
     argv
-}
-
-/// One pass over the template, so a value that itself contains `{model}` (a prompt
-/// quoting the placeholder) is never substituted again.
-fn substitute(template: &str, values: &Values<'_>) -> String {
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while !rest.is_empty() {
-        let hit = values.iter().find_map(|(placeholder, value)| match value {
-            Some(v) if rest.starts_with(placeholder) => Some((*placeholder, *v)),
-            _ => None,
-        });
-        match hit {
-            Some((placeholder, value)) => {
-                out.push_str(value);
-                rest = &rest[placeholder.len()..];
-            }
-            None => {
-                let mut chars = rest.chars();
-                if let Some(c) = chars.next() {
-                    out.push(c);
-                }
-                rest = chars.as_str();
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ pub mod secrets;
 pub mod server;
 pub mod session;
 pub mod state_writer;
+pub mod substitute;
 pub mod supervisor;
 pub mod time;
 pub mod tmux;

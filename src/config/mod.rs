@@ -14,10 +14,9 @@ use std::path::PathBuf;
 
 pub use load::{
     ConfigError, Environment, LoadedConfig, PathSource, ResolvedPath, load, load_file, resolve,
-    resolve_path,
 };
 pub use locate::{KeyPath, Position};
-pub use parse::{Diagnostic, parse_str};
+pub use parse::parse_str;
 
 /// The whole operator config. Every section has defaults, so an empty file is valid.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -380,7 +379,32 @@ impl RepoConfig {
     pub fn working_dir(&self) -> Option<PathBuf> {
         self.path.as_deref().map(crate::paths::expand_tilde)
     }
+
+    /// Whether this repo watches `item`, an issue-shaped GitHub item (an entry of the
+    /// REST issues listing, or a webhook's `issue`): open, of a kind the repo watches
+    /// (`issues`, `pullRequests`; an item with a non-null `pull_request` is a PR), and
+    /// carrying [`RepoConfig::label`], ASCII-case-insensitively (`""` watches every open
+    /// item). The one rule: the poller's watched list and `spawn: labeled` both use it.
+    pub fn watches(&self, item: &serde_json::Value) -> bool {
+        let is_pr = item.get("pull_request").is_some_and(|p| !p.is_null());
+        let kind_ok = if is_pr {
+            self.pull_requests
+        } else {
+            self.issues
+        };
+        let label_ok = self.label.is_empty()
+            || item["labels"].as_array().is_some_and(|labels| {
+                labels.iter().any(|l| {
+                    l["name"]
+                        .as_str()
+                        .is_some_and(|n| n.eq_ignore_ascii_case(&self.label))
+                })
+            });
+        item["state"].as_str() == Some("open") && kind_ok && label_ok
+    }
 }
 
 #[cfg(test)]
 mod coverage_tests;
+#[cfg(test)]
+mod watches_tests;

@@ -198,21 +198,9 @@ fn branch_problem(name: &str) -> Option<&'static str> {
 
 /// The first `{word}` in `arg` that is not a setup placeholder.
 fn unknown_placeholder(arg: &str) -> Option<String> {
-    let mut rest = arg;
-    while let Some(at) = rest.find('{') {
-        let tail = &rest[at..];
-        let end = tail.find('}')?;
-        let word = &tail[..=end];
-        let inner = &word[1..word.len() - 1];
-        if !inner.is_empty()
-            && inner.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !super::SETUP_PLACEHOLDERS.contains(&word)
-        {
-            return Some(word.to_string());
-        }
-        rest = &tail[1..];
-    }
-    None
+    crate::substitute::unknown(arg, super::SETUP_PLACEHOLDERS)
+        .first()
+        .map(|t| t.to_string())
 }
 
 /// `owner/name`, each part made of the characters GitHub allows (the rule refs use).

@@ -23,10 +23,12 @@ pub mod service;
 pub mod spec;
 
 pub use envelope::{Envelope, Header, Usage};
-pub use results::{Recorder, Round, run_round, run_round_until};
-pub use round::{Prepared, Prompt, Request, RunError, prepare};
+pub use results::{Recorder, run_round, run_round_until};
+pub use round::{Prompt, Request, RunError, prepare};
 pub use service::{CriticRunner, PostError};
-pub use spec::{CriticEntry, CriticSpec, OutputFormat, Runner, SpecError, parse_all};
+pub use spec::{CriticSpec, parse_all};
+
+use spec::CriticEntry;
 
 use crate::config::Config;
 use serde::Serialize;

@@ -1,6 +1,9 @@
 //! Critic placeholders (SPEC §9.2): a closed set, substituted inside the single argv
-//! element that mentions them. A value never splits an element or adds one — the child
-//! gets it as bytes of that one argument, and no shell ever sees it.
+//! element that mentions them by the one substitution ([`crate::substitute`]); unset is
+//! the empty string. A value never splits an element or adds one — the child gets it as
+//! bytes of that one argument, and no shell ever sees it.
+
+use crate::substitute::{self, Missing};
 
 /// Every placeholder a critic's `args` may use.
 pub const KNOWN: [&str; 6] = [
@@ -24,88 +27,26 @@ pub struct Values {
 }
 
 impl Values {
-    fn get(&self, placeholder: &str) -> Option<&str> {
-        let value = match placeholder {
-            "{prompt}" => &self.prompt,
-            "{promptFile}" => &self.prompt_file,
-            "{model}" => &self.model,
-            "{workItem}" => &self.work_item,
-            "{specDir}" => &self.spec_dir,
-            "{cwd}" => &self.cwd,
-            _ => return None,
-        };
-        Some(value.as_deref().unwrap_or(""))
+    fn table(&self) -> [(&'static str, Option<&str>); 6] {
+        [
+            ("{prompt}", self.prompt.as_deref()),
+            ("{promptFile}", self.prompt_file.as_deref()),
+            ("{model}", self.model.as_deref()),
+            ("{workItem}", self.work_item.as_deref()),
+            ("{specDir}", self.spec_dir.as_deref()),
+            ("{cwd}", self.cwd.as_deref()),
+        ]
     }
-}
-
-/// The `{name}` tokens in `arg`, known or not, in order. A token is an identifier in
-/// braces, so JSON or other brace text in an argument (`{"a": 1}`) is not one.
-pub fn tokens(arg: &str) -> impl Iterator<Item = &str> {
-    let mut rest = arg;
-    std::iter::from_fn(move || {
-        loop {
-            let start = rest.find('{')?;
-            let after = &rest[start..];
-            match token_at(after) {
-                Some(len) => {
-                    rest = &after[len..];
-                    return Some(&after[..len]);
-                }
-                None => rest = &after[1..],
-            }
-        }
-    })
-}
-
-/// The length of a `{identifier}` token at the start of `s`, if there is one.
-fn token_at(s: &str) -> Option<usize> {
-    let body = s.strip_prefix('{')?;
-    let end = body.find('}')?;
-    let name = &body[..end];
-    let mut chars = name.chars();
-    let first_ok = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
-    (first_ok && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')).then_some(end + 2)
 }
 
 /// The tokens in `arg` outside [`KNOWN`].
 pub fn unknown(arg: &str) -> Vec<&str> {
-    tokens(arg).filter(|t| !KNOWN.contains(t)).collect()
-}
-
-/// Whether any of `args` mentions `placeholder`.
-pub fn mentions(args: &[String], placeholder: &str) -> bool {
-    args.iter().any(|a| tokens(a).any(|t| t == placeholder))
-}
-
-/// Substitutes every known placeholder in one pass, so a value that itself contains
-/// `{model}` (a prompt quoting a placeholder) is copied, never substituted again.
-/// Unknown tokens are kept literally (validation rejects them before a run).
-pub fn substitute(arg: &str, values: &Values) -> String {
-    let mut out = String::with_capacity(arg.len());
-    let mut rest = arg;
-    while let Some(start) = rest.find('{') {
-        out.push_str(&rest[..start]);
-        let after = &rest[start..];
-        match token_at(after).and_then(|len| values.get(&after[..len]).map(|v| (len, v))) {
-            Some((len, value)) => {
-                out.push_str(value);
-                rest = &after[len..];
-            }
-            None => {
-                out.push('{');
-                rest = &after[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
+    substitute::unknown(arg, &KNOWN)
 }
 
 /// Each element of `args` substituted: the result has exactly as many elements.
 pub fn substitute_all(args: &[String], values: &Values) -> Vec<String> {
-    args.iter().map(|a| substitute(a, values)).collect()
+    substitute::argv(args, &values.table(), Missing::Empty)
 }
 
 #[cfg(test)]
@@ -121,6 +62,12 @@ mod tests {
             spec_dir: None,
             cwd: Some("/src/repo".into()),
         }
+    }
+
+    fn substitute(template: &str, values: &Values) -> String {
+        let out = substitute_all(&[template.to_string()], values);
+        assert_eq!(out.len(), 1, "one element in, one out");
+        out.concat()
     }
 
     #[test]
@@ -183,18 +130,11 @@ mod tests {
     }
 
     #[test]
-    fn finds_tokens_and_unknown_ones() {
-        assert_eq!(
-            tokens("a {prompt} {x_1} {2x} {} {\"k\"} {cwd}").collect::<Vec<_>>(),
-            vec!["{prompt}", "{x_1}", "{cwd}"]
-        );
+    fn finds_unknown_tokens() {
         assert_eq!(
             unknown("{prompt}{sessionId}{Prompt}"),
             vec!["{sessionId}", "{Prompt}"]
         );
-        assert!(unknown("{promptFile} {\"json\": true}").is_empty());
-        let args = vec!["--in".to_string(), "x{promptFile}".to_string()];
-        assert!(mentions(&args, "{promptFile}"));
-        assert!(!mentions(&args, "{prompt}"));
+        assert!(unknown("{promptFile} {\"json\": true} {cwd}{specDir}").is_empty());
     }
 }

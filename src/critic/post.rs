@@ -5,7 +5,6 @@
 use super::envelope::Envelope;
 use crate::events::{Event, EventType, Source};
 use crate::github::{Client, CreatedComment, Error};
-use crate::guard::MARKER;
 use crate::work_item::WorkItemRef;
 use std::path::Path;
 
@@ -13,8 +12,7 @@ use std::path::Path;
 pub const MAX_POSTED_OUTPUT: usize = 60_000;
 
 /// The comment text before the stamp: `<attribution> critic review …`, a blank line, the
-/// output. The output is the critic's, so a marker inside it is removed: the stamp the
-/// client adds must be the one, last marker.
+/// output. The stamp the client adds removes any marker the critic's output carries.
 pub fn comment_body(envelope: &Envelope, saved: Option<&Path>) -> String {
     let mut heading = format!(
         "{} critic review · `{}` · {} · {:.1}s",
@@ -29,8 +27,7 @@ pub fn comment_body(envelope: &Envelope, saved: Option<&Path>) -> String {
     if let Some(error) = envelope.error.as_deref().filter(|_| !envelope.ok) {
         heading.push_str(&format!("\n\n**Error:** {}", one_line(error)));
     }
-    let output = envelope.output.replace(MARKER, "");
-    let mut output = output.trim_end().to_string();
+    let mut output = envelope.output.trim_end().to_string();
     if output.len() > MAX_POSTED_OUTPUT {
         let mut end = MAX_POSTED_OUTPUT;
         while !output.is_char_boundary(end) {
@@ -50,8 +47,7 @@ pub fn comment_body(envelope: &Envelope, saved: Option<&Path>) -> String {
 }
 
 fn one_line(text: &str) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    flat.replace(MARKER, "")
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Posts the findings on `to`.
@@ -89,7 +85,7 @@ pub fn posted_event(
 mod tests {
     use super::*;
     use crate::critic::envelope::Usage;
-    use crate::guard::{is_self_authored, mark_self_authored};
+    use crate::guard::{MARKER, mark_self_authored};
 
     fn envelope(ok: bool, output: &str) -> Envelope {
         Envelope {
@@ -128,11 +124,13 @@ mod tests {
 
     #[test]
     fn a_marker_in_the_output_cannot_displace_the_stamp() {
-        let body = comment_body(&envelope(true, &format!("ignore {MARKER} this")), None);
-        assert!(!is_self_authored(Some(&body)));
-        let stamped = mark_self_authored(&body);
+        let mut hostile = envelope(true, &format!("ignore {MARKER} this"));
+        hostile.error = Some(format!("and {MARKER} that"));
+        hostile.ok = false;
+        let stamped = mark_self_authored(&comment_body(&hostile, None));
         assert!(stamped.trim_end().ends_with(MARKER));
         assert_eq!(stamped.matches(MARKER).count(), 1);
+        assert!(stamped.contains("ignore  this"), "{stamped}");
     }
 
     #[test]

@@ -114,9 +114,9 @@ pub fn prepare(spec: &CriticSpec, request: &Request) -> Result<Prepared, RunErro
         }
         None => None,
     };
-    let wants_text =
-        matches!(spec.runner, Runner::Harness(_)) || placeholders::mentions(&spec.args, "{prompt}");
-    let wants_file = placeholders::mentions(&spec.args, "{promptFile}");
+    let wants_text = matches!(spec.runner, Runner::Harness(_))
+        || crate::substitute::mentions(&spec.args, "{prompt}");
+    let wants_file = crate::substitute::mentions(&spec.args, "{promptFile}");
     let (text, given_file) = prompt_parts(&request.prompt, wants_text)?;
     let last_message_wanted = match &spec.runner {
         Runner::Harness(h) => h.oneshot_output() == OneShotOutput::LastMessageFile,

@@ -310,8 +310,8 @@ fn runner(
         if command.chars().any(char::is_whitespace) {
             return Err(Problem::CommandWhitespace { command });
         }
-        if !placeholders::mentions(args, "{prompt}")
-            && !placeholders::mentions(args, "{promptFile}")
+        if !crate::substitute::mentions(args, "{prompt}")
+            && !crate::substitute::mentions(args, "{promptFile}")
         {
             return Err(Problem::NoPrompt { command });
         }

@@ -136,8 +136,9 @@ impl Client {
     }
 
     /// Posts a comment the tool composed. It is **always** stamped with
-    /// [`crate::guard::mark_self_authored`] here (idempotent), so no caller can forget
-    /// the marker and no comment the tool writes is ever fed back to it.
+    /// [`crate::guard::mark_self_authored`] here (idempotent; it removes any marker the
+    /// text already carries), so no caller can forget or misplace the marker and no
+    /// comment the tool writes is ever fed back to it.
     pub async fn post_comment(
         &self,
         repo: &str,

@@ -19,10 +19,8 @@ pub mod sim;
 mod token;
 
 pub use api::{CreatedComment, repo_path};
-pub use client::{
-    API_VERSION, Client, ClientBuilder, DEFAULT_TIMEOUT, Fetched, MAX_PAGES, RequestCounters,
-};
+pub use client::{Client, ClientBuilder, DEFAULT_TIMEOUT, Fetched, RequestCounters};
 pub use error::Error;
 pub use etag::EtagCache;
 pub use rate::{RateInfo, RetryPolicy};
-pub use token::{Token, TokenResolver, gh_host_for};
+pub use token::{Token, TokenResolver};

@@ -10,7 +10,7 @@
 //!    rolls the client's ETags back, so no answer is marked seen unprocessed;
 //! 2. **apply** (`apply.rs`): the answers folded into the ledger; every new event is
 //!    recorded as pending (with its payload) and the cursors and ETags move, in one write;
-//! 3. **feed** (`feed.rs`): the pending events go to the `Ingest` in order, each outcome
+//! 3. **settle** (`settle.rs`): the pending events go to the `Ingest` in order, each outcome
 //!    written as it settles; failures are retried next cycle, then given up.
 //!
 //! Idle cost (SPEC §15.3): after the first cycle the watched items are not listed in
@@ -23,11 +23,9 @@
 
 mod apply;
 mod checks;
-mod feed;
 mod fetch;
 mod labels;
-
-pub use fetch::{FULL_LISTING_EVERY, is_watched};
+mod settle;
 
 use crate::config::{Config, RepoConfig, SpawnPolicy};
 use crate::events::{Event, EventLog, EventType, Level, Source};
@@ -205,7 +203,7 @@ impl Poller {
         if plan.first {
             self.client.forget_etags(name);
         }
-        feed::retry_notices(&self.client, &self.ledgers, name).await;
+        settle::retry_notices(&self.client, &self.ledgers, name).await;
 
         match fetch::fetch(&self.client, r.rc, &plan, r.sessions).await {
             Ok(snap) => {
@@ -243,8 +241,8 @@ impl Poller {
         }
 
         // Pending events need no GitHub: they are fed even when the fetch failed.
-        let (tally, gave_up) = feed::feed(&self.ledgers, &self.ingest, name, r.max_retries).await;
-        feed::give_up(&self.client, &self.ledgers, &self.events, name, gave_up).await;
+        let (tally, gave_up) = settle::feed(&self.ledgers, &self.ingest, name, r.max_retries).await;
+        settle::give_up(&self.client, &self.ledgers, &self.events, name, gave_up).await;
         report.delivered += tally.delivered;
         report.dropped += tally.dropped;
         report.failed += tally.failed;

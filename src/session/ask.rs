@@ -6,7 +6,6 @@
 
 use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::github::{Client, CreatedComment};
-use crate::guard::MARKER;
 use crate::work_item::WorkItemRef;
 
 /// GitHub refuses comments over 65,536 characters; a question is far shorter.
@@ -103,19 +102,18 @@ pub async fn ask(github: Result<&Client, String>, events: &EventLog, request: &A
     asked
 }
 
-/// The comment is the question itself; the client stamps it. A marker inside the
-/// agent's text is removed so the stamp is the one, last marker (and its attribution
+/// The comment is the question itself; the client stamps it, removing any marker the
+/// agent's text carries, so the stamp is the one, last marker (and its attribution
 /// line is always added).
 async fn post_question(
     client: &Client,
     request: &Ask,
 ) -> Result<CreatedComment, crate::github::Error> {
-    let body = request.question.replace(MARKER, "");
     client
         .post_comment(
             &request.work_item.repo_full_name(),
             request.work_item.number,
-            &body,
+            &request.question,
         )
         .await
 }
@@ -150,7 +148,7 @@ fn new_question_id() -> String {
 mod tests {
     use super::*;
     use crate::github::sim::{Fault, IssueSpec, SimGithub};
-    use crate::guard::{ATTRIBUTION, is_self_authored};
+    use crate::guard::{ATTRIBUTION, MARKER, is_self_authored};
 
     #[test]
     fn questions_are_trimmed_and_bounded() {

@@ -333,29 +333,15 @@ impl Dispatcher {
         self.enqueue(event, item, JobKind::Start { inputs, origin })
     }
 
-    /// Whether the item carries its repo's watch label (`""` watches everything).
+    /// Whether the item's repo watches the event's `issue` — open, of a watched kind,
+    /// carrying the label: the rule the poller lists with ([`RepoConfig::watches`]).
+    ///
+    /// [`RepoConfig::watches`]: crate::config::RepoConfig::watches
     fn is_watched(&self, item: &WorkItemRef, payload: &Value) -> bool {
         let settings = self.inner.sessions.settings();
-        let repo = item.repo_full_name();
-        let Some(config) = settings
-            .repos
-            .iter()
-            .find(|r| r.name.eq_ignore_ascii_case(&repo))
-        else {
-            return false;
-        };
-        if config.label.is_empty() {
-            return true;
-        }
-        let matches = |v: &Value| {
-            v["name"]
-                .as_str()
-                .is_some_and(|n| n.eq_ignore_ascii_case(&config.label))
-        };
-        matches(&payload["label"])
-            || payload["issue"]["labels"]
-                .as_array()
-                .is_some_and(|labels| labels.iter().any(matches))
+        settings
+            .repo(item)
+            .is_some_and(|rc| rc.watches(&payload["issue"]))
     }
 
     /// The first item (in order) with an open session or a queued spawn.

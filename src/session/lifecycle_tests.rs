@@ -6,6 +6,7 @@ use crate::ingress::Disposition;
 use crate::session::test_support::*;
 use crate::session::{Origin, PromptInputs, SessionError, StartOutcome, Status, Toggle};
 use crate::tmux::fake::{Call, Failure, Op};
+use serde_json::json;
 use std::sync::atomic::Ordering;
 
 /// `sessions start` for issue `n`, as the CLI does it.
@@ -239,6 +240,37 @@ async fn a_labeled_issue_spawns_only_under_the_labeled_policy_and_when_watched()
         f.ingest(labeled(1, 9, "the-loop")).await,
         dropped("not-actionable")
     );
+}
+
+/// `spawn: labeled` spawns only for an item the repo watches by the poller's rule
+/// ([`crate::config::RepoConfig::watches`]): the label alone is not enough — a closed
+/// issue, or an issue in a repo with `issues: false`, never spawns (the dispatcher used
+/// to check the label only).
+#[tokio::test]
+async fn a_labeled_issue_that_is_closed_or_of_an_unwatched_kind_does_not_spawn() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Fixture::with_config(dir, |c| c.routing.spawn = SpawnPolicy::Labeled);
+    let mut closed = labeled(1, 9, "the-loop");
+    closed.payload["issue"]["state"] = json!("closed");
+    assert_eq!(f.ingest(closed).await, dropped("not-watched"));
+    // The label just applied is not the item's: its `labels` decide.
+    let mut other = labeled(2, 9, "the-loop");
+    other.payload["issue"]["labels"] = json!([{"name": "bug"}]);
+    assert_eq!(f.ingest(other).await, dropped("not-watched"));
+    assert!(f.events_named("session.spawned").is_empty());
+
+    let dir = tempfile::tempdir().unwrap();
+    let f = Fixture::with_config(dir, |c| {
+        c.routing.spawn = SpawnPolicy::Labeled;
+        for repo in &mut c.repos {
+            repo.issues = false;
+        }
+    });
+    assert_eq!(
+        f.ingest(labeled(1, 9, "the-loop")).await,
+        dropped("not-watched")
+    );
+    assert!(f.events_named("session.spawned").is_empty());
 }
 
 #[tokio::test]

@@ -21,7 +21,6 @@ use super::paste_lock::{self, PasteLockError};
 use super::registry::{RegistryError, SessionRecord, Status};
 use crate::events::{Event, EventType, Level, Source};
 use crate::github::Client;
-use crate::guard::MARKER;
 use crate::guard::sanitize;
 use crate::tmux::{self, PaneId};
 use crate::work_item::RefError;
@@ -412,11 +411,9 @@ pub fn claimed_actor(claimed: Option<&str>) -> String {
     }
 }
 
-/// The delivery report: who replied and how, then the reply quoted. The reply is the
-/// operator's text, so a marker inside it is removed: the stamp the client adds must be
-/// the one, last marker.
+/// The delivery report: who replied and how, then the reply quoted. The stamp the
+/// client adds removes any marker the operator's text carries.
 pub fn report_body(actor: &str, via: Via, text: &str) -> String {
-    let text = text.replace(MARKER, "");
     let mut quoted: String = text.chars().take(MAX_QUOTED_CHARS).collect();
     let cut = quoted.len() < text.len();
     if cut {

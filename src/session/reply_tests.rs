@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::github::sim::{Fault, IssueSpec, SimGithub, SimHandle};
-use crate::guard::{ATTRIBUTION, is_self_authored};
+use crate::guard::{ATTRIBUTION, MARKER, is_self_authored, mark_self_authored};
 use crate::ingress::{Disposition, Ingest};
 use crate::session::test_support::*;
 use crate::tmux::Tmux;
@@ -293,11 +293,13 @@ fn reply_text_keeps_indentation_and_drops_blank_edges() {
 }
 
 #[test]
-fn the_report_quotes_every_line_and_strips_markers() {
+fn the_report_quotes_every_line_and_the_stamp_strips_markers() {
     let body = report_body("alice", Via::Tui, &format!("one\n\nthree {MARKER}"));
     assert_eq!(
-        body,
-        "Operator reply from `alice` (via the-loop tui), delivered to the agent's session:\n\n> one\n>\n> three "
+        mark_self_authored(&body),
+        format!(
+            "Operator reply from `alice` (via the-loop tui), delivered to the agent's session:\n\n> one\n>\n> three\n\n{ATTRIBUTION}\n{MARKER}\n"
+        )
     );
     let long = "y".repeat(MAX_QUOTED_CHARS + 10);
     let body = report_body("a", Via::Cli, &long);

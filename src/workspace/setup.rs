@@ -17,34 +17,16 @@ use std::time::Duration;
 /// The end of a failed command's output that the event and the error quote.
 const OUTPUT_TAIL: usize = 1500;
 
-/// `arg` with the placeholders replaced, in one pass.
+/// `arg` with the placeholders replaced, by the one substitution
+/// ([`crate::substitute`]): in one pass, inside this one argument.
 pub(super) fn substitute(arg: &str, record: &WorkspaceRecord, repo_path: &str) -> String {
     let worktree = record.dir.display().to_string();
-    let mut out = String::with_capacity(arg.len());
-    let mut rest = arg;
-    while let Some(at) = rest.find('{') {
-        out.push_str(&rest[..at]);
-        let tail = &rest[at..];
-        let value = [
-            ("{worktree}", worktree.as_str()),
-            ("{repoPath}", repo_path),
-            ("{branch}", record.branch.as_str()),
-        ]
-        .into_iter()
-        .find(|(name, _)| tail.starts_with(name));
-        match value {
-            Some((name, value)) => {
-                out.push_str(value);
-                rest = &tail[name.len()..];
-            }
-            None => {
-                out.push('{');
-                rest = &tail[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
+    let table = [
+        ("{worktree}", Some(worktree.as_str())),
+        ("{repoPath}", Some(repo_path)),
+        ("{branch}", Some(record.branch.as_str())),
+    ];
+    crate::substitute::element(arg, &table, crate::substitute::Missing::Empty).unwrap_or_default()
 }
 
 impl Workspaces {

@@ -3,7 +3,7 @@
 //! review and close is shaped and **recorded as pending** (in time order) before anything
 //! is fed — so the cursors and ETags can move in the same write.
 
-use super::fetch::{Listing, Snapshot, Stream, is_watched};
+use super::fetch::{Listing, Snapshot, Stream};
 use super::{checks, labels};
 use crate::config::RepoConfig;
 use crate::github::{EtagCache, models};
@@ -143,7 +143,7 @@ fn upsert(ledger: &mut Ledger, ctx: &Ctx<'_>, raw: &Value) {
     let Some(n) = models::number(raw) else {
         return;
     };
-    let watched = is_watched(ctx.rc, raw);
+    let watched = ctx.rc.watches(raw);
     let item = shape::trim_item(raw);
     match ledger.items.get_mut(&n) {
         Some(entry) => {

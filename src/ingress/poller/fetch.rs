@@ -187,27 +187,12 @@ impl Snapshot {
     }
 }
 
-/// Whether an item is watched under the repo's config: open, of a watched kind, and
-/// carrying the label (case-insensitively; `""` watches every open item).
-pub fn is_watched(rc: &RepoConfig, item: &Value) -> bool {
-    let kind_ok = if models::is_pull_request(item) {
-        rc.pull_requests
-    } else {
-        rc.issues
-    };
-    let label_ok = rc.label.is_empty()
-        || models::label_names(item)
-            .iter()
-            .any(|l| l.eq_ignore_ascii_case(&rc.label));
-    models::state(item) == Some("open") && kind_ok && label_ok
-}
-
 fn upsert(view: &mut BTreeMap<u64, Known>, rc: &RepoConfig, item: &Value) {
     let Some(n) = models::number(item) else {
         return;
     };
     let k = view.entry(n).or_default();
-    k.watched = is_watched(rc, item);
+    k.watched = rc.watches(item);
     k.is_pr = models::is_pull_request(item);
     k.comments = item["comments"].as_u64().unwrap_or(1);
     k.updated_at = models::updated_at(item);

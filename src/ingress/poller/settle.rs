@@ -1,4 +1,4 @@
-//! The feed phase: every pending event of a repo goes to the `Ingest`, in order (those
+//! The settle phase: every pending event of a repo goes to the `Ingest`, in order (those
 //! parked behind a webhook claim in flight wait for it, `ingress::claims`), and
 //! each outcome is written to the ledger the moment it settles (so a crash re-feeds only
 //! what was in flight). A delivery that fails `maxRetries` times more is given up: a

@@ -114,6 +114,10 @@ async fn the_operator_runs_the_loop_from_the_screen() {
         .wait_text(&format!("+per_repo = true # {DIFF_MARK}"))
         .await;
     screen.keys(&["Escape"]);
+    // An Escape followed at once by another key reads as Alt+key: let it land first.
+    screen
+        .wait_for("the diff to close", |t| !t.contains("Diff · octo/repo#15"))
+        .await;
 
     // A critic by key: picker, run, spinner while it works, then its result.
     screen.keys(&["c"]);

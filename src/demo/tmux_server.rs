@@ -269,7 +269,15 @@ mod tests {
             .unwrap();
         assert!(started.success());
         let socket = socket_file(dir.path(), &name).unwrap();
-        let server = servers_named(&name);
+        // tmux daemonizes by forking: for a moment the fork and the server share the argv.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let server = loop {
+            let found = servers_named(&name);
+            if found.len() == 1 || std::time::Instant::now() > deadline {
+                break found;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
         assert_eq!(server.len(), 1, "found by its argv");
         let panes = children_of(server[0]);
         assert_eq!(panes.len(), 1, "the pane's sleep");

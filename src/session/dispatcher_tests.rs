@@ -431,6 +431,8 @@ async fn the_dedupe_survives_a_restart_and_a_corrupt_store_is_moved_aside() {
     let f = Fixture::new();
     f.live_session(1);
     assert_eq!(f.ingest(comment(1, 1, "x")).await, Disposition::Delivered);
+    // The store is saved by the state writer, unawaited: wait for it as a restart would.
+    crate::state_writer::flush().wait().await.unwrap();
     let paths = crate::paths::StatePaths::new(f.dir.path());
     let again = crate::session::Dispatcher::new(f.sessions.clone(), &f.config, &paths).unwrap();
     let got = crate::ingress::Ingest::ingest(&again, comment(1, 1, "x")).await;

@@ -161,6 +161,9 @@ pub struct Sessions {
 }
 
 impl Sessions {
+    /// Over the given parts (tests use fakes). A process builds its sessions with
+    /// `Sessions::open` (supervisor/wiring.rs), the one wiring with real tmux and the
+    /// poll-ledger hook.
     pub fn new(
         tmux: Arc<dyn Tmux>,
         registry: Registry,
@@ -195,6 +198,10 @@ impl Sessions {
 
     pub fn tmux(&self) -> &Arc<dyn Tmux> {
         &self.tmux
+    }
+
+    pub fn events(&self) -> &EventLog {
+        &self.events
     }
 
     /// The workspaces of this state root, as the settings in force place them.

@@ -58,3 +58,37 @@ impl Sessions {
         Self::new(Arc::new(tmux), registry, events, settings).with_ledger(Arc::new(ledger))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingress::ledger;
+    use crate::session::{Origin, SessionRecord};
+    use crate::work_item::WorkItemRef;
+
+    /// `sessions reset` and a viewer TUI's reset both leave the poller its note (the
+    /// viewer's sessions had no ledger hook before there was one wiring).
+    #[tokio::test]
+    async fn sessions_opened_by_any_command_forget_a_reset_item_in_the_poll_ledger() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(dir.path());
+        let mut config = Config::default();
+        // A tmux server nobody runs: the reset finds no pane there and starts none.
+        config.sessions.tmux.socket = format!("the-loop-wiring-{}", std::process::id());
+        let loaded = LoadedConfig {
+            config,
+            path: None,
+            warnings: Vec::new(),
+        };
+        let item = WorkItemRef::new("octo", "repo", 15);
+        for source in [Source::Cli, Source::Tui] {
+            let sessions = Sessions::open(&loaded, &paths, source).unwrap();
+            let record = SessionRecord::new(&item, "agent", dir.path().to_path_buf());
+            sessions.registry().put(&record).unwrap();
+            let ended = sessions.reset(&item, &Origin::cli()).await.unwrap();
+            assert!(!ended.tmux_killed);
+            assert!(sessions.registry().get(&item).unwrap().is_none());
+        }
+        assert_eq!(ledger::pending_forgets(&paths, "octo/repo").len(), 2);
+    }
+}

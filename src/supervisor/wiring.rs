@@ -66,8 +66,8 @@ mod tests {
     use crate::session::{Origin, SessionRecord};
     use crate::work_item::WorkItemRef;
 
-    /// `sessions reset` and a viewer TUI's reset both leave the poller its note (the
-    /// viewer's sessions had no ledger hook before there was one wiring).
+    /// Sessions opened by any command leave the poller its note on a reset (the `reply`
+    /// and viewer-TUI sessions had no ledger hook before there was one wiring).
     #[tokio::test]
     async fn sessions_opened_by_any_command_forget_a_reset_item_in_the_poll_ledger() {
         let dir = tempfile::tempdir().unwrap();

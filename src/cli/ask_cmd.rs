@@ -10,7 +10,7 @@
 //! GitHub failed, 2 when the config is broken — the agent waits either way, and the
 //! operator answers in the TUI.
 
-use super::{CliError, CliResult, Ctx, failed, usage};
+use super::{CliError, CliResult, Ctx, Threads, failed, start_runtime, usage};
 use crate::config;
 use crate::events::EventLog;
 use crate::github::Client;
@@ -56,10 +56,7 @@ pub fn run(args: AskArgs, ctx: &Ctx) -> CliResult {
     let request = Ask::new(work_item, question, session, ask::local_user());
 
     let paths = StatePaths::from_env();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| failed(anyhow!("cannot start the async runtime: {e}")))?;
+    let runtime = start_runtime(Threads::One)?;
     if let Some(supervisor) = OperatorClient::new(&paths) {
         match runtime.block_on(supervisor.ask(&request)) {
             Ok(asked) => return finish(&request.work_item, asked.comment, false),

@@ -1,6 +1,6 @@
 //! `the-loop config check | init | path`.
 
-use super::{CliResult, Ctx, usage};
+use super::{CliResult, Ctx, Threads, usage};
 use crate::config::{self, Environment, PathSource, ResolvedPath};
 use anyhow::{Context, anyhow};
 use std::path::{Path, PathBuf};
@@ -57,10 +57,7 @@ fn check(env: &Environment, flag: Option<&Path>) -> CliResult {
 
 /// Where each repo's sessions will work (SPEC §16.1): worktrees, or a shared path.
 fn workspace_notes(config: &config::Config) -> Vec<String> {
-    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    else {
+    let Ok(runtime) = super::runtime(Threads::One) else {
         return Vec::new();
     };
     runtime.block_on(crate::workspace::describe_modes(

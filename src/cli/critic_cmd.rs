@@ -2,7 +2,7 @@
 //! [`crate::critic`]. `run` prints exactly one envelope on stdout; everything else goes
 //! to stderr and the log. Exit 0 ok, 1 the round (or its post) failed, 2 misconfiguration.
 
-use super::{CliError, CliResult, Ctx, failed, usage};
+use super::{CliError, CliResult, Ctx, Threads, failed, start_runtime, usage};
 use crate::config::{self, LoadedConfig};
 use crate::critic::{self, Envelope, Listing, Prompt, Recorder, Request, RunError};
 use crate::events::{EventLog, Source};
@@ -209,7 +209,7 @@ fn run_critic(args: RunArgs, ctx: &Ctx) -> CliResult {
     let recorder = work_item
         .as_ref()
         .map(|_| Recorder::new(&paths, EventLog::open(&paths)));
-    let runtime = runtime()?;
+    let runtime = start_runtime(Threads::One)?;
     let round = runtime
         .block_on(critic::run_round_until(
             spec,
@@ -279,7 +279,7 @@ fn post_saved(args: PostArgs, ctx: &Ctx) -> CliResult {
         )));
     }
     let loaded = load(ctx)?;
-    let url = runtime()?
+    let url = start_runtime(Threads::One)?
         .block_on(post_and_log(
             &loaded,
             &envelope,
@@ -323,13 +323,6 @@ fn parse_ref(value: Option<&str>, flag: &str) -> Result<Option<WorkItemRef>, Cli
     value
         .map(|v| v.parse().map_err(|e| usage(anyhow!("{flag}: {e}"))))
         .transpose()
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| failed(anyhow!("cannot start the async runtime: {e}")))
 }
 
 fn write_stdout(text: &str) -> CliResult {

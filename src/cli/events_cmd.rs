@@ -5,7 +5,7 @@
 //! rotation. Human lines by default; `--json` prints the matching lines exactly as
 //! written. A missing log is simply empty.
 
-use super::{CliResult, Ctx, failed, usage};
+use super::{CliResult, Ctx, Threads, failed, usage};
 use crate::events::{EventReader, Filter, Follower, Level, ReadStats, Record, rotate};
 use crate::paths::StatePaths;
 use anyhow::anyhow;
@@ -76,9 +76,7 @@ fn print_all(path: &Path, filter: &Filter, follow: bool, printer: &mut Printer) 
         return Ok(());
     }
     let follower = Follower::from_offset(path, reader.position(), filter.clone());
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = super::runtime(Threads::One)?;
     runtime.block_on(follow_until_interrupted(follower, printer))
 }
 

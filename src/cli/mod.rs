@@ -107,6 +107,35 @@ pub fn usage(error: impl Into<anyhow::Error>) -> CliError {
     }
 }
 
+/// How many threads a command's async runtime runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Threads {
+    /// This thread only: a command that waits on one thing at a time.
+    One,
+    /// A pool (tokio's default size when `None`): the supervisor, the screen.
+    Pool(Option<usize>),
+}
+
+/// The async runtime a command runs on, timers and I/O enabled.
+pub(crate) fn runtime(threads: Threads) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = match threads {
+        Threads::One => tokio::runtime::Builder::new_current_thread(),
+        Threads::Pool(workers) => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            if let Some(workers) = workers {
+                builder.worker_threads(workers);
+            }
+            builder
+        }
+    };
+    builder.enable_all().build()
+}
+
+/// [`runtime`], a failure said as the commands say it (exit 1).
+pub(crate) fn start_runtime(threads: Threads) -> Result<tokio::runtime::Runtime, CliError> {
+    runtime(threads).map_err(|e| failed(anyhow::anyhow!("cannot start the async runtime: {e}")))
+}
+
 impl From<anyhow::Error> for CliError {
     fn from(error: anyhow::Error) -> Self {
         failed(error)

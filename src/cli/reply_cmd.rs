@@ -8,15 +8,14 @@
 //! ref, empty text or a broken config.
 
 use super::ask_cmd::read_text;
-use super::{CliError, CliResult, Ctx, failed, usage};
+use super::{CliError, CliResult, Ctx, Threads, start_runtime, usage};
 use crate::config;
-use crate::events::{EventLog, Source};
+use crate::events::Source;
 use crate::github::Client;
 use crate::operator::{ClientError, OperatorClient};
 use crate::paths::StatePaths;
 use crate::session::reply::{Replied, Report, reply_text};
-use crate::session::{Registry, Replier, ReplyError, ReplyRequest, Sessions, Settings, Via};
-use crate::tmux::RealTmux;
+use crate::session::{Replier, ReplyError, ReplyRequest, Sessions, Via};
 use crate::work_item::WorkItemRef;
 use anyhow::anyhow;
 use std::path::PathBuf;
@@ -62,10 +61,7 @@ pub fn run(args: ReplyArgs, ctx: &Ctx) -> CliResult {
     if reply_text(&request.text).is_none() {
         return Err(refused(ReplyError::EmptyText));
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| failed(anyhow!("cannot start the async runtime: {e}")))?;
+    let runtime = start_runtime(Threads::One)?;
     let paths = StatePaths::from_env();
     if let Some(supervisor) = OperatorClient::new(&paths) {
         match runtime.block_on(supervisor.reply(&request)) {
@@ -82,11 +78,7 @@ pub fn run(args: ReplyArgs, ctx: &Ctx) -> CliResult {
     }
 
     let loaded = config::load(ctx.config_flag.as_deref()).map_err(usage)?;
-    let settings = Settings::new(&loaded.config, loaded.path.clone(), &paths).map_err(usage)?;
-    let events = EventLog::open(&paths);
-    let registry = Registry::new(&paths, events.clone(), Source::Cli);
-    let tmux = RealTmux::from_config(&loaded.config);
-    let sessions = Arc::new(Sessions::new(Arc::new(tmux), registry, events, settings));
+    let sessions = Arc::new(Sessions::open(&loaded, &paths, Source::Cli).map_err(usage)?);
     let replier = match Client::from_config(&loaded.config.github) {
         Ok(client) => Replier::new(sessions).with_github(Arc::new(client)),
         Err(e) => Replier::new(sessions).without_github(e.to_string()),

@@ -6,7 +6,7 @@
 //! the cycle went through, 1 when GitHub could not be read or a delivery failed (it is
 //! retried on the next run), 2 for configuration errors.
 
-use super::{CliError, CliResult, Ctx, failed, usage};
+use super::{CliError, CliResult, Ctx, Threads, failed, usage};
 use crate::ingress::poller::CycleReport;
 use crate::supervisor::{
     CycleEnd, Mode, ServerState, StartError, StopReason, Supervisor, SupervisorHandle,
@@ -24,10 +24,7 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs, ctx: &Ctx) -> CliResult {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(failed)?;
+    let runtime = super::runtime(Threads::Pool(None)).map_err(failed)?;
     let mode = if args.once { Mode::RunOnce } else { Mode::Run };
     let options = SupervisorOptions::new(mode).config_flag(ctx.config_flag.clone());
     runtime.block_on(async move {

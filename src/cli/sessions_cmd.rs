@@ -6,22 +6,21 @@
 //! 1 the operation failed (no such session, tmux or the harness missing), 2 usage or
 //! configuration (a bad ref, an unknown harness).
 
-use super::{CliError, CliResult, Ctx, failed, usage};
+use super::{CliError, CliResult, Ctx, Threads, failed, usage};
 use crate::config;
-use crate::events::{EventLog, Source};
+use crate::events::Source;
 use crate::paths::StatePaths;
 use crate::session::activity::{self, ActivityState, ActivityTracker, SessionActivity};
 use crate::session::hooks::{self, Answered, Decision};
 use crate::session::{
-    OpenQuestions, Origin, PaneState, PromptInputs, Registry, SessionError, SessionRecord,
-    Sessions, Settings, StartOutcome, Toggle,
+    OpenQuestions, Origin, PaneState, PromptInputs, SessionError, SessionRecord, Sessions,
+    StartOutcome, Toggle,
 };
-use crate::tmux::{self, RealTmux, Socket};
+use crate::tmux::{self, Socket};
 use crate::work_item::WorkItemRef;
 use crate::workspace::Finished;
 use anyhow::anyhow;
 use serde_json::{Value, json};
-use std::sync::Arc;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum SessionsCommand {
@@ -89,18 +88,9 @@ pub enum SessionsCommand {
 pub fn run(cmd: SessionsCommand, ctx: &Ctx) -> CliResult {
     let loaded = config::load(ctx.config_flag.as_deref()).map_err(usage)?;
     let paths = StatePaths::from_env();
-    let settings = Settings::new(&loaded.config, loaded.path.clone(), &paths).map_err(usage)?;
-    let events = EventLog::open(&paths);
-    let registry = Registry::new(&paths, events.clone(), Source::Cli);
-    let tmux = RealTmux::from_config(&loaded.config);
-    let socket = tmux.socket().clone();
-    let ledger = crate::supervisor::PollLedgerHook::new(paths.clone());
-    let sessions =
-        Sessions::new(Arc::new(tmux), registry, events, settings).with_ledger(Arc::new(ledger));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(failed)?;
+    let sessions = Sessions::open(&loaded, &paths, Source::Cli).map_err(usage)?;
+    let socket = Socket::from_config(&loaded.config.sessions.tmux.socket);
+    let runtime = super::runtime(Threads::One).map_err(failed)?;
     let origin = Origin::cli();
     match cmd {
         SessionsCommand::List { json } => runtime.block_on(list(&sessions, json)),

@@ -13,17 +13,16 @@
 //! supervisor shuts down: queued deliveries get their grace period, and what does not
 //! settle is retried by the next start.
 
-use super::{CliError, CliResult, Ctx, failed, usage};
+use super::{CliError, CliResult, Ctx, Threads, failed, start_runtime, usage};
 use crate::config::{self, LoadedConfig};
 use crate::critic::{CriticRunner, Recorder};
 use crate::events::{EventLog, Source};
 use crate::github::Client;
 use crate::paths::StatePaths;
-use crate::session::{Registry, Replier, Sessions, Settings};
+use crate::session::{Replier, Sessions};
 use crate::supervisor::{
     CycleEnd, Mode, StartError, StopReason, Supervisor, SupervisorHandle, SupervisorOptions,
 };
-use crate::tmux::RealTmux;
 use crate::tui::live::{LiveBackend, LiveParts, Supervision};
 use crate::tui::{self, RunOptions};
 use anyhow::anyhow;
@@ -51,11 +50,7 @@ pub fn run(args: TuiArgs, ctx: &Ctx) -> CliResult {
     let mut options = RunOptions::new(loaded.config.tui.clone());
     options.utc_offset = crate::time::local_offset();
     options.focus = args.attach;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| failed(anyhow!("cannot start the async runtime: {e}")))?;
+    let runtime = start_runtime(Threads::Pool(Some(2)))?;
     let result = runtime.block_on(screen(ctx, loaded, options));
     // Critic rounds still running are dropped with the runtime (their groups killed).
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
@@ -127,16 +122,8 @@ async fn view(
     loaded: LoadedConfig,
     options: RunOptions,
 ) -> CliResult {
-    let settings = Settings::new(&loaded.config, loaded.path.clone(), &paths).map_err(usage)?;
-    let events = EventLog::open(&paths);
-    let registry = Registry::new(&paths, events.clone(), Source::Tui);
-    let tmux = RealTmux::from_config(&loaded.config);
-    let sessions = Arc::new(Sessions::new(
-        Arc::new(tmux),
-        registry,
-        events.clone(),
-        settings,
-    ));
+    let sessions = Arc::new(Sessions::open(&loaded, &paths, Source::Tui).map_err(usage)?);
+    let events = sessions.events().clone();
     let github = Client::from_config(&loaded.config.github)
         .map(Arc::new)
         .map_err(|e| e.to_string());

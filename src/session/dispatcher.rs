@@ -17,9 +17,10 @@
 
 use super::dedupe_store::DedupeStore;
 use super::jobs::{Job, JobKind, Target};
-use super::lifecycle::{Origin, PromptInputs, Sessions};
 use super::queue::Lanes;
 use super::registry::same_item;
+use super::sessions::{Origin, Sessions};
+use super::spawn::PromptInputs;
 use crate::config::{Config, SpawnPolicy};
 use crate::events::{Event, EventType, Level, Source};
 use crate::ingress::{Disposition, InboundEvent, Ingest};

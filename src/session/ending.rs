@@ -13,8 +13,8 @@
 //! A stop or close of an already closed session checks a kept worktree again (the work
 //! may have been pushed since).
 
-use super::lifecycle::{Origin, PaneState, SessionError, Sessions};
 use super::registry::{SessionRecord, Status};
+use super::sessions::{Origin, PaneState, SessionError, Sessions};
 use crate::events::{Event, EventType, Source};
 use crate::work_item::WorkItemRef;
 use crate::workspace::Finished;

@@ -1,20 +1,17 @@
 //! What a session's worker does with each queued job, and the events that say how it
 //! went (`dispatch.*`, `control.refused`; the lifecycle logs `session.*`).
 
+use super::delivery::{Delivered, DeliveryFailure};
 use super::dispatcher::{Inner, non_empty};
-use super::lifecycle::{Origin, PromptInputs, SessionError, StartOutcome, Toggle};
-use super::paste_lock;
-use super::respawn::{Delivered, DeliveryFailure};
+use super::sessions::{Origin, SessionError, Toggle};
+use super::spawn::{PromptInputs, StartOutcome};
 use crate::events::{Event, EventType, Level, Source};
 use crate::ingress::Disposition;
 use crate::routing::ControlCommand;
 use crate::tmux::PaneId;
 use crate::work_item::WorkItemRef;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio::sync::oneshot;
-
-/// How long a delivery waits for a reply being pasted into the same session.
-const PASTE_LOCK_WAIT: Duration = Duration::from_secs(30);
 
 /// Where an event goes.
 pub(crate) enum Target {
@@ -87,10 +84,8 @@ impl Inner {
                 ci_key,
             } => {
                 let started = Instant::now();
-                // An operator's reply (any process) must not land between this paste
-                // and its submit.
-                let dir = self.sessions.registry().dir();
-                let _paste = paste_lock::acquire_or_warn(dir, &item, PASTE_LOCK_WAIT).await;
+                // Under the session's paste lock: an operator's reply (any process)
+                // never lands between this paste and its submit.
                 let result = self.sessions.deliver_event(&item, &inputs).await;
                 if let Ok(Delivered {
                     pane,

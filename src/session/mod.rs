@@ -9,32 +9,33 @@ pub mod activity;
 pub mod ask;
 mod dedupe_store;
 pub mod deliver;
+mod delivery;
 pub mod dispatcher;
 mod ending;
 pub mod hooks;
 mod jobs;
-pub mod lifecycle;
 pub mod paste_lock;
 pub mod questions;
 mod queue;
 pub mod registry;
 pub mod reply;
 mod respawn;
+mod sessions;
 pub mod settings;
 pub mod signal;
+mod spawn;
 #[cfg(test)]
 mod test_support;
 
 pub use activity::{ActivityState, ActivityTracker, SessionActivity, StateSource, observe};
 pub use deliver::{DeliverError, Delivery, deliver};
+pub use delivery::{Delivered, DeliveryFailure};
 pub use dispatcher::{Dispatcher, DispatcherError};
 pub use ending::{Ended, LedgerHook};
-pub use lifecycle::{
-    Origin, PaneState, PromptInputs, SessionError, Sessions, StartOutcome, Toggle,
-};
 pub use questions::{OpenQuestions, Question};
 pub use registry::{Registry, RegistryError, SessionRecord, Status};
 pub use reply::{Replied, Replier, ReplyError, ReplyRequest, Via};
-pub use respawn::{Delivered, DeliveryFailure};
+pub use sessions::{Origin, PaneState, SessionError, Sessions, Toggle};
 pub use settings::{Settings, Timings};
 pub use signal::{ProcessSignaller, Signaller};
+pub use spawn::{PromptInputs, StartOutcome};

@@ -72,18 +72,6 @@ pub async fn acquire(
     }
 }
 
-/// The dispatcher's form: waits up to `wait`, then delivers anyway (with a warning)
-/// rather than hold an event back behind a paste that never finishes.
-pub async fn acquire_or_warn(dir: &Path, item: &WorkItemRef, wait: Duration) -> Option<PasteLock> {
-    match acquire(dir, item, wait).await {
-        Ok(lock) => Some(lock),
-        Err(error) => {
-            tracing::warn!(%item, "delivering without the paste lock: {error}");
-            None
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

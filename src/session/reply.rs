@@ -7,22 +7,23 @@
 //! session, or a closed one (404 / exit 1: a reply never spawns a session); a paused
 //! session (400 / exit 1); no live pane (404 / exit 1: a reply never respawns — the
 //! agent that asked is gone, and a fresh one would not know the question). Otherwise
-//! the framed text goes through the one paste path ([`deliver`]) while holding the
-//! session's paste lock ([`super::paste_lock`]), so it never lands between another
-//! delivery's paste and its submit. Then, unless disabled, a marked delivery report
+//! the framed text goes through the one paste into a session (`Sessions::paste_into`,
+//! under the reply's policy) while holding the session's paste lock
+//! ([`super::paste_lock`]), so it never lands between another delivery's paste and its
+//! submit. Then, unless disabled, a marked delivery report
 //! quoting the reply is posted on the work item; a failed report does not undo the
 //! delivery. `session.reply_sent` records who (the claimed actor, for audit only — it
 //! authorizes nothing: whoever can run this already controls the machine) and how it
 //! went, never the text.
 
-use super::deliver::{DeliverError, deliver};
-use super::lifecycle::{PaneState, Sessions};
-use super::paste_lock::{self, PasteLockError};
-use super::registry::{RegistryError, SessionRecord, Status};
+use super::delivery::{Delivered, PasteError, PastePolicy};
+use super::paste_lock::PasteLockError;
+use super::registry::RegistryError;
+use super::sessions::Sessions;
 use crate::events::{Event, EventType, Level, Source};
 use crate::github::Client;
 use crate::guard::sanitize;
-use crate::tmux::{self, PaneId};
+use crate::tmux::PaneId;
 use crate::work_item::RefError;
 use crate::work_item::WorkItemRef;
 use std::sync::Arc;
@@ -223,14 +224,13 @@ impl Replier {
         let item: WorkItemRef = request.work_item.trim().parse()?;
         let text = reply_text(&request.text).ok_or(ReplyError::EmptyText)?;
         let actor = claimed_actor(request.actor.as_deref());
-        let (record, pane, bytes) = match self.paste(&item, &text).await {
+        let (item, pane, bytes) = match self.paste(&item, &text).await {
             Ok(done) => done,
             Err(error) => {
                 self.refused(&item, &actor, request.via, &error);
                 return Err(error);
             }
         };
-        let item = record.work_item;
         let report = if request.comment {
             self.report(&item, &actor, request.via, &text).await
         } else {
@@ -262,69 +262,22 @@ impl Replier {
         })
     }
 
-    /// The checks that need the session, then the paste, under the paste lock.
+    /// The checks that need the session, then the paste, under the paste lock: the
+    /// one paste into a session, under the reply's policy (no respawn, no paste
+    /// without the lock or while tmux does not answer).
     async fn paste(
         &self,
         item: &WorkItemRef,
         text: &str,
-    ) -> Result<(SessionRecord, PaneId, usize), ReplyError> {
-        let record = self.open_record(item)?;
-        let dir = self.sessions.registry().dir();
-        let _lock = paste_lock::acquire(dir, &record.work_item, self.lock_wait)
-            .await
-            .map_err(|e| match e {
-                PasteLockError::Busy { .. } => ReplyError::Busy {
-                    item: record.work_item.to_string(),
-                    error: e.to_string(),
-                },
-                PasteLockError::Io { .. } => ReplyError::PasteFailed {
-                    item: record.work_item.to_string(),
-                    error: e.to_string(),
-                },
-            })?;
-        // Paused or stopped while this reply waited for the lock: refuse all the same.
-        let record = self.open_record(&record.work_item)?;
-        let name = record.work_item.to_string();
-        let pane = match self.sessions.locate(&record.tmux_session).await {
-            PaneState::Live(pane) => pane,
-            PaneState::Dead(_) | PaneState::Absent => {
-                return Err(ReplyError::NoLivePane { item: name });
-            }
-            PaneState::Unknown(error) => {
-                return Err(ReplyError::TmuxUnavailable {
-                    item: name,
-                    error: error.to_string(),
-                });
-            }
-        };
-        let message = framed(&record.work_item, text);
-        let tmux = self.sessions.tmux();
-        let delivery = deliver(tmux.as_ref(), &pane, &message, self.sessions.submit_delay())
-            .await
-            .map_err(|error| paste_failed(&name, &error))?;
-        let pane_id = pane.to_string();
-        let saved = self.sessions.registry().update(&record.work_item, |r| {
-            r.last_event_at = Some(crate::time::now_ts());
-            r.pane_id = Some(pane_id);
-        });
-        if let Err(error) = saved {
-            tracing::warn!(work_item = %record.work_item, "reply not recorded on the session: {error}");
-        }
-        Ok((record, pane, delivery.bytes))
-    }
-
-    /// The record of an open, active session for `item`.
-    fn open_record(&self, item: &WorkItemRef) -> Result<SessionRecord, ReplyError> {
-        let record = self
+    ) -> Result<(WorkItemRef, PaneId, usize), ReplyError> {
+        let policy = PastePolicy::reply(self.lock_wait);
+        let pasted = self
             .sessions
-            .registry()
-            .get(item)?
-            .ok_or_else(|| ReplyError::NoSession(item.to_string()))?;
-        match record.status {
-            Status::Active => Ok(record),
-            Status::Paused => Err(ReplyError::Paused(record.work_item.to_string())),
-            Status::Closed => Err(ReplyError::Closed(record.work_item.to_string())),
-        }
+            .paste_into(item, |item| framed(item, text), &policy)
+            .await
+            .map_err(|error| ReplyError::from(*error))?;
+        let Delivered { pane, bytes, .. } = pasted.delivered;
+        Ok((pasted.work_item, pane, bytes))
     }
 
     async fn report(&self, item: &WorkItemRef, actor: &str, via: Via, text: &str) -> Report {
@@ -367,19 +320,40 @@ impl Replier {
     }
 }
 
-fn paste_failed(item: &str, error: &DeliverError) -> ReplyError {
-    match error.tmux_error() {
-        Some(tmux::Error::PaneDead { .. } | tmux::Error::SessionMissing { .. })
-            if !error.pasted() =>
-        {
-            ReplyError::NoLivePane {
-                item: item.to_string(),
+impl From<PasteError> for ReplyError {
+    fn from(error: PasteError) -> Self {
+        let (item, error) = match error {
+            PasteError::Registry(error) => return Self::Registry(error),
+            PasteError::NoSession(item) => return Self::NoSession(item.to_string()),
+            PasteError::Closed(item) => return Self::Closed(item.to_string()),
+            PasteError::Paused(item) => return Self::Paused(item.to_string()),
+            PasteError::NoLivePane(item) => {
+                return Self::NoLivePane {
+                    item: item.to_string(),
+                };
             }
-        }
-        _ => ReplyError::PasteFailed {
+            PasteError::Lock(item, error @ PasteLockError::Busy { .. }) => {
+                return Self::Busy {
+                    item: item.to_string(),
+                    error: error.to_string(),
+                };
+            }
+            PasteError::Unavailable(item, error) => {
+                return Self::TmuxUnavailable {
+                    item: item.to_string(),
+                    error: error.to_string(),
+                };
+            }
+            PasteError::Lock(item, error) => (item, error.to_string()),
+            PasteError::Paste(item, error) => (item, error.to_string()),
+            // Not under the reply's policy, which neither respawns nor pastes blind.
+            PasteError::Blind { item, error, .. } => (item, error.to_string()),
+            PasteError::Respawn(item, failure) => (item, failure.to_string()),
+        };
+        Self::PasteFailed {
             item: item.to_string(),
-            error: error.to_string(),
-        },
+            error,
+        }
     }
 }
 

@@ -6,6 +6,8 @@ use super::*;
 use crate::github::sim::{Fault, IssueSpec, SimGithub, SimHandle};
 use crate::guard::{ATTRIBUTION, MARKER, is_self_authored, mark_self_authored};
 use crate::ingress::{Disposition, Ingest};
+use crate::session::paste_lock;
+use crate::session::registry::Status;
 use crate::session::test_support::*;
 use crate::tmux::Tmux;
 use crate::tmux::fake::{Call, Failure, Op};

@@ -2,8 +2,8 @@
 
 use super::dispatcher::Dispatcher;
 use super::ending::LedgerHook;
-use super::lifecycle::Sessions;
 use super::registry::{Registry, SessionRecord};
+use super::sessions::Sessions;
 use super::settings::{Settings, Timings};
 use super::signal::Signaller;
 use crate::config::{Config, HarnessConfig, RepoConfig};

@@ -2,11 +2,12 @@
 //! serves webhooks and dispatches. Only one runs per state root (SPEC §11.6).
 //!
 //! [`Supervisor::start`] wires the parts built elsewhere: the config (and its watcher),
-//! the lock, the event log, the GitHub client, tmux, the session lifecycle and its
-//! dispatcher (the one `Ingest`), the poller, the optional webhook listener and the
-//! operator socket (`crate::operator`). It returns a
+//! the lock, the event log, the GitHub client, the sessions (`Sessions::wire`, the one
+//! wiring, in `wiring`) and their dispatcher (the one `Ingest`), the poller, the
+//! optional webhook listener and the operator socket (`crate::operator`). It returns a
 //! [`SupervisorHandle`] — what a screen needs (status, events, the sessions) and the
-//! way to stop it. `the-loop run` and, later, the TUI both start it.
+//! way to stop it. `the-loop run` and `the-loop tui` both start it (a TUI that finds
+//! another supervisor running becomes its viewer instead).
 //!
 //! Nothing is lost on shutdown: polling stops, a cycle with queued deliveries and the
 //! webhook deliveries in flight get a bounded time to settle, and anything that did not
@@ -22,6 +23,7 @@ pub mod lock;
 mod polling;
 mod reload;
 mod status;
+mod wiring;
 
 pub use handle::{CycleEnd, ShutdownReport, StopReason, SupervisorHandle};
 pub use ledger_hook::PollLedgerHook;
@@ -39,7 +41,6 @@ use crate::operator::{OperatorApi, OperatorSocket};
 use crate::paths::StatePaths;
 use crate::routing::prompt::PromptError;
 use crate::session::{Dispatcher, DispatcherError, Registry, Sessions, Settings};
-use crate::tmux::RealTmux;
 use http::HttpServer;
 use ingest::PollIngest;
 use lock::{LockError, SupervisorLock};
@@ -241,13 +242,14 @@ impl Parts {
             Err(e) => tracing::warn!(error = %e, "the event log rotation did not finish"),
         }
         let ledgers = LedgerStore::new(paths.clone(), events.clone());
-        let tmux = RealTmux::from_config(&loaded.config);
-        let registry = Registry::new(&paths, events.clone(), Source::Dispatch);
-        let hook = PollLedgerHook::with_store(paths.clone(), ledgers.clone());
-        let sessions = Arc::new(
-            Sessions::new(Arc::new(tmux), registry, events.clone(), settings)
-                .with_ledger(Arc::new(hook)),
-        );
+        let sessions = Arc::new(Sessions::wire(
+            &loaded.config,
+            &paths,
+            Source::Dispatch,
+            settings,
+            events.clone(),
+            Some(&ledgers),
+        ));
         let dispatcher = Dispatcher::new(Arc::clone(&sessions), &loaded.config, &paths)?;
         recover(&paths, loaded, &ledgers, &dispatcher).await;
         // Resolves the token now (`gh auth token` at most once) so the warning is known.
@@ -296,7 +298,7 @@ impl Parts {
             poll_ingest.clone(),
         )
         .with_ledgers(self.ledgers.clone())
-        .with_sessions(Arc::new(move || open_sessions(&registry)));
+        .with_sessions(Arc::new(move || items_with_open_sessions(&registry)));
         let poll = Arc::new(PollLoop::new(
             poller,
             poll_ingest,
@@ -493,7 +495,7 @@ pub(crate) fn bound_log(events: &EventLog, config: &crate::config::Config) {
 }
 
 /// The items whose sessions are open: the poller follows them for their closure.
-fn open_sessions(registry: &Registry) -> Vec<crate::work_item::WorkItemRef> {
+fn items_with_open_sessions(registry: &Registry) -> Vec<crate::work_item::WorkItemRef> {
     match registry.list() {
         Ok(records) => records
             .into_iter()

@@ -2,11 +2,11 @@
 //! as `poller::next_delay` says), with the newest config applied before each cycle, the
 //! result published to the status, and a shutdown that loses nothing.
 //!
-//! The poller's own `run` abandons a cycle the moment it is told to stop. That is safe
-//! for the ledger (what was not settled stays pending) but can cut a queued delivery in
-//! half and deliver it again on the next start, so the supervisor drives the cycles
-//! itself: a cycle that has handed events to the dispatcher is allowed to finish (within
-//! the grace period); one that was still reading GitHub is dropped at once.
+//! The poller only runs single cycles; this loop decides when, and what a shutdown
+//! mid-cycle does. A cycle that was still reading GitHub is dropped at once (what it had
+//! not settled stays pending in the ledger). One that has handed events to the
+//! dispatcher is allowed to finish within the grace period, so a queued delivery is not
+//! cut in half and delivered again on the next start.
 
 use super::ingest::PollIngest;
 use super::status::StatusCell;

@@ -1,0 +1,283 @@
+//! Starting a session (SPEC §7.1, §16): the harness resolved and found, the
+//! working directory placed (a worktree or the configured path) and trusted, the
+//! spawn template's boot prompt, `new-session` with the environment every session
+//! gets, and `session.spawned` / `session.spawn_failed`.
+
+use super::registry::SessionRecord;
+use super::sessions::{Origin, PaneState, SessionError, Sessions};
+use super::settings::Settings;
+use crate::events::{Event, EventType, Level, Source};
+use crate::harness::Harness;
+use crate::paths;
+use crate::routing::prompt::PromptVars;
+use crate::tmux::{PaneId, SpawnSpec};
+use crate::work_item::WorkItemRef;
+use crate::workspace::Placement;
+
+/// What a prompt is rendered from: the GitHub event (or a stand-in for a start
+/// without one) and its excerpt.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PromptInputs {
+    pub event: String,
+    pub action: String,
+    pub delivery_id: String,
+    /// `owner/name`.
+    pub repository: String,
+    pub excerpt: String,
+}
+
+impl PromptInputs {
+    /// A start with no GitHub event behind it (`sessions start`, the TUI's start key).
+    pub fn manual(item: &WorkItemRef, how: &str) -> Self {
+        Self {
+            event: how.to_string(),
+            action: String::new(),
+            delivery_id: String::new(),
+            repository: item.repo_full_name(),
+            excerpt: "{}".into(),
+        }
+    }
+
+    pub(crate) fn vars<'a>(&'a self, item: &'a WorkItemRef) -> PromptVars<'a> {
+        PromptVars {
+            work_item: item,
+            event: &self.event,
+            action: &self.action,
+            repository: &self.repository,
+            delivery_id: &self.delivery_id,
+            payload_excerpt: &self.excerpt,
+        }
+    }
+}
+
+/// What `start` found or did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StartOutcome {
+    Spawned(SessionRecord),
+    /// An open session with a live harness exists; nothing was started.
+    AlreadyRunning(SessionRecord),
+}
+
+impl Sessions {
+    /// Starts a session for `item` with the spawn template's boot prompt, unless an
+    /// open one with a live harness exists (reported, not duplicated). A dead or absent
+    /// one is replaced by a fresh conversation.
+    pub async fn start(
+        &self,
+        item: &WorkItemRef,
+        inputs: &PromptInputs,
+        origin: &Origin,
+    ) -> Result<StartOutcome, SessionError> {
+        if let Some(existing) = self.registry.get(item)?.filter(|r| r.status.is_open()) {
+            match self.locate(&existing.tmux_session).await {
+                PaneState::Live(_) => return Ok(StartOutcome::AlreadyRunning(existing)),
+                PaneState::Unknown(error) => {
+                    return Err(self.spawn_failed(item, None, origin.spawn_source(), error));
+                }
+                PaneState::Dead(_) | PaneState::Absent => {}
+            }
+        }
+        let settings = self.settings();
+        let harness_name = settings.sessions.harness.clone();
+        let source = origin.spawn_source();
+        let fail =
+            |error: SessionError| self.spawn_failed(item, Some(&harness_name), source, error);
+        if !settings.watches(item) {
+            return Err(fail(SessionError::UnwatchedRepo {
+                item: item.to_string(),
+            }));
+        }
+        let harness =
+            Harness::resolve(&harness_name, &settings.sessions).map_err(|e| fail(e.into()))?;
+        harness
+            .locate(settings.search_path.as_deref())
+            .map_err(|e| fail(e.into()))?;
+        let placement = self
+            .workspaces()
+            .place(item, settings.repo(item), source)
+            .await
+            .map_err(|e| fail(e.into()))?;
+        let cwd = placement.cwd().to_path_buf();
+        if !cwd.is_dir() {
+            return Err(fail(SessionError::NoWorkingDir {
+                item: item.to_string(),
+                path: cwd,
+            }));
+        }
+        self.mark_trusted(&harness, &cwd, item, source).await;
+        let mut record = SessionRecord::new(item, harness.name(), cwd);
+        if let Placement::Worktree(ws) = &placement {
+            record.workspace = Some(ws.dir.clone());
+            record.branch = Some(ws.branch.clone());
+        }
+        record.harness_session_id = harness.mint_session_id();
+        let harness = super::hooks::wire(harness, &settings, item);
+        let prompt = settings.templates.render_spawn(&inputs.vars(item));
+        let argv = harness.fresh_argv(&prompt, record.harness_session_id.as_deref());
+        let pane = self
+            .tmux
+            .new_session(&spawn_spec(&settings, &record, argv))
+            .await
+            .map_err(|e| fail(e.into()))?;
+        record.pane_id = Some(pane.to_string());
+        self.registry.put(&record).map_err(|e| fail(e.into()))?;
+        self.emit(
+            Event::new(origin.spawn_source(), EventType::SessionSpawned)
+                .with("work_item", item.to_string())
+                .with("harness", harness.name())
+                .with("tmux_session", record.tmux_session.as_str())
+                .with("pane", pane.to_string())
+                .with("cwd", record.cwd.display().to_string())
+                .with_opt("branch", record.branch.clone())
+                .with("harness_session_id", record.harness_session_id.clone())
+                .with("trigger", origin.trigger)
+                .with("actor", origin.actor.clone()),
+        );
+        Ok(StartOutcome::Spawned(record))
+    }
+
+    /// Logs `session.spawn_failed` and passes the error on.
+    pub(crate) fn spawn_failed(
+        &self,
+        item: &WorkItemRef,
+        harness: Option<&str>,
+        source: Source,
+        error: impl Into<SessionError>,
+    ) -> SessionError {
+        let error = error.into();
+        let harness =
+            harness.map_or_else(|| self.settings().sessions.harness.clone(), str::to_string);
+        self.emit(
+            Event::new(source, EventType::SessionSpawnFailed)
+                .level(Level::Error)
+                .with("work_item", item.to_string())
+                .with("harness", harness)
+                .with("error", error.to_string()),
+        );
+        error
+    }
+
+    /// Marks `dir` trusted in Claude Code's config before the `claude` harness starts
+    /// there, when the-loop made it or the operator configured it (SPEC §16.6). A
+    /// failure is a warning: the agent still starts, its trust dialog then waits.
+    pub(crate) async fn mark_trusted(
+        &self,
+        harness: &Harness,
+        dir: &std::path::Path,
+        item: &WorkItemRef,
+        source: Source,
+    ) {
+        let settings = self.settings();
+        let Some(file) = settings.claude_config.clone() else {
+            return;
+        };
+        if !harness.is_claude() || !settings.sessions.trust_workspaces {
+            return;
+        }
+        let same = |a: &std::path::Path, b: &std::path::Path| {
+            let canon = |p: &std::path::Path| std::fs::canonicalize(p).ok();
+            canon(a).is_some() && canon(a) == canon(b)
+        };
+        let configured = settings
+            .repo(item)
+            .and_then(crate::config::RepoConfig::working_dir)
+            .is_some_and(|p| same(&p, dir));
+        if !configured && !self.workspaces().owns(dir) {
+            return;
+        }
+        let target = dir.to_path_buf();
+        let marked = tokio::task::spawn_blocking({
+            let file = file.clone();
+            move || crate::workspace::trust::trust(&file, &target)
+        })
+        .await;
+        let error = match marked {
+            Ok(Ok(_)) => return,
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => e.to_string(),
+        };
+        self.emit(
+            Event::new(source, EventType::WorkspaceTrustFailed)
+                .level(Level::Warning)
+                .with("work_item", item.to_string())
+                .with("dir", dir.display().to_string())
+                .with("file", file.display().to_string())
+                .with("error", error),
+        );
+    }
+
+    /// Waits until a freshly spawned harness has drawn something (or the settle time
+    /// passed), so a delivery queued behind the spawn does not reach a program that
+    /// has not set up its terminal yet.
+    pub(crate) async fn settle(&self, pane: &PaneId) {
+        let timings = self.settings().timings;
+        let deadline = tokio::time::Instant::now() + timings.spawn_settle;
+        while tokio::time::Instant::now() < deadline {
+            match self.tmux.capture_pane(pane, false).await {
+                Ok(screen) if !screen.trim().is_empty() => return,
+                Ok(_) => {}
+                Err(_) => return, // gone or unknown: the delivery will find out
+            }
+            tokio::time::sleep(timings.poll).await;
+        }
+    }
+}
+
+/// `new-session` for `record` running `argv`, with the environment every session gets.
+pub(crate) fn spawn_spec(
+    settings: &Settings,
+    record: &SessionRecord,
+    argv: Vec<String>,
+) -> SpawnSpec {
+    let mut env = vec![
+        (
+            paths::ENV_WORK_ITEM.to_string(),
+            record.work_item.to_string(),
+        ),
+        (
+            paths::ENV_HOME.to_string(),
+            settings.home.display().to_string(),
+        ),
+    ];
+    if let Some(config) = &settings.config_path {
+        env.push((paths::ENV_CONFIG.to_string(), config.display().to_string()));
+    }
+    if !settings.sessions.tmux.socket.is_empty() {
+        env.push((
+            paths::ENV_TMUX_SOCKET.to_string(),
+            settings.sessions.tmux.socket.clone(),
+        ));
+    }
+    env.extend(agent_path_env(Some(settings.bin.as_path())));
+    SpawnSpec {
+        name: record.tmux_session.clone(),
+        cwd: record.cwd.clone(),
+        env,
+        argv,
+        remain_on_exit: settings.sessions.tmux.remain_on_exit,
+    }
+}
+
+/// SPEC §16.5: `PATH` starting with the running binary's directory, and `THE_LOOP_BIN`,
+/// so `the-loop ask` works in a session even when the binary was never installed.
+fn agent_path_env(bin: Option<&std::path::Path>) -> Vec<(String, String)> {
+    let Some(bin) = bin.and_then(|b| b.to_str()) else {
+        return Vec::new();
+    };
+    let mut env = vec![(paths::ENV_BIN.to_string(), bin.to_string())];
+    let dir = std::path::Path::new(bin).parent().and_then(|d| d.to_str());
+    // A directory with `:` cannot be a PATH entry; THE_LOOP_BIN still names the binary.
+    if let Some(dir) = dir.filter(|d| !d.is_empty() && !d.contains(':')) {
+        let rest = std::env::var("PATH").unwrap_or_default();
+        let rest: Vec<&str> = rest
+            .split(':')
+            .filter(|p| !p.is_empty() && *p != dir)
+            .collect();
+        let path = std::iter::once(dir)
+            .chain(rest)
+            .collect::<Vec<_>>()
+            .join(":");
+        env.push(("PATH".to_string(), path));
+    }
+    env
+}

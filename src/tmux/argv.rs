@@ -269,6 +269,9 @@ pub fn is_missing(stderr: &str) -> bool {
         "can't find window",
         "session not found",
         "no server running",
+        // What a server with no session left says while it exits (tmux 3.3a): every
+        // query here names its target, so there was nothing to find.
+        "no current target",
     ];
     MISSING.iter().any(|m| stderr.contains(m))
         // A socket file with nobody listening: the server is gone (tmux's own client

@@ -238,6 +238,7 @@ fn missing_is_told_apart_from_other_failures() {
     assert!(is_missing("can't find session: loop-a"));
     assert!(is_missing("can't find pane: %9"));
     assert!(is_missing("no server running on /tmp/tmux-0/x"));
+    assert!(is_missing("no current target"));
     assert!(is_missing(
         "error connecting to /tmp/tmux-0/x (No such file or directory)"
     ));

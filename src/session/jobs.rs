@@ -1,8 +1,8 @@
 //! What a session's worker does with each queued job, and the events that say how it
 //! went (`dispatch.*`, `control.refused`; the lifecycle logs `session.*`).
 
-use super::delivery::{Delivered, DeliveryFailure};
 use super::dispatcher::{Inner, non_empty};
+use super::paste_into::{Delivered, DeliveryFailure};
 use super::sessions::{Origin, SessionError, Toggle};
 use super::spawn::{PromptInputs, StartOutcome};
 use crate::events::{Event, EventType, Level, Source};

@@ -16,7 +16,7 @@
 //! authorizes nothing: whoever can run this already controls the machine) and how it
 //! went, never the text.
 
-use super::delivery::{Delivered, PasteError, PastePolicy};
+use super::paste_into::{Delivered, PasteError, PastePolicy};
 use super::paste_lock::PasteLockError;
 use super::registry::RegistryError;
 use super::sessions::Sessions;

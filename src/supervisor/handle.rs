@@ -2,10 +2,10 @@
 //! way to stop it without losing a delivery.
 
 use super::Mode;
+use super::health::{StatusCell, SupervisorStatus};
 use super::http::HttpServer;
 use super::lock::{LockHolder, SupervisorLock};
 use super::polling::{LoopEnd, PollLoop};
-use super::status::{StatusCell, SupervisorStatus};
 use crate::config::{Config, LoadedConfig};
 use crate::events::{Event, EventLog, EventType, Level};
 use crate::github::Client;

@@ -3,7 +3,7 @@
 //! `server.enabled` and restarted when the `server` section of the config changes — a
 //! listener cannot be rebound in place.
 
-use super::status::{ServerState, StatusCell};
+use super::health::{ServerState, StatusCell};
 use crate::config::Config;
 use crate::events::EventLog;
 use crate::ingress::Ingest;

@@ -16,18 +16,18 @@
 
 pub mod fd_limit;
 mod handle;
+mod health;
 mod http;
 mod ingest;
 mod ledger_hook;
 pub mod lock;
 mod polling;
 mod reload;
-mod status;
 mod wiring;
 
 pub use handle::{CycleEnd, ShutdownReport, StopReason, SupervisorHandle};
+pub use health::{CycleSummary, NO_TOKEN_WARNING, ServerState, SupervisorStatus};
 pub use ledger_hook::PollLedgerHook;
-pub use status::{CycleSummary, NO_TOKEN_WARNING, ServerState, SupervisorStatus};
 
 use crate::config::watch::{ConfigWatch, WatchError};
 use crate::config::{self, ConfigError, LoadedConfig};
@@ -41,12 +41,12 @@ use crate::operator::{OperatorApi, OperatorSocket};
 use crate::paths::StatePaths;
 use crate::routing::prompt::PromptError;
 use crate::session::{Dispatcher, DispatcherError, Registry, Sessions, Settings};
+use health::{StatusCell, SupervisorStatus as Status, WarningSources};
 use http::HttpServer;
 use ingest::PollIngest;
 use lock::{LockError, SupervisorLock};
 use polling::PollLoop;
 use reload::Targets;
-use status::{StatusCell, SupervisorStatus as Status, WarningSources};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

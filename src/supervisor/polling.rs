@@ -8,8 +8,8 @@
 //! dispatcher is allowed to finish within the grace period, so a queued delivery is not
 //! cut in half and delivered again on the next start.
 
+use super::health::StatusCell;
 use super::ingest::PollIngest;
-use super::status::StatusCell;
 use crate::config::Config;
 use crate::github::Client;
 use crate::ingress::poller::{CycleReport, MAX_BACKOFF, Poller, next_delay};

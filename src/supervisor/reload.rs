@@ -3,9 +3,9 @@
 //! loop, the dispatcher's router, the session lifecycle — and restarts the HTTP server
 //! when the `server` section changed.
 
+use super::health::{StatusCell, WarningSources, restart_warning};
 use super::http::HttpServer;
 use super::polling::stopped;
-use super::status::{StatusCell, WarningSources, restart_warning};
 use crate::config::watch::{ConfigWatch, changed_sections};
 use crate::config::{Config, LoadedConfig};
 use crate::paths::StatePaths;

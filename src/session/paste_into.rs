@@ -333,5 +333,5 @@ impl From<PasteError> for DeliveryFailure {
 }
 
 #[cfg(test)]
-#[path = "delivery_tests.rs"]
+#[path = "paste_into_tests.rs"]
 mod tests;

@@ -18,6 +18,7 @@ mod commands;
 mod critics;
 mod diff;
 mod events_pane;
+#[cfg(any(test, feature = "test-support"))]
 pub mod fake;
 pub mod feed;
 mod footer;
@@ -33,6 +34,7 @@ mod preview;
 mod questions;
 mod reply;
 pub mod run;
+#[cfg(any(test, feature = "test-support"))]
 pub mod sample;
 mod sessions;
 mod status;

@@ -3,88 +3,24 @@
 
 use super::e2e::{Setup, World};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
+use the_loop::workspace::test_repo::TestRepo;
+use the_loop::workspace::test_repo::git;
 
-pub struct Repo {
-    /// Holds origin and clone; removed on drop.
-    _dir: tempfile::TempDir,
-    pub origin: PathBuf,
-    pub clone: PathBuf,
-}
+/// The one test-repo builder of the library ([`TestRepo`]: origin and clone, removed on
+/// drop), plus what the end-to-end tests do with it.
+pub struct Repo(TestRepo);
 
-/// `git ARGS` in `dir` with a fixed identity, the user's own git config kept out.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args([
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?} in {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-pub fn has_branch(dir: &Path, branch: &str) -> bool {
-    Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["rev-parse", "--verify", "--quiet"])
-        .arg(format!("refs/heads/{branch}"))
-        .output()
-        .unwrap()
-        .status
-        .success()
+impl std::ops::Deref for Repo {
+    type Target = TestRepo;
+    fn deref(&self) -> &TestRepo {
+        &self.0
+    }
 }
 
 impl Repo {
     pub fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let origin = dir.path().join("origin.git");
-        let seed = dir.path().join("seed");
-        let clone = dir.path().join("clone");
-        std::fs::create_dir_all(&seed).unwrap();
-        git(
-            dir.path(),
-            &["init", "-q", "--bare", origin.to_str().unwrap()],
-        );
-        git(&seed, &["init", "-q"]);
-        std::fs::write(seed.join("README.md"), "the repo\n").unwrap();
-        git(&seed, &["add", "-A"]);
-        git(&seed, &["commit", "-q", "-m", "first"]);
-        git(
-            &seed,
-            &["remote", "add", "origin", origin.to_str().unwrap()],
-        );
-        git(&seed, &["push", "-q", "origin", "main"]);
-        git(
-            dir.path(),
-            &[
-                "clone",
-                "-q",
-                origin.to_str().unwrap(),
-                clone.to_str().unwrap(),
-            ],
-        );
-        Self {
-            _dir: dir,
-            origin,
-            clone,
-        }
+        Self(TestRepo::new())
     }
 
     /// A world whose repo `path` is this clone.

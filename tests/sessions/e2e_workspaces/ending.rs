@@ -3,7 +3,8 @@
 //! CLI and `workspace.kept` say why. `reset --discard-workspace` removes on request.
 
 use crate::support::e2e::{Setup, item};
-use crate::support::workspaces::{Repo, git, has_branch, row, workspace_of};
+use crate::support::workspaces::{Repo, row, workspace_of};
+use the_loop::workspace::test_repo::{git, has_branch};
 
 fn commit(dir: &std::path::Path, file: &str) {
     std::fs::write(dir.join(file), file).unwrap();

@@ -4,8 +4,9 @@
 
 use crate::support::e2e::{LABEL, REPO, Setup, item};
 use crate::support::tmux_server::wait_ready;
-use crate::support::workspaces::{Repo, agent_cwds, git, row, workspace_of};
+use crate::support::workspaces::{Repo, agent_cwds, row, workspace_of};
 use the_loop::github::sim::{PullSpec, ReviewState};
+use the_loop::workspace::test_repo::git;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_sessions_work_in_two_worktrees_on_branches_that_route_back() {

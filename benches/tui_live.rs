@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../tests/common/tmux_server.rs"]
+#[path = "../tests/support/tmux_server.rs"]
 mod tmux_server;
 
 use criterion::{Criterion, criterion_group, criterion_main};

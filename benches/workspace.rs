@@ -14,30 +14,12 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
-use the_loop::config::RepoConfig;
-use the_loop::events::{EventLog, Source};
-use the_loop::paths::StatePaths;
+use the_loop::events::Source;
 use the_loop::work_item::WorkItemRef;
-use the_loop::workspace::{Placement, Workspaces};
+use the_loop::workspace::Placement;
+use the_loop::workspace::test_repo::TestRepo;
 
 const FILES: usize = 10_000;
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=b", "-c", "user.email=b@example.com"])
-        .args([
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
 
 fn du_kib(path: &Path) -> u64 {
     let out = Command::new("du").arg("-sk").arg(path).output().unwrap();
@@ -49,49 +31,20 @@ fn du_kib(path: &Path) -> u64 {
 }
 
 fn bench_worktrees(c: &mut Criterion) {
-    let dir = tempfile::tempdir().unwrap();
-    let (origin, seed, clone) = (
-        dir.path().join("origin.git"),
-        dir.path().join("seed"),
-        dir.path().join("clone"),
-    );
-    std::fs::create_dir_all(&seed).unwrap();
-    git(
-        dir.path(),
-        &["init", "-q", "--bare", origin.to_str().unwrap()],
-    );
-    git(&seed, &["init", "-q"]);
-    for i in 0..FILES {
-        let sub = seed.join(format!("src/m{:02}", i % 100));
-        std::fs::create_dir_all(&sub).unwrap();
-        std::fs::write(
-            sub.join(format!("f{i:05}.rs")),
-            format!("// file {i}\npub fn f{i}() -> usize {{ {i} }}\n"),
-        )
-        .unwrap();
-    }
-    git(&seed, &["add", "-A"]);
-    git(&seed, &["commit", "-q", "-m", "10k files"]);
-    git(
-        &seed,
-        &["remote", "add", "origin", origin.to_str().unwrap()],
-    );
-    git(&seed, &["push", "-q", "origin", "main"]);
-    git(
-        dir.path(),
-        &[
-            "clone",
-            "-q",
-            origin.to_str().unwrap(),
-            clone.to_str().unwrap(),
-        ],
-    );
-    let paths = StatePaths::new(dir.path().join("state"));
-    let ws = Workspaces::at(dir.path().join("worktrees"), &paths, EventLog::open(&paths));
-    let repo = RepoConfig {
-        path: Some(clone.display().to_string()),
-        ..RepoConfig::named("octo/repo")
-    };
+    let git_repo = TestRepo::seeded(|seed| {
+        for i in 0..FILES {
+            let sub = seed.join(format!("src/m{:02}", i % 100));
+            std::fs::create_dir_all(&sub).unwrap();
+            std::fs::write(
+                sub.join(format!("f{i:05}.rs")),
+                format!("// file {i}\npub fn f{i}() -> usize {{ {i} }}\n"),
+            )
+            .unwrap();
+        }
+    });
+    let clone = &git_repo.clone;
+    let ws = git_repo.workspaces();
+    let repo = git_repo.repo_config();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -111,7 +64,7 @@ fn bench_worktrees(c: &mut Criterion) {
         du_kib(&record.dir) + du_kib(&admin),
         du_kib(&record.dir),
         du_kib(&admin),
-        du_kib(&clone),
+        du_kib(clone),
     );
     runtime.block_on(ws.finish(&item, Source::Cli)).unwrap();
 

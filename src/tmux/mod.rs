@@ -6,6 +6,7 @@
 //! the exact argv of every call lives in [`argv`] (pure, tested without tmux).
 
 pub mod argv;
+#[cfg(any(test, feature = "test-support"))]
 pub mod fake;
 pub mod real;
 mod spawn;
@@ -15,6 +16,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+#[cfg(any(test, feature = "test-support"))]
 pub use fake::FakeTmux;
 pub use real::RealTmux;
 

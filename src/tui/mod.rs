@@ -17,6 +17,7 @@ pub mod app;
 pub mod backend;
 mod commands;
 pub mod event_rows;
+#[cfg(any(test, feature = "test-support"))]
 pub mod fake;
 pub mod keymap;
 pub mod keys;
@@ -25,6 +26,7 @@ pub mod live;
 pub mod notify;
 mod panes;
 pub mod run;
+#[cfg(any(test, feature = "test-support"))]
 pub mod sample;
 pub mod terminal;
 pub mod text;

@@ -29,8 +29,8 @@ pub mod status;
 pub mod store;
 pub mod trust;
 
-#[cfg(test)]
-pub(crate) mod test_repo;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_repo;
 
 pub use ending::{Assessment, Finished};
 pub use git::{Git, GitError};

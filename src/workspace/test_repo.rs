@@ -1,5 +1,8 @@
-//! Real git repositories for the workspace tests: a bare "origin" and the operator's
+//! Real git repositories for tests and benchmarks: a bare "origin" and the operator's
 //! clone of it, in a temp dir, with the user's and the system's git config kept out.
+//! The one builder of test repositories — the unit tests here, the end-to-end
+//! workspace tests (`tests/support/workspaces.rs`) and `benches/workspace.rs` use it.
+//! Compiled only for tests (`cfg(test)` or the `test-support` feature).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -54,9 +57,29 @@ pub fn git_output(dir: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// Whether `dir`'s repository has the local branch `branch`.
+pub fn has_branch(dir: &Path, branch: &str) -> bool {
+    let name = format!("refs/heads/{branch}");
+    git_output(dir, &["rev-parse", "--verify", "--quiet", &name])
+        .status
+        .success()
+}
+
+impl Default for TestRepo {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl TestRepo {
-    /// origin with one commit on `main`, cloned.
+    /// origin with one commit on `main` (a `README.md`), cloned.
     pub fn new() -> Self {
+        Self::seeded(|seed| std::fs::write(seed.join("README.md"), "hello\n").unwrap())
+    }
+
+    /// origin whose one commit on `main` holds what `files` writes into the empty work
+    /// tree it is given, cloned.
+    pub fn seeded(files: impl FnOnce(&Path)) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let origin = dir.path().join("origin.git");
         let seed = dir.path().join("seed");
@@ -67,7 +90,7 @@ impl TestRepo {
             &["init", "-q", "--bare", origin.to_str().unwrap()],
         );
         git(&seed, &["init", "-q"]);
-        std::fs::write(seed.join("README.md"), "hello\n").unwrap();
+        files(&seed);
         git(&seed, &["add", "-A"]);
         git(&seed, &["commit", "-q", "-m", "first"]);
         git(

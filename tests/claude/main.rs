@@ -1,0 +1,13 @@
+//! The real agent CLIs, offline: the paste path and the harness hooks against the real
+//! Claude Code and the tests' own fake of the model API, and every built-in adapter's
+//! argv against the real CLIs' help. Without the CLIs installed (scripts/check installs
+//! them) these tests say so and pass, except under CI.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod claude_code;
+mod claude_hooks;
+mod harness_cli;

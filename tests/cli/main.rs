@@ -1,0 +1,13 @@
+//! The binary's own commands and files: `config`, live config reload, critics, the
+//! event log and `events`, the single-supervisor lock.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod cli_config;
+mod config_watch;
+mod critic;
+mod events;
+mod supervisor_lock;

@@ -1,0 +1,9 @@
+//! The GitHub client against wiremock, and the simulated GitHub itself.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod github_client;
+mod github_sim;

@@ -1,0 +1,12 @@
+//! Sessions against real tmux on private sockets: the paste path, the `sessions` CLI
+//! and the dispatcher, ask and reply end to end, and workspaces (real git).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod ask_reply;
+mod e2e_workspaces;
+mod lifecycle;
+mod tmux_paste;

@@ -1,0 +1,307 @@
+//! A hermetic world for driving the real Claude Code 2.1.197 through the-loop (SPEC
+//! §17.6): the test's own fake of the Messages API ([`FakeModel`]), a private `HOME`
+//! and `TMPDIR` for Claude ([`ClaudeHome`]), a private tmux server started with the
+//! environment of §17.6 (so every pane — Claude, the screens — inherits it and nothing
+//! of the developer's), a state root and an operator config whose `claude` harness is
+//! the npm-installed binary with the built-in argv. Sessions are started through the
+//! session module, as `sessions start` does, with `the-loop` itself (the real binary)
+//! as the hook Claude runs.
+//!
+//! Dropping the world ends every process it started: the tmux server with every pane,
+//! any process group of a pane's program that outlived it, then the files.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use super::claude::{ClaudeHome, claude_bin};
+use super::fake_model::FakeModel;
+use super::tmux_server::{BIN, TmuxServer};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use the_loop::events::{EventLog, Source};
+use the_loop::paths::StatePaths;
+use the_loop::session::{Origin, PromptInputs, Registry, SessionRecord, Sessions, Settings};
+use the_loop::work_item::WorkItemRef;
+
+/// Long enough for Claude Code to boot and answer on a loaded two-core machine.
+pub const PATIENCE: Duration = Duration::from_secs(90);
+
+pub fn item() -> WorkItemRef {
+    WorkItemRef::new("octo", "repo", 15)
+}
+
+pub struct ClaudeWorld {
+    pub model: FakeModel,
+    pub tmux: TmuxServer,
+    pub sessions: Sessions,
+    pub state: PathBuf,
+    pub config: PathBuf,
+    pub claude: PathBuf,
+    // Last: the directory holding HOME, the project, the state root.
+    pub home: ClaudeHome,
+}
+
+impl ClaudeWorld {
+    /// `None` (the test is skipped) when Claude Code is not installed.
+    pub async fn new() -> Option<Self> {
+        let claude = claude_bin()?;
+        let model = FakeModel::start().await;
+        let home = ClaudeHome::new(&model.url);
+        let state = home.dir.path().join("state");
+        let config = home.dir.path().join("config.yaml");
+        let tmux = TmuxServer::new();
+        std::fs::write(
+            &config,
+            format!(
+                r#"github: {{apiUrl: "http://127.0.0.1:9"}}
+repos:
+  - {{name: octo/repo, path: "{project}", label: the-loop}}
+routing: {{authorizedUsers: [alice]}}
+polling: {{enabled: false}}
+sessions:
+  harness: claude
+  harnesses:
+    claude: {{command: "{claude}"}}
+  tmux: {{socket: "{socket}", submitDelayMs: 150}}
+tui: {{notify: none}}
+"#,
+                project = home.project.display(),
+                claude = claude.display(),
+                socket = tmux.socket,
+            ),
+        )
+        .unwrap();
+        start_tmux(&tmux, &home, &state, &config);
+        let loaded = the_loop::config::load_file(&config).unwrap();
+        let paths = StatePaths::new(&state);
+        let events = EventLog::open(&paths);
+        let mut settings = Settings::new(&loaded.config, Some(config.clone()), &paths).unwrap();
+        // The hook Claude runs is the real binary, not this test.
+        settings.bin = PathBuf::from(BIN);
+        let registry = Registry::new(&paths, events.clone(), Source::Cli);
+        let sessions = Sessions::new(Arc::new(tmux.tmux()), registry, events, settings);
+        Some(Self {
+            model,
+            tmux,
+            sessions,
+            state,
+            config,
+            claude,
+            home,
+        })
+    }
+
+    /// Starts the session on [`item`] (its boot prompt is the first turn) and waits until
+    /// that turn ended.
+    pub async fn start(&self) -> SessionRecord {
+        let inputs = PromptInputs::manual(&item(), "test");
+        let outcome = self
+            .sessions
+            .start(&item(), &inputs, &Origin::cli())
+            .await
+            .unwrap();
+        let the_loop::session::StartOutcome::Spawned(record) = outcome else {
+            panic!("not spawned: {outcome:?}")
+        };
+        self.wait_events("session.turn_ended", 1).await;
+        record
+    }
+
+    /// Delivers a comment by `alice` on the item, as the dispatcher does.
+    pub async fn deliver(&self, delivery_id: &str, body: &str) -> String {
+        let excerpt = serde_json::json!({
+            "comment": {"user": {"login": "alice"}, "body": body},
+        })
+        .to_string();
+        let inputs = PromptInputs {
+            event: "issue_comment".into(),
+            action: "created".into(),
+            delivery_id: delivery_id.into(),
+            repository: "octo/repo".into(),
+            excerpt,
+        };
+        self.sessions
+            .deliver_event(&item(), &inputs)
+            .await
+            .unwrap_or_else(|e| panic!("delivery failed: {e}"));
+        let vars = the_loop::routing::prompt::PromptVars {
+            work_item: &item(),
+            event: &inputs.event,
+            action: &inputs.action,
+            repository: &inputs.repository,
+            delivery_id: &inputs.delivery_id,
+            payload_excerpt: &inputs.excerpt,
+        };
+        self.sessions.settings().templates.render_event(&vars)
+    }
+
+    /// Every event-log record so far.
+    pub fn events(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.state.join("events.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    pub fn events_named(&self, name: &str) -> Vec<Value> {
+        self.events()
+            .into_iter()
+            .filter(|e| e["event"] == name)
+            .collect()
+    }
+
+    /// Waits until `n` events named `name` are in the log, and returns them.
+    pub async fn wait_events(&self, name: &str, n: usize) -> Vec<Value> {
+        let what = format!("{n} × {name}");
+        self.wait(&what, || {
+            let found = self.events_named(name);
+            (found.len() >= n).then_some(found)
+        })
+        .await
+    }
+
+    /// Polls `check` every 50 ms; on timeout fails showing the pane and the log.
+    pub async fn wait<T>(&self, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+        let start = Instant::now();
+        loop {
+            if let Some(value) = check() {
+                return value;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "timed out waiting for {what}; Claude's pane:\n{}\nthe events:\n{:#?}",
+                self.screen(),
+                self.events()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The session's pane as text.
+    pub fn screen(&self) -> String {
+        let target = format!("={}:", item().tmux_session_name());
+        let out = self.tmux.raw(&["capture-pane", "-p", "-t", &target]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until Claude's pane shows `needle`.
+    pub async fn wait_screen(&self, needle: &str) -> String {
+        self.wait(&format!("`{needle}` in Claude's pane"), || {
+            let s = self.screen();
+            s.contains(needle).then_some(s)
+        })
+        .await
+    }
+
+    /// `the-loop ARGS` against this world's state and config, outside any tmux.
+    pub fn cli(&self, args: &[&str]) -> std::process::Output {
+        Command::new(BIN)
+            .args(args)
+            .env("THE_LOOP_HOME", &self.state)
+            .env("THE_LOOP_CONFIG", &self.config)
+            .env_remove("THE_LOOP_TMUX_SOCKET")
+            .env_remove("THE_LOOP_WORK_ITEM")
+            .env_remove("GH_TOKEN")
+            .env_remove("GITHUB_TOKEN")
+            .env_remove("TMUX")
+            .env_remove("TMUX_PANE")
+            .output()
+            .unwrap()
+    }
+
+    /// The item's row of `sessions list --json`.
+    pub fn listed(&self) -> Value {
+        let out = self.cli(&["sessions", "list", "--json"]);
+        assert!(out.status.success(), "{out:?}");
+        let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["ref"] == item().to_string())
+            .cloned()
+            .unwrap_or_else(|| panic!("{item} not listed: {rows}", item = item()))
+    }
+
+    /// Waits until `sessions list --json` shows `state` (from `source`).
+    pub async fn wait_listed(&self, state: &str, source: &str) -> Value {
+        self.wait(&format!("sessions list to show {state} ({source})"), || {
+            let row = self.listed();
+            (row["state"] == state && row["stateSource"] == source).then_some(row)
+        })
+        .await
+    }
+
+    /// Runs `the-loop tui` in a new 160×48 session of the world's server.
+    pub fn open_screen(&self, name: &str) -> super::tui_world::Screen {
+        let script =
+            format!("unset TMUX TMUX_PANE; '{BIN}' tui; echo \"EXIT:$?\"; exec sleep 86400");
+        let out = self.tmux.raw(&[
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            "160",
+            "-y",
+            "48",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ]);
+        assert!(out.status.success(), "{out:?}");
+        super::tui_world::Screen::on(&self.tmux.socket, name)
+    }
+}
+
+/// The server's global environment is what every pane gets: Claude's of §17.6, this
+/// world's state root and config, and nothing of the developer's tokens or tmux.
+fn start_tmux(
+    tmux: &TmuxServer,
+    home: &ClaudeHome,
+    state: &std::path::Path,
+    config: &std::path::Path,
+) {
+    let mut command = Command::new("tmux");
+    command
+        .args(["-L", &tmux.socket, "-f", "/dev/null"])
+        .args(["new-session", "-d", "-s", "keepalive"])
+        .envs(home.env())
+        .env("THE_LOOP_HOME", state)
+        .env("THE_LOOP_CONFIG", config)
+        .env("THE_LOOP_LOG", "the_loop=debug");
+    for var in [
+        "GH_TOKEN",
+        "GITHUB_TOKEN",
+        "THE_LOOP_GITHUB_API_URL",
+        "THE_LOOP_TMUX_SOCKET",
+        "THE_LOOP_WORK_ITEM",
+        "ANTHROPIC_AUTH_TOKEN",
+        "CLAUDE_CONFIG_DIR",
+        "TMUX",
+        "TMUX_PANE",
+    ] {
+        command.env_remove(var);
+    }
+    assert!(command.status().unwrap().success(), "tmux did not start");
+}
+
+impl Drop for ClaudeWorld {
+    fn drop(&mut self) {
+        // Every pane's program leads its own process group: end what outlives tmux.
+        let out = self.tmux.raw(&["list-panes", "-a", "-F", "#{pane_pid}"]);
+        let pids: Vec<i32> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        let _ = self.tmux.raw(&["kill-server"]);
+        std::thread::sleep(Duration::from_millis(300));
+        for pid in pids {
+            let group = nix::unistd::Pid::from_raw(-pid);
+            let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! Test support shared by every integration-test crate (`tests/<crate>/main.rs` mounts it
+//! once as `mod support;`): private tmux servers, the hermetic worlds the end-to-end tests
+//! drive, fakes of the outside (the model API), and the helpers a suite shares between
+//! its files. Nothing here is a test; each crate uses the part it needs.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+/// `the-loop ask` / `reply` end to end: sessions on fake agents, the dispatcher, the binary.
+pub mod ask_world;
+/// The real Claude Code, offline: its binary and a private `HOME`.
+pub mod claude;
+/// Real Claude Code driven through the-loop against [`fake_model`].
+pub mod claude_world;
+/// `the-loop demo` in a pane of a private outer tmux server.
+pub mod demo;
+/// The supervisor end to end: `the-loop run`, the simulated GitHub, real tmux.
+pub mod e2e;
+/// A local fake of the Anthropic Messages API.
+pub mod fake_model;
+/// The poller against the simulated GitHub, with a recording `Ingest`.
+pub mod poller;
+/// A private tmux server per test, and the path of the binary under test.
+pub mod tmux_server;
+/// The TUI against the in-memory backend: apps from sample data, drawing, snapshots.
+pub mod tui_app;
+/// Figures for `the-loop tui` as a process (printed, never asserted).
+pub mod tui_figures;
+/// `the-loop tui` in a tmux pane, driven with `send-keys`.
+pub mod tui_world;
+/// The webhook receiver on a real server, with a recording `Ingest`.
+pub mod webhook;
+/// The git side of a workspace world: origin, clone, worktree rows.
+pub mod workspaces;
+
+/// The name libtest gives the test function `name` of the module `module` (pass
+/// `module_path!()`): the module path without the crate's name. A test that re-runs its
+/// own binary to be the other process selects its helper test with it (`--exact`).
+pub fn test_name(module: &str, name: &str) -> String {
+    match module.split_once("::") {
+        Some((_crate, path)) => format!("{path}::{name}"),
+        None => name.to_string(),
+    }
+}

@@ -1,0 +1,11 @@
+//! The TUI against the in-memory backend: snapshots of every pane and popup, the update
+//! function driven by keys, the event loop's redraw policy, and terminal restoration.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod event_loop;
+mod permissions;
+mod sizes;
+mod snapshots;
+mod terminal;
+mod themes;
+mod update;

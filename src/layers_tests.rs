@@ -26,7 +26,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 fn is_unit_test_file(path: &Path) -> bool {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    name.ends_with("_tests.rs") || name == "tests.rs"
+    name.ends_with("_tests.rs") || name == "tests.rs" || name == "test_support.rs"
 }
 
 /// The top-level module a file belongs to (`None` for lib.rs and main.rs).

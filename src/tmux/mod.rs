@@ -1,6 +1,6 @@
 //! The tmux layer (SPEC §7.1, §7.3): one trait over the handful of tmux operations the
 //! product needs, a real implementation that runs the `tmux` client ([`real::RealTmux`]),
-//! and an in-memory fake for unit tests ([`fake::FakeTmux`]).
+//! and an in-memory fake for unit tests (`fake::FakeTmux`, compiled for tests only).
 //!
 //! Everything above this module talks to [`Tmux`] and never builds a tmux command line;
 //! the exact argv of every call lives in [`argv`] (pure, tested without tmux).

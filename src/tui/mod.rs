@@ -1,8 +1,8 @@
 //! The operator's screen (SPEC §11): a view over supervisor state and the event log.
 //!
 //! - [`backend::Backend`] is everything the screen needs from the rest of the product
-//!   (the supervisor, or a viewer of another one); [`fake::FakeBackend`] stands in for
-//!   it in tests.
+//!   (the supervisor, or a viewer of another one); `fake::FakeBackend` stands in for
+//!   it in tests (it is compiled for tests only).
 //! - [`app::App`] is the state; it changes only in [`update::update`], which turns an
 //!   [`action::Action`] into state and [`action::Effect`]s (I/O for the loop).
 //! - [`view::render`] draws `&App`; each pane, bar and overlay has its module in

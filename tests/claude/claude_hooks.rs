@@ -331,6 +331,9 @@ async fn a_slow_or_failing_hook_never_breaks_claudes_turn() {
     type_prompt(&world, "First question.").await;
     world.wait_screen("OSPREY").await;
     drop(held);
+    // Every hook of that turn exits within its budget: let the last ones go before the
+    // record is taken away, so none of them writes it back.
+    tokio::time::sleep(the_loop::session::hooks::report::BUDGET * 2).await;
 
     // Failing: the session's record is gone while Claude works.
     let sessions = world.state.join("sessions");
@@ -342,7 +345,14 @@ async fn a_slow_or_failing_hook_never_breaks_claudes_turn() {
     let before = world.model.agent_requests().len();
     type_prompt(&world, "Second question.").await;
     world.wait_screen("HERON").await;
-    std::fs::rename(&aside, &sessions).unwrap();
+    // A hook of the first turn that was still waiting for the lock may have written the
+    // record again meanwhile (recreating the directory): the set-aside files win.
+    std::fs::create_dir_all(&sessions).unwrap();
+    for entry in std::fs::read_dir(&aside).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::rename(entry.path(), sessions.join(entry.file_name())).unwrap();
+    }
+    std::fs::remove_dir(&aside).unwrap();
     assert_eq!(world.model.agent_requests().len(), before + 1);
 
     let screen = world.screen();

@@ -308,4 +308,5 @@ impl Backend for LiveBackend {
 }
 
 #[cfg(test)]
+#[path = "mod_tests.rs"]
 mod tests;

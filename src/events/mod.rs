@@ -13,6 +13,8 @@
 
 pub mod checkpoint;
 mod follow;
+#[cfg(any(test, feature = "test-support"))]
+pub mod lines;
 mod log;
 mod read;
 mod record;

@@ -259,20 +259,8 @@ impl Fixture {
         self.dispatcher.ingest(event).await
     }
 
-    /// Every event-log line so far.
-    pub fn events(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.dir.path().join("events.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
-
     pub fn events_named(&self, name: &str) -> Vec<Value> {
-        self.events()
-            .into_iter()
-            .filter(|e| e["event"] == name)
-            .collect()
+        crate::events::lines::named(&self.dir.path().join("events.jsonl"), name)
     }
 
     /// The submitted texts a pane received (each bracketed paste, in order).

@@ -140,18 +140,11 @@ impl TestRepo {
 
     /// Every event written so far.
     pub fn events(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.state.events())
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
+        crate::events::lines::all(&self.state.events())
     }
 
     pub fn events_named(&self, name: &str) -> Vec<Value> {
-        self.events()
-            .into_iter()
-            .filter(|e| e["event"] == name)
-            .collect()
+        crate::events::lines::named(&self.state.events(), name)
     }
 
     /// Commits `file` with `text` on a new branch of origin (through a second clone),

@@ -207,18 +207,11 @@ sessions:
 
     /// Every event-log line so far.
     pub fn events(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.events.path())
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
+        the_loop::events::lines::all(self.events.path())
     }
 
     pub fn events_named(&self, name: &str) -> Vec<Value> {
-        self.events()
-            .into_iter()
-            .filter(|e| e["event"] == name)
-            .collect()
+        the_loop::events::lines::named(self.events.path(), name)
     }
 
     /// Waits until `name` has been logged `n` times.

@@ -139,18 +139,11 @@ tui: {{notify: none}}
 
     /// Every event-log record so far.
     pub fn events(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.state.join("events.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
+        the_loop::events::lines::all(&self.state.join("events.jsonl"))
     }
 
     pub fn events_named(&self, name: &str) -> Vec<Value> {
-        self.events()
-            .into_iter()
-            .filter(|e| e["event"] == name)
-            .collect()
+        the_loop::events::lines::named(&self.state.join("events.jsonl"), name)
     }
 
     /// Waits until `n` events named `name` are in the log, and returns them.

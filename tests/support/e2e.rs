@@ -402,23 +402,11 @@ sessions:
 
     /// Every event-log line.
     pub fn events(&self) -> Vec<Value> {
-        Self::read_events(&self.home.join("events.jsonl"))
-    }
-
-    /// Every line of an event log.
-    pub fn read_events(path: &Path) -> Vec<Value> {
-        std::fs::read_to_string(path)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .collect()
+        the_loop::events::lines::all(&self.home.join("events.jsonl"))
     }
 
     pub fn events_named(&self, name: &str) -> Vec<Value> {
-        self.events()
-            .into_iter()
-            .filter(|e| e["event"] == name)
-            .collect()
+        the_loop::events::lines::named(&self.home.join("events.jsonl"), name)
     }
 
     /// Waits for an event named `name` that `matches`, and returns it.

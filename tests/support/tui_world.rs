@@ -218,18 +218,11 @@ critics:
 
     /// Every event-log record so far.
     pub fn events(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.home.join("events.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
+        the_loop::events::lines::all(&self.home.join("events.jsonl"))
     }
 
     pub fn events_named(&self, name: &str) -> Vec<Value> {
-        self.events()
-            .into_iter()
-            .filter(|e| e["event"] == name)
-            .collect()
+        the_loop::events::lines::named(&self.home.join("events.jsonl"), name)
     }
 
     /// The visible text of a session's agent pane.

@@ -3,7 +3,7 @@
 //! handle's status, the operator socket, the lock, a server restart on reload, and
 //! shutdown.
 
-use crate::support::e2e::{LABEL, REPO, World};
+use crate::support::e2e::{LABEL, REPO};
 use crate::support::tmux_server::TmuxServer;
 use std::path::Path;
 use std::time::Duration;
@@ -159,7 +159,7 @@ async fn the_handle_reports_status_serves_the_operator_socket_and_restarts_the_s
         "the lock is released"
     );
     assert!(!paths.operator_socket().exists(), "the socket is removed");
-    let stopped = World::read_events(&paths.events())
+    let stopped = the_loop::events::lines::all(&paths.events())
         .into_iter()
         .find(|e| e["event"] == "supervisor.stopped")
         .expect("supervisor.stopped");

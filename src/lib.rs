@@ -18,6 +18,7 @@ pub mod logging;
 pub mod operator;
 pub mod paths;
 pub mod routing;
+pub mod runtime;
 pub mod secrets;
 pub mod server;
 pub mod session;

@@ -57,7 +57,7 @@ fn check(env: &Environment, flag: Option<&Path>) -> CliResult {
 
 /// Where each repo's sessions will work (SPEC §16.1): worktrees, or a shared path.
 fn workspace_notes(config: &config::Config) -> Vec<String> {
-    let Ok(runtime) = super::runtime(Threads::One) else {
+    let Ok(runtime) = crate::runtime::build(Threads::One) else {
         return Vec::new();
     };
     runtime.block_on(crate::workspace::describe_modes(

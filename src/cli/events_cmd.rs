@@ -76,7 +76,7 @@ fn print_all(path: &Path, filter: &Filter, follow: bool, printer: &mut Printer) 
         return Ok(());
     }
     let follower = Follower::from_offset(path, reader.position(), filter.clone());
-    let runtime = super::runtime(Threads::One)?;
+    let runtime = crate::runtime::build(Threads::One)?;
     runtime.block_on(follow_until_interrupted(follower, printer))
 }
 

@@ -15,6 +15,8 @@ pub mod run_cmd;
 pub mod sessions_cmd;
 pub mod tui_cmd;
 
+use crate::runtime;
+pub(crate) use crate::runtime::Threads;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -107,33 +109,10 @@ pub fn usage(error: impl Into<anyhow::Error>) -> CliError {
     }
 }
 
-/// How many threads a command's async runtime runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Threads {
-    /// This thread only: a command that waits on one thing at a time.
-    One,
-    /// A pool (tokio's default size when `None`): the supervisor, the screen.
-    Pool(Option<usize>),
-}
-
-/// The async runtime a command runs on, timers and I/O enabled.
-pub(crate) fn runtime(threads: Threads) -> std::io::Result<tokio::runtime::Runtime> {
-    let mut builder = match threads {
-        Threads::One => tokio::runtime::Builder::new_current_thread(),
-        Threads::Pool(workers) => {
-            let mut builder = tokio::runtime::Builder::new_multi_thread();
-            if let Some(workers) = workers {
-                builder.worker_threads(workers);
-            }
-            builder
-        }
-    };
-    builder.enable_all().build()
-}
-
-/// [`runtime`], a failure said as the commands say it (exit 1).
+/// [`runtime::build`], a failure said as the commands say it (exit 1).
 pub(crate) fn start_runtime(threads: Threads) -> Result<tokio::runtime::Runtime, CliError> {
-    runtime(threads).map_err(|e| failed(anyhow::anyhow!("cannot start the async runtime: {e}")))
+    runtime::build(threads)
+        .map_err(|e| failed(anyhow::anyhow!("cannot start the async runtime: {e}")))
 }
 
 impl From<anyhow::Error> for CliError {

@@ -24,7 +24,7 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs, ctx: &Ctx) -> CliResult {
-    let runtime = super::runtime(Threads::Pool(None)).map_err(failed)?;
+    let runtime = crate::runtime::build(Threads::Pool(None)).map_err(failed)?;
     let mode = if args.once { Mode::RunOnce } else { Mode::Run };
     let options = SupervisorOptions::new(mode).config_flag(ctx.config_flag.clone());
     runtime.block_on(async move {

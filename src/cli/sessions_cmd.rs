@@ -90,7 +90,7 @@ pub fn run(cmd: SessionsCommand, ctx: &Ctx) -> CliResult {
     let paths = StatePaths::from_env();
     let sessions = Sessions::open(&loaded, &paths, Source::Cli).map_err(usage)?;
     let socket = Socket::from_config(&loaded.config.sessions.tmux.socket);
-    let runtime = super::runtime(Threads::One).map_err(failed)?;
+    let runtime = crate::runtime::build(Threads::One).map_err(failed)?;
     let origin = Origin::cli();
     match cmd {
         SessionsCommand::List { json } => runtime.block_on(list(&sessions, json)),

@@ -138,10 +138,7 @@ pub fn run(options: DemoOptions) -> Result<Report, DemoError> {
     world.keep(options.keep_state);
     preflight::sweep_stale(&options.temp_dir, world.root());
     checkout::prepare(&world.workdir(), &world.fix_dir());
-    let outcome = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let outcome = match crate::runtime::build(crate::runtime::Threads::Pool(None)) {
         Ok(runtime) => {
             let outcome = runtime.block_on(stage(&mut world, &options));
             // The simulator and the script stop with the runtime, before the files go.

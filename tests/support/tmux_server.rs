@@ -133,10 +133,12 @@ pub async fn wait_ready(tmux: &RealTmux, pane: &PaneId) {
     .await
 }
 
-/// The log's JSON lines.
+/// The log's complete JSON lines (a line still being written — a 100 KB paste takes
+/// more than one write — is left for the next read).
 pub fn read_log(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    complete
         .lines()
         .map(|l| serde_json::from_str(l).expect("log lines are JSON"))
         .collect()

@@ -96,9 +96,7 @@ impl WorkItemRef {
     /// (owner and repo are case-insensitive). The `h` keeps a hash from ever reading as
     /// an item number.
     fn name_hash(&self) -> String {
-        use sha2::{Digest, Sha256};
-        let digest = Sha256::digest(self.to_string().to_lowercase().as_bytes());
-        format!("h{}", &hex::encode(digest)[..8])
+        name_hash(&self.to_string())
     }
 
     /// The directory of the item's repository under `workspaces.root` (SPEC §16.2):
@@ -160,6 +158,15 @@ fn decode_slug(slug: &str) -> Option<WorkItemRef> {
 /// and number.
 fn same_item(a: &WorkItemRef, b: &WorkItemRef) -> bool {
     a.number == b.number && a.same_repo(b)
+}
+
+/// `h` and the first 8 hex digits of the SHA-256 of `key` lower-cased: the suffix that
+/// keeps a readable file or session name unique when making it readable lost
+/// information.
+pub fn name_hash(key: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(key.to_lowercase().as_bytes());
+    format!("h{}", &hex::encode(digest)[..8])
 }
 
 /// Replaces each run of characters outside `[A-Za-z0-9._-]` with one `-`.

@@ -52,7 +52,27 @@ pub fn ledger_path(paths: &crate::paths::StatePaths, repo: &str) -> PathBuf {
     paths.poll_dir().join(format!("{}.json", file_stem(repo)))
 }
 
+/// Where earlier releases kept `repo`'s ledger, when that is not [`ledger_path`]: the
+/// readable name alone, which `a-b/c` and `a/b-c` shared.
+pub(crate) fn legacy_ledger_path(paths: &crate::paths::StatePaths, repo: &str) -> Option<PathBuf> {
+    let legacy = paths
+        .poll_dir()
+        .join(format!("{}.json", readable_stem(repo)));
+    (legacy != ledger_path(paths, repo)).then_some(legacy)
+}
+
+/// `<owner>-<repo>` lower-cased, and — when a name holds a `-`, so that two repositories
+/// could meet in it (`a-b/c`, `a/b-c`) — the hash of the whole name after it.
 pub(crate) fn file_stem(repo: &str) -> String {
+    let readable = readable_stem(repo);
+    if repo.contains('-') {
+        format!("{readable}-{}", crate::work_item::name_hash(repo))
+    } else {
+        readable
+    }
+}
+
+fn readable_stem(repo: &str) -> String {
     repo.replace('/', "-").to_ascii_lowercase()
 }
 

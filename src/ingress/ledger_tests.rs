@@ -269,3 +269,76 @@ fn claims_are_persisted_and_repos_compared_case_insensitively() {
     assert!(!claim(&again, "o/r"));
     assert!(ledger_path(&paths, "o/r").exists());
 }
+
+#[test]
+fn repositories_whose_readable_names_meet_get_ledgers_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = StatePaths::new(dir.path());
+    let (a, b) = (ledger_path(&paths, "a-b/c"), ledger_path(&paths, "a/b-c"));
+    assert_ne!(a, b);
+    for path in [&a, &b] {
+        let name = path.file_name().unwrap().to_string_lossy();
+        assert!(
+            name.starts_with("a-b-c-h") && name.ends_with(".json"),
+            "{name}"
+        );
+    }
+    assert_eq!(ledger_path(&paths, "A-B/C"), a, "GitHub names ignore case");
+    assert!(ledger_path(&paths, "Octo/Repo").ends_with("poll/octo-repo.json"));
+    assert_eq!(
+        legacy_ledger_path(&paths, "octo/repo"),
+        None,
+        "never renamed"
+    );
+    forget_item(&paths, "a-b/c", 1).unwrap();
+    forget_item(&paths, "a/b-c", 2).unwrap();
+    let numbers = |repo: &str| -> Vec<u64> {
+        pending_forgets(&paths, repo)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect()
+    };
+    assert_eq!(
+        numbers("a-b/c"),
+        [1],
+        "each repo's notes under its own name"
+    );
+    assert_eq!(numbers("a/b-c"), [2]);
+}
+
+#[test]
+fn an_old_ledger_is_moved_to_its_repos_name_and_never_given_to_the_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, paths) = store(dir.path());
+    // What an earlier release wrote for `a-b/c`, at the name `a/b-c` also had.
+    let legacy = paths.poll_dir().join("a-b-c.json");
+    assert_eq!(legacy_ledger_path(&paths, "a-b/c").as_ref(), Some(&legacy));
+    assert_eq!(legacy_ledger_path(&paths, "a/b-c").as_ref(), Some(&legacy));
+    let mut old = ledger_with_item(7);
+    old.repo = "a-b/c".into();
+    old.started_at = Some(at(100));
+    std::fs::create_dir_all(paths.poll_dir()).unwrap();
+    std::fs::write(&legacy, serde_json::to_vec(&old).unwrap()).unwrap();
+
+    // The read-only reader finds it under the old name, for its own repo only.
+    let read = read(&paths, "a-b/c").unwrap().expect("the old ledger");
+    assert!(read.items.contains_key(&7));
+    assert!(
+        crate::ingress::ledger::read(&paths, "a/b-c")
+            .unwrap()
+            .is_none()
+    );
+
+    let other = s.snapshot("a/b-c");
+    assert!(
+        other.started_at.is_none(),
+        "the other repo starts as a first cycle"
+    );
+    assert!(legacy.exists(), "and leaves the old file alone");
+
+    let own = s.snapshot("a-b/c");
+    assert_eq!(own.started_at, Some(at(100)));
+    assert!(own.items.contains_key(&7));
+    assert!(!legacy.exists(), "moved");
+    assert!(ledger_path(&paths, "a-b/c").exists());
+}

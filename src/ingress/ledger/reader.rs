@@ -5,7 +5,7 @@
 //! poller (which moves a corrupt one aside itself, with a `state.corrupt` event, when
 //! it next loads it).
 
-use super::{LEDGER_VERSION, Ledger, ledger_path};
+use super::{LEDGER_VERSION, Ledger, ledger_path, legacy_ledger_path};
 use crate::paths::StatePaths;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -31,6 +31,12 @@ pub enum ReadError {
 /// `repo`'s ledger as it is on disk; `None` when the poller has written none yet.
 pub fn read(paths: &StatePaths, repo: &str) -> Result<Option<Ledger>, ReadError> {
     let mut ledger = read_file(&ledger_path(paths, repo))?;
+    if ledger.is_none()
+        && let Some(legacy) = legacy_ledger_path(paths, repo)
+    {
+        // Not yet moved by a poller of this release: the old name, if it is this repo's.
+        ledger = read_file(&legacy)?.filter(|l| l.repo.eq_ignore_ascii_case(repo));
+    }
     if let Some(ledger) = ledger.as_mut() {
         ledger.repo = repo.to_string();
     }

@@ -6,7 +6,7 @@
 //! §15.6); a caller that must have the change on disk before going on awaits the
 //! returned [`Durable`].
 
-use super::{LEDGER_VERSION, Ledger, ledger_path, notes};
+use super::{LEDGER_VERSION, Ledger, ledger_path, legacy_ledger_path, notes};
 use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::fsutil::{self, StateRead};
 use crate::paths::StatePaths;
@@ -146,6 +146,7 @@ impl Inner {
 /// binary) is moved aside with a `state.corrupt` event, and the repo starts over as a
 /// first cycle (which reads no history, so nothing old is delivered).
 fn load(paths: &StatePaths, events: &EventLog, repo: &str) -> Ledger {
+    adopt_legacy(paths, repo);
     let path = ledger_path(paths, repo);
     let corrupt = |moved_to: Option<std::path::PathBuf>, error: String| {
         let _ = events.emit(
@@ -176,6 +177,36 @@ fn load(paths: &StatePaths, events: &EventLog, repo: &str) -> Ledger {
             // whether the file can be written at all.
             tracing::warn!(path = %path.display(), error = %e, "poll ledger unreadable");
             corrupt(None, format!("cannot read the ledger: {e}"))
+        }
+    }
+}
+
+/// Moves `repo`'s ledger from where an earlier release kept it ([`legacy_ledger_path`])
+/// to its own name — only when the file says it is `repo`'s: two repositories could
+/// share the old name, and the other one's ledger stays where it is (that repository
+/// then starts as a first cycle, which delivers nothing old).
+fn adopt_legacy(paths: &StatePaths, repo: &str) {
+    let Some(legacy) = legacy_ledger_path(paths, repo) else {
+        return;
+    };
+    let path = ledger_path(paths, repo);
+    if path.exists() || !legacy.exists() {
+        return;
+    }
+    match super::read_file(&legacy) {
+        Ok(Some(ledger)) if ledger.repo.eq_ignore_ascii_case(repo) => {
+            match std::fs::rename(&legacy, &path) {
+                Ok(()) => {
+                    tracing::info!(from = %legacy.display(), to = %path.display(), "poll ledger renamed")
+                }
+                Err(e) => {
+                    tracing::warn!(from = %legacy.display(), error = %e, "poll ledger not renamed")
+                }
+            }
+        }
+        Ok(_) => {}
+        Err(e) => {
+            tracing::debug!(path = %legacy.display(), error = %e, "old poll ledger left as it is")
         }
     }
 }

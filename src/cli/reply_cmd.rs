@@ -79,10 +79,10 @@ pub fn run(args: ReplyArgs, ctx: &Ctx) -> CliResult {
 
     let loaded = config::load(ctx.config_flag.as_deref()).map_err(usage)?;
     let sessions = Arc::new(Sessions::open(&loaded, &paths, Source::Cli).map_err(usage)?);
-    let replier = match Client::from_config(&loaded.config.github) {
-        Ok(client) => Replier::new(sessions).with_github(Arc::new(client)),
-        Err(e) => Replier::new(sessions).without_github(e.to_string()),
-    };
+    let github = Client::from_config(&loaded.config.github)
+        .map(Arc::new)
+        .map_err(|e| e.to_string());
+    let replier = Replier::reporting(sessions, github);
     let replied = runtime.block_on(replier.reply(request)).map_err(refused)?;
     print(replied)
 }

@@ -87,7 +87,7 @@ async fn supervise(ctx: &Ctx, handle: SupervisorHandle, options: RunOptions) -> 
         paths: handle.paths().clone(),
         config_flag: ctx.config_flag.clone(),
         config: handle.watch_config(),
-        replier: replier(&sessions, &github),
+        replier: Replier::reporting(Arc::clone(&sessions), github.clone()),
         critics: critic_runner(handle.paths(), handle.events(), github),
         sessions,
         events: handle.events().clone(),
@@ -129,7 +129,7 @@ async fn view(
         .map_err(|e| e.to_string());
     let (config_tx, config_rx) = watch::channel(Arc::new(loaded));
     let backend = LiveBackend::start(LiveParts {
-        replier: replier(&sessions, &github),
+        replier: Replier::reporting(Arc::clone(&sessions), github.clone()),
         critics: critic_runner(&paths, &events, github),
         paths,
         config_flag: ctx.config_flag.clone(),
@@ -139,15 +139,6 @@ async fn view(
         supervision: Supervision::Viewer { config: config_tx },
     });
     tui::run(backend, options).await.map_err(failed)
-}
-
-/// The one reply path, reporting through `github` (or saying why it cannot).
-fn replier(sessions: &Arc<Sessions>, github: &Result<Arc<Client>, String>) -> Replier {
-    let replier = Replier::new(Arc::clone(sessions));
-    match github {
-        Ok(client) => replier.with_github(Arc::clone(client)),
-        Err(why) => replier.without_github(why.clone()),
-    }
 }
 
 /// Critic rounds recorded in this state directory, posted through `github`.

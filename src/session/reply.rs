@@ -201,6 +201,16 @@ impl Replier {
         }
     }
 
+    /// A replier reporting through `github`, or saying why it cannot (no token, an
+    /// invalid API URL): how every command builds one from its own client.
+    pub fn reporting(sessions: Arc<Sessions>, github: Result<Arc<Client>, String>) -> Self {
+        let replier = Self::new(sessions);
+        match github {
+            Ok(client) => replier.with_github(client),
+            Err(why) => replier.without_github(why),
+        }
+    }
+
     /// The client delivery reports are posted with.
     pub fn with_github(mut self, client: Arc<Client>) -> Self {
         self.github = Ok(client);

@@ -25,7 +25,8 @@ pub use log::{EmitError, EventLog, Refresh};
 pub use read::{
     EventReader, Filter, FilterError, ReadStats, Record, Tail, tail, tail_retained, tail_window,
 };
-pub use record::{ParseError, RESERVED_KEYS, parse_line};
+use record::RESERVED_KEYS;
+pub use record::{ParseError, parse_line};
 pub use rotate::Rotation;
 
 use serde::{Deserialize, Serialize};

@@ -9,7 +9,7 @@
 
 mod auth;
 
-pub use auth::{WebhookAuth, WebhookSecret, WebhookStatus, signature_matches};
+pub use auth::{WebhookAuth, WebhookSecret, WebhookStatus};
 
 use std::sync::Arc;
 

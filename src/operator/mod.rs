@@ -23,6 +23,6 @@ pub mod api;
 pub mod client;
 pub mod socket;
 
-pub use api::{ASK_PATH, OperatorApi, REPLY_PATH};
+pub use api::{OperatorApi, REPLY_PATH};
 pub use client::{ClientError, OperatorClient, RemoteAsk};
 pub use socket::{OperatorSocket, SocketError};

@@ -26,7 +26,7 @@ mod reload;
 mod wiring;
 
 pub use handle::{CycleEnd, ShutdownReport, StopReason, SupervisorHandle};
-pub use health::{CycleSummary, NO_TOKEN_WARNING, ServerState, SupervisorStatus};
+pub use health::{CycleSummary, ServerState, SupervisorStatus};
 pub use ledger_hook::PollLedgerHook;
 
 use crate::config::watch::{ConfigWatch, WatchError};

@@ -21,6 +21,6 @@ pub mod state;
 pub mod wiring;
 
 pub use payload::Reporter;
-pub use permission::{AnswerError, Answered, answer, reconcile, shows_dialog};
+pub use permission::{AnswerError, Answered, answer, reconcile};
 pub use state::{Decision, PermissionRequest, Reported, ReportedState};
 pub use wiring::wire;

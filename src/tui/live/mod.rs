@@ -40,7 +40,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 
-pub use supervision::{Supervision, status_view};
+pub use supervision::Supervision;
+use supervision::status_view;
 
 /// How often the event log is checked for new lines.
 pub const FOLLOW_EVERY: Duration = Duration::from_millis(200);

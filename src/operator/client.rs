@@ -3,7 +3,7 @@
 //! sent — no supervisor, or one that serves no socket (`run --once`) — and the command
 //! works in-process instead; any other error came after the request went out.
 
-use super::api::{ASK_PATH, CLIENT_HEADER, REPLY_PATH};
+use super::api::{ASK_PATH, CLIENT_HEADER, MAX_BODY_BYTES, REPLY_PATH};
 use crate::paths::StatePaths;
 use crate::session::ask::Ask;
 use crate::session::reply::{Replied, ReplyRequest, Report, Via};
@@ -138,9 +138,29 @@ impl OperatorClient {
         }
     }
 
-    /// POSTs `body`; the JSON of a 200, or the refusal.
+    /// POSTs `body`; the JSON of a 200, or the refusal. A body over the route's limit is
+    /// refused here, before anything is sent: the supervisor would answer 413 and close
+    /// the socket while the rest was still being written, so the caller could see a
+    /// broken pipe instead of the reason.
     async fn post(&self, path: &str, body: &Value, cli: bool) -> Result<Value, ClientError> {
-        let mut request = self.http.post(format!("http://localhost{path}")).json(body);
+        let bytes = serde_json::to_vec(body).map_err(|e| ClientError::NoAnswer {
+            error: format!("cannot encode the request: {e}"),
+        })?;
+        if bytes.len() > MAX_BODY_BYTES {
+            return Err(ClientError::Refused {
+                status: 413,
+                reason: "bad-request".into(),
+                error: format!(
+                    "the request is {} bytes, over the supervisor's limit of {MAX_BODY_BYTES}; send a shorter text",
+                    bytes.len()
+                ),
+            });
+        }
+        let mut request = self
+            .http
+            .post(format!("http://localhost{path}"))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(bytes);
         if cli {
             request = request.header(CLIENT_HEADER, "cli");
         }
@@ -257,6 +277,33 @@ mod tests {
             comment: false,
             via: Via::Cli,
         };
+        let err = client.reply(&request).await.unwrap_err();
+        assert!(matches!(err, ClientError::NotListening { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_body_over_the_limit_is_refused_before_anything_is_sent() {
+        let dir = tempfile::tempdir().unwrap();
+        // Nobody listens here: had the client tried to send, it would say NotListening.
+        let client = OperatorClient::at(&dir.path().join("operator.sock")).unwrap();
+        let mut request = ReplyRequest {
+            work_item: "github:octo/repo#1".into(),
+            text: "x".repeat(MAX_BODY_BYTES),
+            actor: None,
+            comment: false,
+            via: Via::Cli,
+        };
+        let err = client.reply(&request).await.unwrap_err();
+        match &err {
+            ClientError::Refused { status, error, .. } => {
+                assert_eq!(*status, 413);
+                assert!(error.contains("over the supervisor's limit"), "{error}");
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        assert_eq!(err.exit_code(), 2, "the caller's text is too long");
+        // Under the limit it is sent (and finds nobody).
+        request.text = "x".repeat(MAX_BODY_BYTES - 200);
         let err = client.reply(&request).await.unwrap_err();
         assert!(matches!(err, ClientError::NotListening { .. }), "{err}");
     }

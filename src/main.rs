@@ -13,8 +13,10 @@ fn main() -> ExitCode {
     // Completions print to stdout for a shell to source, and the fake agent stands in
     // for a harness inside a pane: neither should write the operator's log. Nor should
     // the demo: its children log into its private state root, which the demo removes.
+    // `exec-env` becomes the harness (`exec`), which would drop buffered log lines.
     let _log_guard = match cli.command {
         Command::Completions(_)
+        | Command::ExecEnv(_)
         | Command::FakeAgent(_)
         | Command::Demo(_)
         | Command::DemoCritic(_) => None,

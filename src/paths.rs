@@ -80,6 +80,11 @@ impl StatePaths {
     pub fn workspaces_dir(&self) -> PathBuf {
         self.root.join("workspaces")
     }
+    /// Passed values on their way into a new session (`tmux::env_handoff`): each file
+    /// lives from the spawn until the session's `exec-env` takes it.
+    pub fn spawn_env_dir(&self) -> PathBuf {
+        self.root.join("spawn-env")
+    }
     /// The default `workspaces.root`: where the worktrees go.
     pub fn worktrees_dir(&self) -> PathBuf {
         self.root.join("worktrees")

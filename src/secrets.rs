@@ -117,22 +117,36 @@ impl ChildEnv {
         }
     }
 
-    /// The `-e NAME=VALUE` entries for a new tmux session: each withheld variable set
-    /// empty (a tmux server the-loop did not start may hold it in its global
-    /// environment, and `-e` cannot unset), and each passed variable with its value
-    /// from this process's environment, when it has one.
-    pub fn session_entries(&self) -> Vec<(String, String)> {
+    /// What a new tmux session's environment must say (see [`SessionEntries`]).
+    pub fn session_entries(&self) -> SessionEntries {
         self.session_entries_from(|name| std::env::var(name).ok())
     }
 
-    fn session_entries_from(&self, var: impl Fn(&str) -> Option<String>) -> Vec<(String, String)> {
-        let withheld = self.withheld.iter().map(|n| (n.clone(), String::new()));
-        let passed = self
-            .passed
-            .iter()
-            .filter_map(|n| var(n).map(|value| (n.clone(), value)));
-        withheld.chain(passed).collect()
+    fn session_entries_from(&self, var: impl Fn(&str) -> Option<String>) -> SessionEntries {
+        SessionEntries {
+            cleared: self
+                .withheld
+                .iter()
+                .map(|n| (n.clone(), String::new()))
+                .collect(),
+            passed: self
+                .passed
+                .iter()
+                .filter_map(|n| var(n).map(|value| (n.clone(), value)))
+                .collect(),
+        }
     }
+}
+
+/// The environment entries a new tmux session gets from [`ChildEnv`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionEntries {
+    /// Each withheld variable, set empty: a tmux server the-loop did not start may hold
+    /// it in its global environment, and `-e` cannot unset.
+    pub cleared: Vec<(String, String)>,
+    /// Each passed variable with its value from this process's environment, when it has
+    /// one. These are secrets: they reach the session off argv (`tmux::env_handoff`).
+    pub passed: Vec<(String, String)>,
 }
 
 /// A command builder whose environment [`ChildEnv::scrub`] can edit: the std and tokio
@@ -200,12 +214,14 @@ mod tests {
         });
         assert_eq!(
             entries,
-            [
-                ("GH_TOKEN".to_string(), String::new()),
-                ("GH_ENTERPRISE_TOKEN".to_string(), String::new()),
-                ("GITHUB_ENTERPRISE_TOKEN".to_string(), String::new()),
-                ("GITHUB_TOKEN".to_string(), "tok-passed".to_string()),
-            ],
+            SessionEntries {
+                cleared: vec![
+                    ("GH_TOKEN".to_string(), String::new()),
+                    ("GH_ENTERPRISE_TOKEN".to_string(), String::new()),
+                    ("GITHUB_ENTERPRISE_TOKEN".to_string(), String::new()),
+                ],
+                passed: vec![("GITHUB_TOKEN".to_string(), "tok-passed".to_string())],
+            },
             "withheld set empty; passed with its value; unset AWS_PROFILE left out"
         );
         assert!(

@@ -8,6 +8,7 @@ pub mod critic_cmd;
 pub mod demo_cmd;
 pub mod events_cmd;
 pub mod excerpt_cmd;
+pub mod exec_env_cmd;
 pub mod fake_agent;
 pub mod hook_cmd;
 pub mod reply_cmd;
@@ -74,6 +75,9 @@ pub enum Command {
     /// Run by a session's harness to report its state (SPEC §17): prints nothing.
     #[command(hide = true)]
     Hook(hook_cmd::HookArgs),
+    /// A session's first process when it is handed passed values: runs the harness.
+    #[command(hide = true, name = "exec-env")]
+    ExecEnv(exec_env_cmd::ExecEnvArgs),
 }
 
 /// What every command gets besides its own arguments.
@@ -141,6 +145,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Demo(args) => demo_cmd::run(args, &ctx),
         Command::DemoCritic(args) => demo_cmd::run_critic(args),
         Command::Hook(args) => hook_cmd::run(args),
+        Command::ExecEnv(args) => exec_env_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

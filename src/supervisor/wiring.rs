@@ -15,6 +15,7 @@ use crate::paths::StatePaths;
 use crate::routing::prompt::PromptError;
 use crate::session::{Registry, Sessions, Settings};
 use crate::tmux::RealTmux;
+use crate::tmux::env_handoff::EnvHandoff;
 use std::sync::Arc;
 
 impl Sessions {
@@ -53,7 +54,8 @@ impl Sessions {
             Some(store) => PollLedgerHook::with_store(paths.clone(), store.clone()),
             None => PollLedgerHook::new(paths.clone()),
         };
-        let tmux = RealTmux::from_config(config);
+        let handoff = EnvHandoff::new(settings.bin.clone(), paths.spawn_env_dir());
+        let tmux = RealTmux::from_config(config).with_env_handoff(handoff);
         let registry = Registry::new(paths, events.clone(), source);
         Self::new(Arc::new(tmux), registry, events, settings).with_ledger(Arc::new(ledger))
     }

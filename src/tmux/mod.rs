@@ -6,6 +6,7 @@
 //! the exact argv of every call lives in [`argv`] (pure, tested without tmux).
 
 pub mod argv;
+pub mod env_handoff;
 #[cfg(any(test, feature = "test-support"))]
 pub mod fake;
 pub mod real;

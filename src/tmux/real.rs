@@ -4,9 +4,10 @@
 //! killed.
 
 use super::argv;
+use super::env_handoff::EnvHandoff;
 use super::{BufferName, Error, Liveness, PaneId, Paste, SessionInfo, Socket, SpawnSpec, Tmux};
 use crate::config::Config;
-use crate::secrets::ChildEnv;
+use crate::secrets::{ChildEnv, SessionEntries};
 use futures::future::BoxFuture;
 use std::ffi::OsString;
 use std::process::Stdio;
@@ -23,6 +24,8 @@ pub struct RealTmux {
     /// What every tmux client — and so a server it starts — and every new session gets
     /// of our environment: no secrets (SPEC §14.4).
     child_env: ChildEnv,
+    /// How passed values reach a new session off argv; without it they go as `-e`.
+    env_handoff: Option<EnvHandoff>,
 }
 
 /// What one invocation printed.
@@ -40,6 +43,7 @@ impl RealTmux {
             program: "tmux".into(),
             search_path: None,
             child_env: ChildEnv::default(),
+            env_handoff: None,
         }
     }
 
@@ -58,6 +62,14 @@ impl RealTmux {
     /// the default webhook-secret variable).
     pub fn with_child_env(mut self, child_env: ChildEnv) -> Self {
         self.child_env = child_env;
+        self
+    }
+
+    /// Hands passed values (`sessions.passEnv`) to new sessions through a private file
+    /// and `exec-env`, not as `-e NAME=VALUE` in the tmux client's argv, which other
+    /// local users can read in the process table. Every command that spawns sets it.
+    pub fn with_env_handoff(mut self, handoff: EnvHandoff) -> Self {
+        self.env_handoff = Some(handoff);
         self
     }
 
@@ -221,6 +233,39 @@ impl RealTmux {
             output: out,
         })
     }
+
+    /// One `new-session` invocation for the finished spec.
+    async fn create(&self, spec: &SpawnSpec) -> Result<PaneId, Error> {
+        let args = argv::new_session(&self.socket, spec)?;
+        let shown = argv::display_command("tmux", &args);
+        let path = spec
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.as_str());
+        let out = self.run_as(args, None, path).await?;
+        // `set-option` runs after `new-session` in the same invocation; when only it
+        // fails (best effort), the pane id is printed and the session is kept.
+        match argv::parse_pane_id(&out.stdout) {
+            Ok(pane) => {
+                if !out.success {
+                    tracing::warn!(session = %spec.name, "remain-on-exit not set: {}", out.stderr);
+                }
+                Ok(pane)
+            }
+            Err(_) if out.stderr.contains("duplicate session") => Err(Error::SessionBusy {
+                name: spec.name.clone(),
+            }),
+            Err(_) if !out.success => Err(Error::Failed {
+                command: shown,
+                stderr: out.stderr,
+            }),
+            Err(output) => Err(Error::UnexpectedOutput {
+                command: shown,
+                output,
+            }),
+        }
+    }
 }
 
 impl Tmux for RealTmux {
@@ -229,40 +274,35 @@ impl Tmux for RealTmux {
             // The server may be one the-loop did not start (the operator's default), whose
             // global environment holds a token: the session's own entries override it.
             let mut spec = spec.clone();
-            spec.env.extend(self.child_env.session_entries());
-            let spec = &spec;
-            let args = argv::new_session(&self.socket, spec)?;
-            let shown = argv::display_command("tmux", &args);
-            let path = spec
-                .env
-                .iter()
-                .find(|(k, _)| k == "PATH")
-                .map(|(_, v)| v.as_str());
-            let out = self.run_as(args, None, path).await?;
-            // `set-option` runs after `new-session` in the same invocation; when only it
-            // fails (best effort), the pane id is printed and the session is kept.
-            match argv::parse_pane_id(&out.stdout) {
-                Ok(pane) => {
-                    if !out.success {
-                        tracing::warn!(session = %spec.name, "remain-on-exit not set: {}", out.stderr);
-                    }
-                    Ok(pane)
+            let SessionEntries { cleared, passed } = self.child_env.session_entries();
+            spec.env.extend(cleared);
+            let handed = match &self.env_handoff {
+                Some(handoff) if !passed.is_empty() => {
+                    let (argv, file) =
+                        handoff
+                            .wrap(&passed, &spec.argv)
+                            .map_err(|source| Error::Io {
+                                command: "write the session's environment file".into(),
+                                source,
+                            })?;
+                    spec.argv = argv;
+                    Some(file)
                 }
-                Err(_) if out.stderr.contains("duplicate session") => Err(Error::SessionBusy {
-                    name: spec.name.clone(),
-                }),
-                Err(_) if !out.success => Err(Error::Failed {
-                    command: shown,
-                    stderr: out.stderr,
-                }),
-                Err(output) => Err(Error::UnexpectedOutput {
-                    command: shown,
-                    output,
-                }),
+                _ => {
+                    spec.env.extend(passed);
+                    None
+                }
+            };
+            let created = self.create(&spec).await;
+            if created.is_err()
+                && let Some(file) = handed
+            {
+                // No shim will take it.
+                let _ = std::fs::remove_file(file);
             }
+            created
         })
     }
-
     fn probe<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Liveness, Error>> {
         Box::pin(self.query(
             argv::liveness(&self.socket, name),

@@ -1,5 +1,5 @@
 //! The binary's own commands and files: `config`, live config reload, critics, the
-//! event log and `events`, the single-supervisor lock.
+//! event log and `events`, the single-supervisor lock, `exec-env`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,4 +10,5 @@ mod cli_config;
 mod config_watch;
 mod critic;
 mod events;
+mod exec_env;
 mod supervisor_lock;

@@ -5,8 +5,8 @@
 //! supervisor died after the text was submitted, before it could record that).
 
 use super::webhook::{payload, send};
-use crate::support::e2e::{Setup, World};
-use std::path::{Path, PathBuf};
+use crate::support::e2e::{Setup, World, real_tmux};
+use std::path::Path;
 use std::time::Duration;
 
 /// A directory holding the `tmux` wrapper and the files that steer it:
@@ -16,14 +16,6 @@ use std::time::Duration;
 /// the file exists — `held-submit` — as if the process died before recording it).
 struct FaultyTmux {
     dir: tempfile::TempDir,
-}
-
-fn real_tmux() -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join("tmux"))
-        .find(|p| p.is_file())
-        .expect("tmux on PATH")
 }
 
 impl FaultyTmux {

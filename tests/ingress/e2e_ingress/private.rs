@@ -4,10 +4,10 @@
 //! user's alone (directories 0700, files 0600), including state an older version left
 //! readable.
 
-use crate::support::e2e::{REPO, SECRET, Setup, TOKEN, World, item};
+use crate::support::e2e::{REPO, SECRET, Setup, TOKEN, World, item, real_tmux};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use the_loop::tmux::PaneId;
 
 /// The variables that must never reach a child.
@@ -109,9 +109,30 @@ async fn a_tmux_server_started_elsewhere_with_a_token_does_not_hand_it_to_sessio
     );
 }
 
+/// A `tmux` first on the world's `PATH` that records every argv it is run with (one
+/// line each) and execs the real one.
+fn recording_tmux(dir: &Path) -> PathBuf {
+    let log = dir.join("tmux-argv.log");
+    let script = format!(
+        "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{log}'\nexec '{real}' \"$@\"\n",
+        log = log.display(),
+        real = real_tmux().display(),
+    );
+    let wrapper = dir.join("tmux");
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    log
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pass_env_hands_a_listed_variable_to_sessions() {
-    let w = World::new(Setup::default()).await;
+async fn pass_env_hands_a_listed_variable_to_sessions_off_argv() {
+    let bin = tempfile::tempdir().unwrap();
+    let argv_log = recording_tmux(bin.path());
+    let setup = Setup {
+        path_prefix: Some(bin.path().to_path_buf()),
+        ..Setup::default()
+    };
+    let w = World::new(setup).await;
     w.watched_issue(7);
     let yaml = w
         .config_yaml(&w.setup)
@@ -124,6 +145,22 @@ async fn pass_env_hands_a_listed_variable_to_sessions() {
         env.get("THE_LOOP_WEBHOOK_SECRET")
             .is_none_or(String::is_empty),
         "only what is listed is passed"
+    );
+    // The value never crossed a tmux client's argv (the process table): the session
+    // was started through `exec-env`, whose file is gone once taken.
+    let argv = std::fs::read_to_string(&argv_log).unwrap();
+    assert!(argv.contains(" new -d "), "a session was started: {argv}");
+    assert!(argv.contains(" exec-env "), "{argv}");
+    assert!(
+        !argv.contains(TOKEN),
+        "the token was in tmux's argv: {argv}"
+    );
+    let handoff = w.state().join("spawn-env");
+    let left: Vec<_> = std::fs::read_dir(&handoff).unwrap().collect();
+    assert!(left.is_empty(), "hand-off files left: {left:?}");
+    assert_eq!(
+        std::fs::metadata(&handoff).unwrap().permissions().mode() & 0o777,
+        0o700
     );
 }
 

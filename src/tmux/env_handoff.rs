@@ -1,0 +1,247 @@
+//! A passed variable's value (`sessions.passEnv`, a token) reaches a new session without
+//! crossing tmux's argv, where every local user can read it in the process table while
+//! the tmux client runs (`/proc/<pid>/cmdline`).
+//!
+//! The spawner writes the values to a new private file (0600, in a 0700 directory of the
+//! state root) and starts the session as `<the-loop> exec-env FILE -- ARGV…`; that shim
+//! reads the file, removes it, and replaces itself (`exec`, the same process id) with the
+//! harness, the values in its environment. Only the file's name is in argv. A file whose
+//! shim never ran (the spawn failed after it was written, the binary vanished) is removed
+//! by the spawner, or by the next spawn once it is [`STALE_AFTER`] old.
+
+use crate::fsutil;
+use serde::{Deserialize, Serialize};
+use std::fs::OpenOptions;
+use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// The hidden subcommand that runs a harness with the handed-off values.
+pub const SUBCOMMAND: &str = "exec-env";
+
+/// A file older than this was never taken: its shim is not coming.
+pub const STALE_AFTER: Duration = Duration::from_secs(600);
+
+/// The file's only format.
+const VERSION: u32 = 1;
+
+/// Where hand-off files go, and the binary whose `exec-env` takes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvHandoff {
+    bin: PathBuf,
+    dir: PathBuf,
+}
+
+#[derive(Serialize, Deserialize)]
+struct HandoffFile {
+    version: u32,
+    env: Vec<(String, String)>,
+}
+
+/// Why `exec-env` could not take its file.
+#[derive(Debug, thiserror::Error)]
+pub enum TakeError {
+    #[error("cannot read the session's environment file {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "the session's environment file {} is not a private file of this user; not using it",
+        path.display()
+    )]
+    NotPrivate { path: PathBuf },
+    #[error("the session's environment file {} is not one this the-loop writes", path.display())]
+    Malformed { path: PathBuf },
+}
+
+impl EnvHandoff {
+    /// `bin` is the running the-loop (it must have `exec-env`); `dir` is private state.
+    pub fn new(bin: impl Into<PathBuf>, dir: impl Into<PathBuf>) -> Self {
+        Self {
+            bin: bin.into(),
+            dir: dir.into(),
+        }
+    }
+
+    /// Writes `values` to a new private file; the argv that runs `argv` with them, and
+    /// the file (the caller removes it when the spawn fails).
+    pub fn wrap(
+        &self,
+        values: &[(String, String)],
+        argv: &[String],
+    ) -> std::io::Result<(Vec<String>, PathBuf)> {
+        fsutil::create_private_dir_all(&self.dir)?;
+        self.remove_stale();
+        let path = self.dir.join(unique_name());
+        let body = serde_json::to_vec(&HandoffFile {
+            version: VERSION,
+            env: values.to_vec(),
+        })?;
+        let mut options = OpenOptions::new();
+        options
+            .write(true)
+            .create_new(true)
+            .custom_flags(nix::libc::O_NOFOLLOW);
+        let written = fsutil::open_private(&mut options, &path).and_then(|mut file| {
+            file.write_all(&body)?;
+            file.sync_all()
+        });
+        if let Err(error) = written {
+            let _ = std::fs::remove_file(&path);
+            return Err(error);
+        }
+        let path_arg = path.to_string_lossy().into_owned();
+        let mut wrapped = vec![
+            self.bin.to_string_lossy().into_owned(),
+            SUBCOMMAND.to_string(),
+            path_arg,
+            "--".to_string(),
+        ];
+        wrapped.extend(argv.iter().cloned());
+        Ok((wrapped, path))
+    }
+
+    /// Removes files no shim took within [`STALE_AFTER`] (best effort).
+    fn remove_stale(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let old = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > STALE_AFTER);
+            if old {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+/// Reads the values at `path` and removes the file: it is taken once. Refuses a file
+/// that is not a regular file (a symbolic link is not followed), not ours, or readable
+/// by anyone else.
+pub fn take(path: &Path) -> Result<Vec<(String, String)>, TakeError> {
+    let read_error = |source| TakeError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(read_error)?;
+    let meta = file.metadata().map_err(read_error)?;
+    let ours = nix::unistd::getuid().as_raw();
+    if !meta.is_file() || meta.uid() != ours || meta.mode() & 0o077 != 0 {
+        return Err(TakeError::NotPrivate {
+            path: path.to_path_buf(),
+        });
+    }
+    let mut body = Vec::new();
+    file.read_to_end(&mut body).map_err(read_error)?;
+    std::fs::remove_file(path).map_err(read_error)?;
+    match serde_json::from_slice::<HandoffFile>(&body) {
+        Ok(handed) if handed.version == VERSION && handed.env.iter().all(|(k, _)| valid(k)) => {
+            Ok(handed.env)
+        }
+        _ => Err(TakeError::Malformed {
+            path: path.to_path_buf(),
+        }),
+    }
+}
+
+/// A name `Command::env` can set.
+fn valid(name: &str) -> bool {
+    !name.is_empty() && !name.contains(['=', '\0'])
+}
+
+/// Unique among this process's spawns and across processes.
+fn unique_name() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("{}-{n}-{nanos:09}.json", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn handoff(dir: &Path) -> EnvHandoff {
+        EnvHandoff::new("/opt/the-loop", dir.join("spawn-env"))
+    }
+
+    #[test]
+    fn values_go_to_a_private_file_and_only_its_name_to_argv() {
+        let dir = tempfile::tempdir().unwrap();
+        let values = vec![("GH_TOKEN".to_string(), "ghp_secret value".to_string())];
+        let argv = vec!["claude".to_string(), "--flag".to_string()];
+        let (wrapped, path) = handoff(dir.path()).wrap(&values, &argv).unwrap();
+        assert_eq!(wrapped[..2], ["/opt/the-loop", SUBCOMMAND]);
+        assert_eq!(wrapped[2], path.to_string_lossy());
+        assert_eq!(wrapped[3..], ["--", "claude", "--flag"]);
+        assert!(!wrapped.concat().contains("ghp_secret"), "{wrapped:?}");
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(path.parent().unwrap()), 0o700);
+        assert_eq!(take(&path).unwrap(), values);
+        assert!(!path.exists(), "taken once");
+        assert!(matches!(take(&path), Err(TakeError::Read { .. })));
+    }
+
+    #[test]
+    fn a_file_others_can_read_a_link_or_a_foreign_format_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, path) = handoff(dir.path())
+            .wrap(&[("A".into(), "1".into())], &["x".into(), "y".into()])
+            .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(matches!(take(&path), Err(TakeError::NotPrivate { .. })));
+        assert!(
+            path.exists(),
+            "a refused file is left for the operator to see"
+        );
+
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        assert!(matches!(take(&link), Err(TakeError::Read { .. })));
+
+        let other = dir.path().join("other.json");
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        let mut file = fsutil::open_private(&mut options, &other).unwrap();
+        file.write_all(br#"{"version":1,"env":[["A=B","x"]]}"#)
+            .unwrap();
+        assert!(matches!(take(&other), Err(TakeError::Malformed { .. })));
+    }
+
+    #[test]
+    fn names_are_unique_and_stale_files_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let handoff = handoff(dir.path());
+        let values = [("A".to_string(), "1".to_string())];
+        let argv = ["x".to_string(), "y".to_string()];
+        let (_, first) = handoff.wrap(&values, &argv).unwrap();
+        let (_, second) = handoff.wrap(&values, &argv).unwrap();
+        assert_ne!(first, second);
+        let old = std::time::SystemTime::now() - STALE_AFTER - Duration::from_secs(1);
+        std::fs::File::options()
+            .write(true)
+            .open(&first)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let (_, third) = handoff.wrap(&values, &argv).unwrap();
+        assert!(!first.exists(), "the stale file is removed");
+        assert!(second.exists() && third.exists());
+    }
+}

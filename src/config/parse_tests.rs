@@ -298,6 +298,13 @@ fn semantic_rules_are_located_like_type_errors() {
             "must be greater than 0",
         ),
         (
+            "sessions:\n  passEnv: [GH_TOKEN, 'GH_TOKEN=ghp_x']\n",
+            2,
+            23,
+            "sessions.passEnv[1]",
+            "not an environment variable name (it holds `=`, a space or NUL)",
+        ),
+        (
             "routing:\n  authorizedUsers: [alice, '@']\n",
             2,
             28,
@@ -396,4 +403,14 @@ fn critics_stay_raw_values() {
     .unwrap();
     assert_eq!(config.critics.len(), 2);
     assert_eq!(config.critics[1], serde_norway::Value::from(42));
+}
+
+#[test]
+fn a_pass_env_entry_holding_a_value_is_refused_without_repeating_it() {
+    let errors = errors_of("sessions:\n  passEnv: ['GH_TOKEN=ghp_secret', 'A B']\n");
+    assert_eq!(errors.len(), 2, "{errors:#?}");
+    assert!(
+        errors.iter().all(|e| !e.contains("ghp_secret")),
+        "{errors:#?}"
+    );
 }

@@ -249,6 +249,16 @@ fn check_sessions(config: &Config, out: &mut Vec<Problem>) {
     for (name, harness) in &sessions.harnesses {
         check_harness(name, harness, out);
     }
+    for (i, name) in sessions.pass_env.iter().enumerate() {
+        let name = name.trim();
+        if name.contains(|c: char| c == '=' || c == '\0' || c.is_whitespace()) {
+            out.push(Problem::new(
+                KeyPath::parse("sessions.passEnv").index(i),
+                // Not quoted back: an entry written as `NAME=value` holds a secret.
+                "not an environment variable name (it holds `=`, a space or NUL); list names only, e.g. `GH_TOKEN`, never a value",
+            ));
+        }
+    }
     if sessions.tmux.probe_timeout_seconds == 0 {
         out.push(Problem::new(
             KeyPath::parse("sessions.tmux.probeTimeoutSeconds"),

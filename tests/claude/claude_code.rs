@@ -22,31 +22,53 @@ use the_loop::harness::Harness;
 use the_loop::session::deliver::deliver;
 use the_loop::tmux::{BufferName, PaneId, Paste, RealTmux, Tmux};
 
-/// Waits until Claude Code shows its input box.
+/// Waits until Claude Code shows its input box and has finished drawing its start
+/// screen (two captures half a second apart agree): a paste that arrives while it is
+/// still starting up can be taken before its input is set up.
 async fn wait_input_box(tmux: &RealTmux, pane: &PaneId) {
-    wait_for(
+    let first = wait_for(
         "Claude Code's input box",
         Duration::from_secs(60),
         || async {
             let screen = tmux.capture_pane(pane, false).await.ok()?;
-            screen.contains('❯').then_some(())
+            screen.contains('❯').then_some(screen)
         },
     )
     .await;
-    // The box is drawn a moment before it takes input.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut last = first;
+    // A guard against a screen that never settles, not a timing assertion.
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let screen = tmux.capture_pane(pane, false).await.unwrap_or_default();
+        if screen == last {
+            return;
+        }
+        last = screen;
+    }
 }
 
-async fn wait_user_messages(home: &ClaudeHome, n: usize) -> Vec<String> {
-    wait_for(
-        "Claude Code's transcript",
-        Duration::from_secs(30),
-        || async {
-            let messages = home.user_messages();
-            (messages.len() >= n).then_some(messages)
-        },
-    )
-    .await
+/// The first `n` user messages of the transcript; on a timeout, the pane's screen is in
+/// the panic message.
+async fn wait_user_messages(
+    home: &ClaudeHome,
+    tmux: &RealTmux,
+    pane: &PaneId,
+    n: usize,
+) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        let messages = home.user_messages();
+        if messages.len() >= n {
+            return messages;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let screen = tmux.capture_pane(pane, false).await;
+            panic!(
+                "timed out waiting for {n} message(s) in Claude Code's transcript; got {messages:?}; the screen:\n{screen:?}"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// A prompt carrying every hazard SPEC §7.4 names.
@@ -79,7 +101,7 @@ async fn a_hostile_prompt_reaches_claude_code_as_one_submitted_message() {
         .await
         .unwrap();
 
-    let messages = wait_user_messages(&home, 1).await;
+    let messages = wait_user_messages(&home, &tmux, &pane, 1).await;
     // Give a split (a second, queued message) time to show up before judging.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let messages = if home.user_messages().len() > messages.len() {
@@ -115,7 +137,7 @@ async fn without_the_sanitizer_the_injected_terminator_splits_the_paste() {
     )
     .await
     .unwrap();
-    let messages = wait_user_messages(&home, 1).await;
+    let messages = wait_user_messages(&home, &tmux, &pane, 1).await;
     assert!(
         !messages
             .iter()
@@ -139,11 +161,12 @@ async fn the_claude_adapter_starts_a_conversation_with_its_session_id_and_boot_p
     let mut argv = harness.fresh_argv(boot, Some(&id));
     assert_eq!(argv[0], "claude");
     argv[0] = bin.display().to_string();
-    tmux.new_session(&home.spec("claude-boot", argv))
+    let pane = tmux
+        .new_session(&home.spec("claude-boot", argv))
         .await
         .unwrap();
 
-    let messages = wait_user_messages(&home, 1).await;
+    let messages = wait_user_messages(&home, &tmux, &pane, 1).await;
     assert_eq!(messages[0], boot);
     assert!(
         home.transcript(&id).is_some(),

@@ -8,6 +8,9 @@ use crate::substitute::{self, Missing};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
+/// How Claude Code's input box shows a pasted text not yet submitted.
+pub const CLAUDE_PASTE_MARKER: &str = "[Pasted text #";
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Harness {
     name: String,
@@ -120,6 +123,17 @@ impl Harness {
     /// The built-in Claude Code adapter (its binary possibly moved by config).
     pub fn is_claude(&self) -> bool {
         matches!(self.kind, Kind::Claude { .. })
+    }
+
+    /// What this harness's input box shows for a pasted text until it is submitted, when
+    /// that can be told from the screen: Claude Code 2.1.197 folds a multi-line paste
+    /// into `[Pasted text #1 +12 lines]`. The delivery looks for it after submitting
+    /// (`session::deliver::confirm_submitted`).
+    pub fn paste_marker(&self) -> Option<&'static str> {
+        match self.kind {
+            Kind::Claude { .. } => Some(CLAUDE_PASTE_MARKER),
+            _ => None,
+        }
     }
 
     /// What this harness reports about itself; a custom harness reports nothing.

@@ -91,6 +91,64 @@ pub async fn deliver<T: Tmux + ?Sized>(
     Ok(delivery)
 }
 
+/// How often a submit that was not taken is pressed again.
+pub const MAX_RESUBMITS: u32 = 2;
+
+/// How long a harness gets to take a submit before its input box is looked at.
+pub const SUBMIT_CHECK_WAIT: Duration = Duration::from_millis(300);
+
+/// Makes sure a delivery's submit was taken, for a harness whose input box shows a
+/// paste as `marker` until it is submitted (Claude Code's `[Pasted text #1 +12 lines]`).
+/// A harness busy with the paste when the `\r` arrives (a loaded machine) can take the
+/// `\r` on an empty box and keep the paste unsubmitted. While the box still shows the
+/// marker, Enter is pressed again, at most [`MAX_RESUBMITS`] times. An extra Enter on an
+/// empty box does nothing. Returns how often it pressed; a screen that cannot be read is
+/// left alone.
+pub async fn confirm_submitted<T: Tmux + ?Sized>(
+    tmux: &T,
+    pane: &PaneId,
+    marker: &str,
+    wait: Duration,
+) -> u32 {
+    let mut pressed = 0;
+    loop {
+        tokio::time::sleep(wait).await;
+        let screen = match tmux.capture_pane(pane, false).await {
+            Ok(screen) => screen,
+            Err(error) => {
+                tracing::debug!(%pane, "submit not checked: {error}");
+                return pressed;
+            }
+        };
+        if !input_box(&screen).is_some_and(|text| text.contains(marker)) {
+            return pressed;
+        }
+        if pressed == MAX_RESUBMITS {
+            tracing::warn!(%pane, "the paste is still in the input box after {pressed} more Enter presses; press Enter in the pane");
+            return pressed;
+        }
+        tracing::warn!(%pane, "the submit was not taken (the paste is still in the input box); pressing Enter again");
+        if let Err(error) = press(tmux, pane, Key::Enter).await {
+            tracing::warn!(%pane, "could not press Enter again: {error}");
+            return pressed;
+        }
+        pressed += 1;
+    }
+}
+
+/// The text of a TUI's input box: what lies between the screen's last two horizontal
+/// rules (lines of `─`, as Claude Code draws its box). `None` without two rules.
+pub fn input_box(screen: &str) -> Option<String> {
+    let lines: Vec<&str> = screen.lines().collect();
+    let is_rule = |line: &&str| {
+        let line = line.trim();
+        line.chars().count() >= 10 && line.chars().all(|c| c == '─')
+    };
+    let bottom = lines.iter().rposition(is_rule)?;
+    let top = lines[..bottom].iter().rposition(is_rule)?;
+    Some(lines[top + 1..bottom].join("\n"))
+}
+
 /// A fixed keystroke for a harness's own dialog (SPEC §17.4): never text from anywhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Key {

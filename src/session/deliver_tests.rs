@@ -166,3 +166,85 @@ async fn the_submit_waits_for_the_delay() {
     deliver(&tmux, &pane, "x", delay).await.unwrap();
     assert!(start.elapsed() >= delay);
 }
+
+/// Claude Code 2.1.197's screen with a paste it did not submit (from a loaded test run).
+const UNSUBMITTED: &str =
+    "  `<!-- the-loop:agent-comment -->`, so that the-loop does not hand your own
+  words back to you.
+
+● Done.
+
+✻ Cogitated for 0s
+
+────────────────────────────────────────────────────────────────────────────────
+❯ [Pasted text #1 +12 lines]
+────────────────────────────────────────────────────────────────────────────────
+  ? for shortcuts
+";
+
+#[test]
+fn the_input_box_is_between_the_last_two_rules() {
+    assert_eq!(
+        input_box(UNSUBMITTED).as_deref(),
+        Some("❯ [Pasted text #1 +12 lines]")
+    );
+    // Submitted: the paste is in the history above the box, the box is empty.
+    let submitted = UNSUBMITTED.replace("❯ [Pasted text #1 +12 lines]\n", "❯ \n");
+    let submitted = format!("> [Pasted text #1 +12 lines]\n{submitted}");
+    assert_eq!(input_box(&submitted).as_deref(), Some("❯ "));
+    assert_eq!(input_box("no box here\n──────────\n"), None);
+    assert_eq!(input_box("──short──\n❯ x\n─────\n"), None, "not rules");
+}
+
+#[tokio::test]
+async fn a_submit_left_in_the_box_is_pressed_again_at_most_twice() {
+    let tmux = FakeTmux::new();
+    let pane = live_pane(&tmux);
+    // The fake's screen is what the pane was sent: this one shows the box with a paste
+    // that never goes away.
+    let rule = "─".repeat(20);
+    let text = format!("\n{rule}\n❯ [Pasted text #1 +3 lines]\n{rule}\n");
+    deliver(&tmux, &pane, &text, NONE).await.unwrap();
+    let pressed = confirm_submitted(&tmux, &pane, "[Pasted text #", NONE).await;
+    assert_eq!(pressed, MAX_RESUBMITS);
+    let submits = tmux
+        .calls()
+        .iter()
+        .filter(|c| matches!(c, Call::PasteText { data, paste: Paste::Plain, .. } if data == b"\r"))
+        .count();
+    assert_eq!(
+        submits,
+        1 + MAX_RESUBMITS as usize,
+        "the submit and two more"
+    );
+}
+
+#[tokio::test]
+async fn a_taken_submit_or_an_unreadable_screen_is_left_alone() {
+    let tmux = FakeTmux::new();
+    let pane = live_pane(&tmux);
+    deliver(&tmux, &pane, "hello\nworld", NONE).await.unwrap();
+    assert_eq!(
+        confirm_submitted(&tmux, &pane, "[Pasted text #", NONE).await,
+        0
+    );
+    tmux.fail(Op::Capture, Failure::Timeout);
+    assert_eq!(
+        confirm_submitted(&tmux, &pane, "[Pasted text #", NONE).await,
+        0
+    );
+    let plain = tmux
+        .calls()
+        .iter()
+        .filter(|c| {
+            matches!(
+                c,
+                Call::PasteText {
+                    paste: Paste::Plain,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(plain, 1, "only the delivery's own submit");
+}

@@ -18,11 +18,12 @@
 //! A reply never respawns: the agent that asked is gone, and a fresh one would not know
 //! the question. tmux not answering never leads to a respawn either way.
 
-use super::deliver::{DeliverError, deliver};
+use super::deliver::{DeliverError, confirm_submitted, deliver};
 use super::paste_lock::{self, PasteLock, PasteLockError};
 use super::registry::{RegistryError, SessionRecord, Status};
 use super::sessions::{PaneState, Sessions};
 use super::spawn::PromptInputs;
+use crate::harness::Harness;
 use crate::tmux::{self, PaneId};
 use crate::work_item::WorkItemRef;
 use std::time::Duration;
@@ -172,7 +173,7 @@ impl Sessions {
         let record = self.active_record(&item)?;
         let text = text(&record.work_item);
         let delivered = match self.locate(&record.tmux_session).await {
-            PaneState::Live(pane) => match self.paste(&pane, &text).await {
+            PaneState::Live(pane) => match self.paste(&pane, &text, &record.harness).await {
                 Ok(delivered) => delivered,
                 Err(error) if pane_gone(&error) => self.respawn_or_refuse(&record, policy).await?,
                 Err(error) => return Err(PasteError::Paste(record.work_item, error).into()),
@@ -191,7 +192,7 @@ impl Sessions {
                     return Err(PasteError::Unavailable(record.work_item, liveness).into());
                 };
                 tracing::warn!(%pane, "liveness unknown ({liveness}); pasting into the recorded pane");
-                match self.paste(&pane, &text).await {
+                match self.paste(&pane, &text, &record.harness).await {
                     Ok(delivered) => delivered,
                     Err(error) => {
                         let item = record.work_item;
@@ -258,15 +259,28 @@ impl Sessions {
         }
     }
 
-    /// The one paste path, with the pane it went to.
-    async fn paste(&self, pane: &PaneId, text: &str) -> Result<Delivered, DeliverError> {
-        deliver(self.tmux.as_ref(), pane, text, self.submit_delay())
-            .await
-            .map(|d| Delivered {
-                pane: pane.clone(),
-                bytes: d.bytes,
-                respawned: None,
-            })
+    /// The one paste path, with the pane it went to; for a harness whose screen shows
+    /// an unsubmitted paste, the submit is made sure of.
+    async fn paste(
+        &self,
+        pane: &PaneId,
+        text: &str,
+        harness: &str,
+    ) -> Result<Delivered, DeliverError> {
+        let delivered = deliver(self.tmux.as_ref(), pane, text, self.submit_delay()).await?;
+        let settings = self.settings();
+        let marker = Harness::resolve(harness, &settings.sessions)
+            .ok()
+            .and_then(|h| h.paste_marker());
+        if let Some(marker) = marker {
+            let wait = settings.timings.submit_check;
+            confirm_submitted(self.tmux.as_ref(), pane, marker, wait).await;
+        }
+        Ok(Delivered {
+            pane: pane.clone(),
+            bytes: delivered.bytes,
+            respawned: None,
+        })
     }
 
     /// The pane and `last_event_at` (and the delivery id, when there is one) on the

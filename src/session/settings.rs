@@ -20,6 +20,9 @@ pub struct Timings {
     pub spawn_settle: Duration,
     /// How often those waits look again.
     pub poll: Duration,
+    /// After a submit, how long the harness gets to take it before its input box is
+    /// looked at (`deliver::confirm_submitted`).
+    pub submit_check: Duration,
 }
 
 impl Default for Timings {
@@ -29,6 +32,7 @@ impl Default for Timings {
             stop_grace: Duration::from_secs(5),
             spawn_settle: Duration::from_secs(10),
             poll: Duration::from_millis(100),
+            submit_check: super::deliver::SUBMIT_CHECK_WAIT,
         }
     }
 }

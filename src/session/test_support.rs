@@ -212,6 +212,7 @@ impl Fixture {
             stop_grace: Duration::from_millis(50),
             spawn_settle: Duration::ZERO,
             poll: Duration::from_millis(5),
+            submit_check: Duration::ZERO,
         };
         let tmux = Arc::new(TestTmux::new());
         let signals = Arc::new(FakeSignaller {

@@ -18,8 +18,9 @@ use crate::support::tmux_server::{TmuxServer, wait_for};
 use std::time::Duration;
 use the_loop::config::SessionsConfig;
 use the_loop::guard::sanitize;
+use the_loop::harness::CLAUDE_PASTE_MARKER;
 use the_loop::harness::Harness;
-use the_loop::session::deliver::deliver;
+use the_loop::session::deliver::{confirm_submitted, deliver, input_box};
 use the_loop::tmux::{BufferName, PaneId, Paste, RealTmux, Tmux};
 
 /// Waits until Claude Code shows its input box and has finished drawing its start
@@ -112,6 +113,57 @@ async fn a_hostile_prompt_reaches_claude_code_as_one_submitted_message() {
     // Claude Code's input box expands tabs to four spaces; nothing else changes.
     let expected = sanitize(&prompt).replace('\t', "    ");
     assert_eq!(messages, vec![expected]);
+}
+
+/// A paste whose submitting `\r` was not taken (as on a loaded machine) sits folded in
+/// Claude Code's input box; the delivery's check presses Enter again and it arrives once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paste_left_unsubmitted_is_submitted_once_by_the_check() {
+    let Some(bin) = claude_bin() else { return };
+    let server = TmuxServer::new();
+    let tmux = server.tmux();
+    let home = ClaudeHome::new(NO_MODEL);
+    let pane = tmux
+        .new_session(&home.spec("claude-unsubmitted", vec![bin.display().to_string()]))
+        .await
+        .unwrap();
+    wait_input_box(&tmux, &pane).await;
+
+    let prompt = sanitize(&hostile_prompt()).into_owned();
+    tmux.paste_text(
+        &BufferName::unique(),
+        prompt.as_bytes(),
+        &pane,
+        Paste::Bracketed,
+    )
+    .await
+    .unwrap();
+    wait_for(
+        "the folded paste in the input box",
+        Duration::from_secs(30),
+        || async {
+            let screen = tmux.capture_pane(&pane, false).await.ok()?;
+            input_box(&screen)
+                .filter(|b| b.contains(CLAUDE_PASTE_MARKER))
+                .map(drop)
+        },
+    )
+    .await;
+    assert!(home.user_messages().is_empty(), "nothing submitted yet");
+
+    let pressed = confirm_submitted(
+        &tmux,
+        &pane,
+        CLAUDE_PASTE_MARKER,
+        Duration::from_millis(300),
+    )
+    .await;
+    assert!(pressed >= 1, "the check pressed Enter");
+    let messages = wait_user_messages(&home, &tmux, &pane, 1).await;
+    // A second message (an extra Enter taken as one) would show up by now.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(home.user_messages().len(), messages.len());
+    assert_eq!(messages, vec![prompt.replace('\t', "    ")]);
 }
 
 /// The control experiment: the same text pasted raw, without the sanitizer, is cut at

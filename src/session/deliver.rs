@@ -120,7 +120,7 @@ pub async fn confirm_submitted<T: Tmux + ?Sized>(
                 return pressed;
             }
         };
-        if !input_box(&screen).is_some_and(|text| text.contains(marker)) {
+        if !holds_paste(&screen, marker) {
             return pressed;
         }
         if pressed == MAX_RESUBMITS {
@@ -135,6 +135,25 @@ pub async fn confirm_submitted<T: Tmux + ?Sized>(
         pressed += 1;
     }
 }
+
+/// Whether the input box holds nothing but a folded paste: its first line is the
+/// prompt `❯ ` and then `marker`. Never while a permission dialog is on screen, where
+/// Enter would choose "Yes" (a dialog's own text, such as a command an agent was led to
+/// run, could hold the marker).
+pub fn holds_paste(screen: &str, marker: &str) -> bool {
+    if super::hooks::permission::shows_dialog(screen) {
+        return false;
+    }
+    input_box(screen).is_some_and(|text| {
+        text.lines()
+            .next()
+            .and_then(|first| first.trim_start().strip_prefix(INPUT_PROMPT))
+            .is_some_and(|rest| rest.trim_start().starts_with(marker))
+    })
+}
+
+/// Claude Code's input prompt, the first thing in its box.
+const INPUT_PROMPT: &str = "❯";
 
 /// The text of a TUI's input box: what lies between the screen's last two horizontal
 /// rules (lines of `─`, as Claude Code draws its box). `None` without two rules.

@@ -248,3 +248,27 @@ async fn a_taken_submit_or_an_unreadable_screen_is_left_alone() {
         .count();
     assert_eq!(plain, 1, "only the delivery's own submit");
 }
+
+#[test]
+fn only_a_box_holding_just_the_paste_is_pressed_never_a_dialog() {
+    let marker = "[Pasted text #";
+    assert!(holds_paste(UNSUBMITTED, marker));
+    let typed_first = UNSUBMITTED.replace("❯ [Pasted", "❯ my words [Pasted");
+    assert!(
+        !holds_paste(&typed_first, marker),
+        "the operator's own typing"
+    );
+    // A permission dialog whose command holds the marker: Enter would approve it.
+    let rule = "─".repeat(40);
+    let dialog = format!(
+        "{rule}\n Bash command\n   echo '[Pasted text #1 +3 lines]'\n Do you want to proceed?\n ❯ 1. Yes\n   2. No\n{rule}\n"
+    );
+    assert!(!holds_paste(&dialog, marker));
+    let dialog_prompt_line = format!(
+        "{rule}\n❯ [Pasted text #1 +3 lines]\n Do you want to proceed?\n ❯ 1. Yes\n{rule}\n"
+    );
+    assert!(
+        !holds_paste(&dialog_prompt_line, marker),
+        "a dialog on screen wins"
+    );
+}

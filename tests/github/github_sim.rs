@@ -2,6 +2,7 @@
 //! budget, scripted faults, and the product's client talking to it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::support::poller::seeded_sim;
 use serde_json::{Value, json};
 use std::time::Duration;
 use the_loop::github::models;
@@ -32,32 +33,6 @@ fn raw() -> reqwest::Client {
     reqwest::Client::new()
 }
 
-/// Issue #15 (labeled, by carol) and PR #16 (labeled, closes #15), plus unlabeled #17.
-async fn seeded() -> SimHandle {
-    let sim = SimGithub::start().await.unwrap();
-    sim.add_issue(
-        REPO,
-        IssueSpec::new("Flaky test in CI")
-            .number(15)
-            .author("carol")
-            .body("It fails on Tuesdays.")
-            .labels(&["the-loop", "bug"]),
-    )
-    .unwrap();
-    sim.add_pull(
-        REPO,
-        PullSpec::new("Make backoff deterministic", "issue-15-backoff")
-            .number(16)
-            .author("alice")
-            .body("Closes #15")
-            .labels(&["the-loop"]),
-    )
-    .unwrap();
-    sim.add_issue(REPO, IssueSpec::new("Unwatched").author("bob"))
-        .unwrap();
-    sim
-}
-
 fn ids(items: &[Value]) -> Vec<u64> {
     items.iter().map(|v| models::id(v).unwrap()).collect()
 }
@@ -68,7 +43,7 @@ fn numbers(items: &[Value]) -> Vec<u64> {
 
 #[tokio::test]
 async fn watched_items_honour_state_and_labels() {
-    let sim = seeded().await;
+    let sim = seeded_sim().await;
     let c = client(&sim);
     let watched = c
         .list_watched_items(REPO, "the-loop")
@@ -119,7 +94,7 @@ async fn watched_items_honour_state_and_labels() {
 
 #[tokio::test]
 async fn items_are_shaped_like_github() {
-    let sim = seeded().await;
+    let sim = seeded_sim().await;
     let c = client(&sim);
     let issue = c.get_issue(REPO, 15).await.unwrap();
     assert_eq!(issue["html_url"], "https://github.com/octo/repo/issues/15");
@@ -170,7 +145,7 @@ async fn items_are_shaped_like_github() {
 
 #[tokio::test]
 async fn open_pulls_carry_head_branches_and_bodies() {
-    let sim = seeded().await;
+    let sim = seeded_sim().await;
     sim.add_pull(REPO, PullSpec::new("Other", "feature-x").author("dave"))
         .unwrap();
     let c = client(&sim);
@@ -186,7 +161,7 @@ async fn open_pulls_carry_head_branches_and_bodies() {
 
 #[tokio::test]
 async fn repo_comments_since_are_oldest_first_and_inclusive() {
-    let sim = seeded().await;
+    let sim = seeded_sim().await;
     let a = sim
         .add_comment(REPO, 15, "alice", "Please take this one.")
         .unwrap();
@@ -264,7 +239,7 @@ async fn repo_comments_since_are_oldest_first_and_inclusive() {
 
 #[tokio::test]
 async fn item_comments_are_one_threads_conversation() {
-    let sim = seeded().await;
+    let sim = seeded_sim().await;
     let a = sim.add_comment(REPO, 15, "alice", "one").unwrap();
     sim.add_comment(REPO, 16, "alice", "elsewhere").unwrap();
     let b = sim.add_comment(REPO, 15, "carol", "two").unwrap();
@@ -280,7 +255,7 @@ async fn item_comments_are_one_threads_conversation() {
 
 #[tokio::test]
 async fn review_comments_and_reviews() {
-    let sim = seeded().await;
+    let sim = seeded_sim().await;
     let rc = sim
         .add_review_comment(
             REPO,
@@ -352,7 +327,7 @@ async fn review_comments_and_reviews() {
 
 #[tokio::test]
 async fn posted_comments_are_marked_authored_by_the_bot_and_listed() {
-    let sim = seeded().await;
+    let sim = seeded_sim().await;
     sim.set_bot_login("loop-operator");
     let c = client(&sim);
     let created = c
@@ -386,7 +361,7 @@ async fn posted_comments_are_marked_authored_by_the_bot_and_listed() {
 
 #[tokio::test]
 async fn writes_over_http_are_validated_and_edits_move_updated_at() {
-    let sim = seeded().await;
+    let sim = seeded_sim().await;
     let http = raw();
     let url = format!("{}/repos/octo/repo/issues/15/comments", sim.base_url());
     let created = http
@@ -500,7 +475,7 @@ async fn pagination_with_link_headers() {
 
 #[tokio::test]
 async fn not_modified_costs_no_rate_budget() {
-    let sim = seeded().await;
+    let sim = seeded_sim().await;
     sim.set_rate_limit(100);
     let c = client(&sim);
     let first = c.list_watched_items(REPO, "the-loop").await.unwrap();
@@ -530,7 +505,7 @@ async fn not_modified_costs_no_rate_budget() {
 
 #[tokio::test]
 async fn etags_are_strong_and_304s_carry_headers() {
-    let sim = seeded().await;
+    let sim = seeded_sim().await;
     let http = raw();
     let url = format!("{}/repos/octo/repo/issues/15", sim.base_url());
     let first = http.get(&url).send().await.unwrap();
@@ -558,7 +533,7 @@ async fn etags_are_strong_and_304s_carry_headers() {
 
 #[tokio::test]
 async fn the_date_header_follows_the_simulated_clock() {
-    let sim = seeded().await;
+    let sim = seeded_sim().await;
     sim.advance_clock(Duration::from_secs(86_400));
     let c = client(&sim);
     let fetched = c.list_watched_items(REPO, "").await.unwrap();
@@ -579,7 +554,7 @@ async fn the_date_header_follows_the_simulated_clock() {
 
 #[tokio::test]
 async fn scripted_status_faults_are_retried_by_the_client() {
-    let sim = seeded().await;
+    let sim = seeded_sim().await;
     sim.fail_next(2, Fault::Status(500));
     let c = client(&sim);
     let fetched = c.list_watched_items(REPO, "the-loop").await.unwrap();
@@ -594,7 +569,7 @@ async fn scripted_status_faults_are_retried_by_the_client() {
 
 #[tokio::test]
 async fn faults_can_target_one_path() {
-    let sim = seeded().await;
+    let sim = seeded_sim().await;
     sim.fail_next_on("/pulls", 1, Fault::Status(404));
     let c = client(&sim);
     c.list_watched_items(REPO, "").await.unwrap();
@@ -607,7 +582,7 @@ async fn faults_can_target_one_path() {
 
 #[tokio::test]
 async fn a_429_fault_sends_retry_after() {
-    let sim = seeded().await;
+    let sim = seeded_sim().await;
     sim.fail_next(
         1,
         Fault::RateLimited {
@@ -647,7 +622,7 @@ async fn a_429_fault_sends_retry_after() {
 
 #[tokio::test]
 async fn a_delay_fault_trips_the_client_timeout() {
-    let sim = seeded().await;
+    let sim = seeded_sim().await;
     sim.fail_next(1, Fault::Delay(Duration::from_secs(2)));
     let c = Client::builder(&sim.base_url())
         .token(Some(TOKEN))
@@ -665,7 +640,7 @@ async fn a_delay_fault_trips_the_client_timeout() {
 
 #[tokio::test]
 async fn an_exhausted_budget_answers_403_until_the_reset() {
-    let sim = seeded().await;
+    let sim = seeded_sim().await;
     sim.set_rate_limit(2);
     let c = client(&sim);
     c.get_issue(REPO, 15).await.unwrap();
@@ -695,7 +670,7 @@ async fn an_exhausted_budget_answers_403_until_the_reset() {
 
 #[tokio::test]
 async fn a_required_token_is_checked() {
-    let sim = seeded().await;
+    let sim = seeded_sim().await;
     sim.require_token(Some(TOKEN));
     assert!(client(&sim).get_issue(REPO, 15).await.is_ok());
     let wrong = Client::builder(&sim.base_url())
@@ -725,7 +700,7 @@ async fn a_required_token_is_checked() {
 
 #[tokio::test]
 async fn poll_interval_is_advertised_when_set() {
-    let sim = seeded().await;
+    let sim = seeded_sim().await;
     sim.set_poll_interval(Some(60));
     let c = client(&sim);
     c.get_issue(REPO, 15).await.unwrap();
@@ -734,7 +709,7 @@ async fn poll_interval_is_advertised_when_set() {
 
 #[tokio::test]
 async fn the_server_stops_when_the_handle_is_dropped() {
-    let sim = seeded().await;
+    let sim = seeded_sim().await;
     let base = sim.base_url();
     let control = sim.control();
     drop(sim);
@@ -758,7 +733,7 @@ async fn the_server_stops_when_the_handle_is_dropped() {
 
 #[tokio::test]
 async fn unknown_routes_and_repos_are_github_style_404s() {
-    let sim = seeded().await;
+    let sim = seeded_sim().await;
     let http = raw();
     for p in [
         "/nope",

@@ -44,6 +44,42 @@ pub fn npm_bin(name: &str, env: &str, what: &str) -> Option<PathBuf> {
     None
 }
 
+/// Every user message Claude Code recorded under `home` (its `HOME`), across its
+/// transcripts, in order.
+pub fn user_messages(home: &Path) -> Vec<String> {
+    let root = home.join(".claude/projects");
+    let mut files: Vec<PathBuf> = walk(&root)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
+        .filter(|v| v["type"] == "user" && v["message"]["role"] == "user")
+        .filter_map(|v| match &v["message"]["content"] {
+            Value::String(s) => Some(s.clone()),
+            // Text blocks (tool results are not the user's messages).
+            Value::Array(blocks) => {
+                let texts: Vec<&str> = blocks
+                    .iter()
+                    .filter(|b| b["type"] == "text")
+                    .filter_map(|b| b["text"].as_str())
+                    .collect();
+                (!texts.is_empty()).then(|| texts.join("\n"))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// A private `HOME` (and `TMPDIR`) for Claude Code, removed on drop.
 pub struct ClaudeHome {
     pub dir: tempfile::TempDir,
@@ -119,37 +155,7 @@ impl ClaudeHome {
 
     /// Every user message Claude Code recorded, across its transcripts, in order.
     pub fn user_messages(&self) -> Vec<String> {
-        let root = self.home.join(".claude/projects");
-        let mut files: Vec<PathBuf> = walk(&root)
-            .into_iter()
-            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-            .collect();
-        files.sort();
-        files
-            .iter()
-            .flat_map(|f| {
-                std::fs::read_to_string(f)
-                    .unwrap_or_default()
-                    .lines()
-                    .map(str::to_owned)
-                    .collect::<Vec<_>>()
-            })
-            .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
-            .filter(|v| v["type"] == "user" && v["message"]["role"] == "user")
-            .filter_map(|v| match &v["message"]["content"] {
-                Value::String(s) => Some(s.clone()),
-                // Text blocks (tool results are not the user's messages).
-                Value::Array(blocks) => {
-                    let texts: Vec<&str> = blocks
-                        .iter()
-                        .filter(|b| b["type"] == "text")
-                        .filter_map(|b| b["text"].as_str())
-                        .collect();
-                    (!texts.is_empty()).then(|| texts.join("\n"))
-                }
-                _ => None,
-            })
-            .collect()
+        user_messages(&self.home)
     }
 
     pub fn transcript(&self, session_id: &str) -> Option<PathBuf> {

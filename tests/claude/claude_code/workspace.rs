@@ -4,7 +4,7 @@
 //! experiment (`sessions.trustWorkspaces: false`) shows the dialog that would otherwise
 //! swallow the boot prompt.
 
-use crate::support::claude::{API_KEY, claude_bin, walk};
+use crate::support::claude::{API_KEY, claude_bin, user_messages};
 use crate::support::tmux_server::{BIN, TmuxServer, wait_for};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -145,20 +145,7 @@ impl World {
     }
 
     fn user_messages(&self) -> Vec<String> {
-        walk(&self.home.join(".claude/projects"))
-            .into_iter()
-            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-            .flat_map(|f| {
-                std::fs::read_to_string(f)
-                    .unwrap_or_default()
-                    .lines()
-                    .map(str::to_owned)
-                    .collect::<Vec<_>>()
-            })
-            .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
-            .filter(|v| v["type"] == "user" && v["message"]["role"] == "user")
-            .filter_map(|v| v["message"]["content"].as_str().map(str::to_owned))
-            .collect()
+        user_messages(&self.home)
     }
 }
 

@@ -11,6 +11,7 @@ use crate::config;
 use crate::events::Source;
 use crate::paths::StatePaths;
 use crate::session::activity::{self, ActivityState, ActivityTracker, SessionActivity};
+use crate::session::hold::HeldSummary;
 use crate::session::hooks::{self, Answered, Decision};
 use crate::session::{
     OpenQuestions, Origin, PaneState, PromptInputs, SessionError, SessionRecord, Sessions,
@@ -341,6 +342,7 @@ fn json_row(record: &SessionRecord, seen: &SessionActivity) -> Value {
             "summary": p.summary,
             "requestedAt": p.requested_at,
         })),
+        "held": record.hold.summary(),
         "idleSeconds": seen.idle_seconds,
         "tmuxSession": record.tmux_session,
         "pane": seen.pane.as_ref().map(ToString::to_string).or_else(|| record.pane_id.clone()),
@@ -369,7 +371,7 @@ fn print_table(records: &[SessionRecord], seen: &[SessionActivity]) {
                 r.work_item.to_string(),
                 r.harness.clone(),
                 r.status.as_str().to_string(),
-                shown_state(a),
+                shown_state(a, r.hold.summary().as_ref()),
                 a.idle_seconds.map_or_else(|| "-".to_string(), human_age),
                 r.tmux_session.clone(),
             ];
@@ -406,14 +408,19 @@ fn print_table(records: &[SessionRecord], seen: &[SessionActivity]) {
 }
 
 /// The state column: a guess from the screen says so (`idle?`); a permission dialog
-/// names its tool.
-fn shown_state(a: &SessionActivity) -> String {
+/// names its tool; deliveries held on the session say how many and why
+/// (`⏸ 2 held: permission dialog`).
+fn shown_state(a: &SessionActivity, held: Option<&HeldSummary>) -> String {
     let guess = a.source == activity::StateSource::Screen
         && matches!(a.state, ActivityState::Working | ActivityState::Idle);
-    match &a.permission {
+    let state = match &a.permission {
         Some(p) => format!("{} ({})", a.state.as_str(), p.tool),
         None if guess => format!("{}?", a.state.as_str()),
         None => a.state.as_str().to_string(),
+    };
+    match held {
+        Some(held) => format!("{state} {}", held.label()),
+        None => state,
     }
 }
 

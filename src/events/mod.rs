@@ -92,6 +92,8 @@ event_types! {
     SessionPermissionRequested => "session.permission_requested",
     SessionPermissionResolved => "session.permission_resolved",
     SessionTurnEnded => "session.turn_ended",
+    SessionDeliveryHeld => "session.delivery_held",
+    SessionDeliveryReleased => "session.delivery_released",
     CriticStarted => "critic.started",
     CriticFinished => "critic.finished",
     CriticPosted => "critic.posted",

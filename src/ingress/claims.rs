@@ -521,6 +521,10 @@ impl Ingest for ClaimingIngest {
             disposition
         })
     }
+
+    fn holding(&self, delivery_id: &str) -> bool {
+        self.inner.holding(delivery_id)
+    }
 }
 
 /// The claim record a supervisor of an older version left (`webhook-inflight.json`):

@@ -91,6 +91,14 @@ impl Disposition {
 /// has failed. Callers may submit a batch and await the futures together.
 pub trait Ingest: Send + Sync {
     fn ingest(&self, event: InboundEvent) -> BoxFuture<'static, Disposition>;
+
+    /// Whether the event `delivery_id` waits on a held session (SPEC §18.3: a permission
+    /// dialog, the operator's draft): its settlement may be far off, so a caller that
+    /// awaits a batch stops waiting for it (it settles when the hold clears).
+    fn holding(&self, delivery_id: &str) -> bool {
+        let _ = delivery_id;
+        false
+    }
 }
 
 /// The record of comments, reviews and review comments already handled (or being

@@ -83,6 +83,8 @@ pub struct Poller {
     ledgers: LedgerStore,
     /// Repos whose persisted ETags were handed to the client.
     synced: HashSet<String>,
+    /// Events fed and not settled yet (held sessions, SPEC §18.3): not fed again.
+    in_flight: settle::InFlight,
 }
 
 impl Poller {
@@ -101,6 +103,7 @@ impl Poller {
             ingest,
             sessions: Arc::new(Vec::new),
             synced: HashSet::new(),
+            in_flight: settle::InFlight::default(),
         }
     }
 
@@ -115,6 +118,11 @@ impl Poller {
         self.ledgers = ledgers;
         self.synced.clear();
         self
+    }
+
+    /// Events fed and not settled yet: they wait on held sessions (SPEC §18.3).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.open()
     }
 
     /// The ledgers, for the webhook path's shared dedupe.
@@ -241,7 +249,14 @@ impl Poller {
         }
 
         // Pending events need no GitHub: they are fed even when the fetch failed.
-        let (tally, gave_up) = settle::feed(&self.ledgers, &self.ingest, name, r.max_retries).await;
+        let (tally, gave_up) = settle::feed(
+            &self.ledgers,
+            &self.ingest,
+            &self.in_flight,
+            name,
+            r.max_retries,
+        )
+        .await;
         settle::give_up(&self.client, &self.ledgers, &self.events, name, gave_up).await;
         report.delivered += tally.delivered;
         report.dropped += tally.dropped;

@@ -14,7 +14,7 @@ use crate::events::EventLog;
 use crate::github::Client;
 use crate::session::Sessions;
 use crate::session::ask::{self, Ask, Asked, question_text};
-use crate::session::reply::{Replied, Replier, ReplyRequest, Report, Via};
+use crate::session::reply::{Replied, Replier, ReplyError, ReplyRequest, Report, Via};
 use crate::work_item::WorkItemRef;
 use axum::Router;
 use axum::body::{Body, to_bytes};
@@ -124,6 +124,24 @@ async fn reply(State(api): State<Arc<OperatorApi>>, headers: HeaderMap, body: Bo
     let done = tokio::spawn(async move { task.replier.reply(request).await }).await;
     match done {
         Ok(Ok(replied)) => (StatusCode::OK, axum::Json(replied_json(&replied))).into_response(),
+        // Queued, not refused (SPEC §18.3): 202 with the id the client waits on.
+        Ok(Err(ReplyError::Held { item, reason, id })) => {
+            let message = ReplyError::Held {
+                item: item.clone(),
+                reason,
+                id: id.clone(),
+            }
+            .to_string();
+            let body = json!({
+                "ok": false,
+                "held": true,
+                "work_item": item,
+                "reason": reason.as_str(),
+                "reply_id": id,
+                "error": message,
+            });
+            (StatusCode::ACCEPTED, axum::Json(body)).into_response()
+        }
         Ok(Err(e)) => error(
             StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
             e.code(),

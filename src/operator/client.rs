@@ -26,6 +26,13 @@ pub enum ClientError {
         "the supervisor did not answer ({error}); what became of the request is unknown — see `the-loop events`"
     )]
     NoAnswer { error: String },
+    /// The session is held (SPEC §18.3): the reply is queued as `id`.
+    #[error("{error}")]
+    Held {
+        work_item: WorkItemRef,
+        id: String,
+        error: String,
+    },
     /// The supervisor refused; `reason` is the API's (`no-session`, `bad-ref`, …).
     #[error("{error}")]
     Refused {
@@ -110,6 +117,17 @@ impl OperatorClient {
         let answer = self
             .post(REPLY_PATH, &body, request.via == Via::Cli)
             .await?;
+        if answer["held"] == true {
+            let work_item = answer["work_item"].as_str().and_then(|w| w.parse().ok());
+            let id = answer["reply_id"].as_str().map(str::to_string);
+            if let (Some(work_item), Some(id)) = (work_item, id) {
+                return Err(ClientError::Held {
+                    work_item,
+                    id,
+                    error: answer["error"].as_str().unwrap_or("held").to_string(),
+                });
+            }
+        }
         replied(&answer).ok_or_else(|| ClientError::NoAnswer {
             error: format!("an answer this the-loop does not understand: {answer}"),
         })

@@ -28,6 +28,12 @@ pub enum DeliverError {
         #[source]
         error: tmux::Error,
     },
+    /// The paste never showed in an empty, ready input box: nothing is in the box, so
+    /// delivering again later pastes it once.
+    #[error(
+        "the paste into pane {pane} did not show in the agent's input box; nothing was submitted"
+    )]
+    NotShown { pane: String },
     /// The text is in the agent's input box but was not submitted: re-delivering would
     /// paste it twice.
     #[error(
@@ -44,7 +50,7 @@ impl DeliverError {
     /// The tmux failure behind this error, to decide between respawn and retry.
     pub fn tmux_error(&self) -> Option<&tmux::Error> {
         match self {
-            Self::Empty => None,
+            Self::Empty | Self::NotShown { .. } => None,
             Self::Paste { error, .. } | Self::Submit { error, .. } => Some(error),
         }
     }
@@ -55,12 +61,29 @@ impl DeliverError {
     }
 }
 
-/// Pastes `text` into `pane` as one bracketed paste, then submits it.
+/// Pastes `text` into `pane` as one bracketed paste, then submits it: the path for a
+/// harness whose screen the-loop does not know (SPEC §18.2 `screen: unknown`). One whose
+/// screen it knows is pasted with [`paste_text`] and submitted with [`submit`] only after
+/// a look at the pane (`Sessions::paste_into`).
 pub async fn deliver<T: Tmux + ?Sized>(
     tmux: &T,
     pane: &PaneId,
     text: &str,
     submit_delay: Duration,
+) -> Result<Delivery, DeliverError> {
+    let delivery = paste_text(tmux, pane, text).await?;
+    if !submit_delay.is_zero() {
+        tokio::time::sleep(submit_delay).await;
+    }
+    submit(tmux, pane).await?;
+    Ok(delivery)
+}
+
+/// Sanitizes `text` and pastes it into `pane` as one bracketed paste, not submitted.
+pub async fn paste_text<T: Tmux + ?Sized>(
+    tmux: &T,
+    pane: &PaneId,
+    text: &str,
 ) -> Result<Delivery, DeliverError> {
     let clean = crate::guard::sanitize(text);
     if clean.is_empty() {
@@ -70,25 +93,24 @@ pub async fn deliver<T: Tmux + ?Sized>(
         bytes: clean.len(),
         removed: text.chars().count() - clean.chars().count(),
     };
-
     paste_once(tmux, clean.as_bytes(), pane, Paste::Bracketed)
         .await
         .map_err(|error| DeliverError::Paste {
             pane: pane.to_string(),
             error,
         })?;
+    Ok(delivery)
+}
 
-    if !submit_delay.is_zero() {
-        tokio::time::sleep(submit_delay).await;
-    }
-
+/// The submitting Enter, a separate unbracketed `\r` paste. A failure means the text
+/// is in the box unsubmitted ([`DeliverError::pasted`]).
+pub async fn submit<T: Tmux + ?Sized>(tmux: &T, pane: &PaneId) -> Result<(), DeliverError> {
     paste_once(tmux, b"\r", pane, Paste::Plain)
         .await
         .map_err(|error| DeliverError::Submit {
             pane: pane.to_string(),
             error,
-        })?;
-    Ok(delivery)
+        })
 }
 
 /// How often a submit that was not taken is pressed again.

@@ -59,7 +59,21 @@ pub(crate) struct Inner {
     pub lanes: Lanes<Job>,
     /// Items whose spawn is queued: deliveries behind it go to the new session.
     pub pending_spawns: Mutex<HashSet<String>>,
+    /// Which lanes wait on a held session, and which events wait in which lane.
+    pub holds: Mutex<LaneHolds>,
     runtime: Handle,
+}
+
+/// The dispatcher's view of held lanes (SPEC §18.3), keyed by session slug.
+#[derive(Default)]
+pub(crate) struct LaneHolds {
+    /// Lanes whose head delivery is held.
+    pub held: HashSet<String>,
+    /// Queued and running deliveries: delivery id → lane.
+    pub queued: std::collections::HashMap<String, String>,
+    /// Lanes with a stop or close queued: a held delivery there ends with the session
+    /// instead of waiting in front of the stop.
+    pub ending: HashSet<String>,
 }
 
 impl Dispatcher {
@@ -78,6 +92,7 @@ impl Dispatcher {
                 dedupe: Mutex::new(dedupe),
                 lanes: Lanes::new(LANE_IDLE),
                 pending_spawns: Mutex::new(HashSet::new()),
+                holds: Mutex::new(LaneHolds::default()),
                 sessions,
                 runtime,
             }),
@@ -158,6 +173,12 @@ impl Inner {
     pub fn emit(&self, event: Event) {
         self.sessions.emit(event);
     }
+
+    pub fn holds(&self) -> MutexGuard<'_, LaneHolds> {
+        self.holds
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 /// What routing reads, rebuilt on a config reload.
@@ -222,6 +243,14 @@ impl Ingest for Dispatcher {
                 self.spawn_candidate(&event, item, actor, policy)
             }
         }
+    }
+
+    fn holding(&self, delivery_id: &str) -> bool {
+        let holds = self.inner.holds();
+        holds
+            .queued
+            .get(delivery_id)
+            .is_some_and(|lane| holds.held.contains(lane))
     }
 }
 
@@ -382,6 +411,15 @@ impl Dispatcher {
             kind,
             reply,
         };
+        {
+            let mut holds = self.inner.holds();
+            if matches!(job.kind, JobKind::Deliver { .. }) && !event.delivery_id.is_empty() {
+                holds.queued.insert(event.delivery_id.clone(), item.slug());
+            }
+            if matches!(job.kind, JobKind::Stop { .. } | JobKind::Close { .. }) {
+                holds.ending.insert(item.slug());
+            }
+        }
         let pushed = self.inner.lanes.push(&item.slug(), job);
         self.inner.emit(
             Event::new(Source::Dispatch, EventType::DispatchQueued)

@@ -85,8 +85,10 @@ impl Inner {
             } => {
                 let started = Instant::now();
                 // Under the session's paste lock: an operator's reply (any process)
-                // never lands between this paste and its submit.
-                let result = self.sessions.deliver_event(&item, &inputs).await;
+                // never lands between this paste and its submit. A held session keeps
+                // the lane until the hold clears (SPEC §18.3).
+                let result = self.deliver_through_holds(&item, &inputs).await;
+                self.holds().queued.remove(&delivery_id);
                 if let Ok(Delivered {
                     pane,
                     respawned: Some(_),
@@ -133,7 +135,9 @@ impl Inner {
                 let result = self.sessions.resume(&item, &origin);
                 self.toggled(&item, &delivery_id, ControlCommand::Resume, result, &origin)
             }
-            JobKind::Stop { origin } => match self.sessions.stop(&item, &origin).await {
+            JobKind::Stop { origin } => match self
+                .end_lane(&item, self.sessions.stop(&item, &origin).await)
+            {
                 Ok(ended) if ended.already_closed => {
                     let command = ControlCommand::Stop;
                     self.refused(source, &item, command, "session-closed", None, &origin);
@@ -145,7 +149,7 @@ impl Inner {
                 }
             },
             JobKind::Close { merged, origin } => {
-                match self.sessions.close(&item, merged, &origin).await {
+                match self.end_lane(&item, self.sessions.close(&item, merged, &origin).await) {
                     Ok(ended) if ended.already_closed => dropped("session-closed"),
                     Ok(_) => Disposition::Delivered,
                     Err(SessionError::NoSession(_)) => dropped("no-session"),
@@ -199,6 +203,28 @@ impl Inner {
             Err(DeliveryFailure::Closed(item)) => dispatch_dropped("session-closed", &item),
             Err(DeliveryFailure::Paused(item)) => dispatch_dropped("session-paused", &item),
             Err(DeliveryFailure::Transient(error)) => self.failed(item, delivery_id, &error, true),
+            Err(DeliveryFailure::Ended(item)) => {
+                self.emit(
+                    Event::new(Source::Dispatch, EventType::DispatchFailed)
+                        .level(Level::Warning)
+                        .with("work_item", item.to_string())
+                        .with("delivery_id", non_empty(delivery_id))
+                        .with(
+                            "error",
+                            "the session ended while the delivery was held; it was not delivered",
+                        )
+                        .with("retryable", false)
+                        .with("reason", "session-ended"),
+                );
+                dropped("session-ended")
+            }
+            // `deliver_through_holds` waits a hold out.
+            Err(DeliveryFailure::Held(held)) => self.failed(
+                item,
+                delivery_id,
+                &format!("held: {}", held.reason.describe()),
+                true,
+            ),
             Err(DeliveryFailure::NotSubmitted(error)) => {
                 // Settled: delivering again would paste the text twice.
                 self.failed(item, delivery_id, &error, false);

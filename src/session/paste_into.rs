@@ -18,9 +18,11 @@
 //! A reply never respawns: the agent that asked is gone, and a fresh one would not know
 //! the question. tmux not answering never leads to a respawn either way.
 
-use super::deliver::{DeliverError, confirm_submitted, deliver};
+use super::deliver::{DeliverError, confirm_submitted, deliver, paste_text, submit};
+use super::hold::{self, HoldReason};
 use super::paste_lock::{self, PasteLock, PasteLockError};
 use super::registry::{RegistryError, SessionRecord, Status};
+use super::screen;
 use super::sessions::{PaneState, Sessions};
 use super::spawn::PromptInputs;
 use crate::harness::Harness;
@@ -56,6 +58,21 @@ pub enum DeliveryFailure {
     /// The text is in the agent's input box but was not submitted: never re-deliver.
     #[error("{0}")]
     NotSubmitted(String),
+    /// The session cannot take a paste now (SPEC §18.2); wait and try again.
+    #[error("held: {}", .0.reason.describe())]
+    Held(Held),
+    /// The session ended (stopped, closed, reset) while the delivery was held.
+    #[error("the session for {0} ended while the delivery was held")]
+    Ended(WorkItemRef),
+}
+
+/// A delivery the session held back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    pub reason: HoldReason,
+    /// The text is in the box, its Enter stopped by a dialog: the next try submits it
+    /// (the record's `hold.unsubmitted` names it) instead of pasting it again.
+    pub pasted: bool,
 }
 
 /// What differs between pasting an event and a reply (see the module docs).
@@ -74,7 +91,8 @@ pub(crate) struct PastePolicy<'a> {
     /// tmux not answering whether the pane runs: paste into the recorded pane; else
     /// refuse.
     paste_blind: bool,
-    /// Recorded on the session (none when empty).
+    /// Recorded on the session (none when empty); names a paste a dialog interrupted
+    /// (`hold.unsubmitted`).
     delivery_id: &'a str,
 }
 
@@ -91,16 +109,21 @@ impl<'a> PastePolicy<'a> {
         }
     }
 
-    /// An operator's reply, waiting up to `lock_wait` for the lock.
-    pub fn reply(lock_wait: Duration) -> Self {
+    /// An operator's reply named `id`, waiting up to `lock_wait` for the lock.
+    pub fn reply(lock_wait: Duration, id: &'a str) -> Self {
         Self {
             lock_wait,
             paste_when_busy: false,
             check_first: true,
             respawn: None,
             paste_blind: false,
-            delivery_id: "",
+            delivery_id: id,
         }
+    }
+
+    /// Whether the delivery is recorded on the session (events are; replies are not).
+    fn recorded(&self) -> bool {
+        self.respawn.is_some()
     }
 }
 
@@ -137,6 +160,21 @@ pub(crate) enum PasteError {
     },
     /// Respawning the harness failed.
     Respawn(WorkItemRef, DeliveryFailure),
+    /// The session cannot take a paste now (SPEC §18.2).
+    Held(WorkItemRef, Held),
+}
+
+/// Why [`Sessions::paste`] stopped.
+#[derive(Debug)]
+enum Stopped {
+    Failed(DeliverError),
+    Held(Held),
+}
+
+impl From<DeliverError> for Stopped {
+    fn from(error: DeliverError) -> Self {
+        Self::Failed(error)
+    }
 }
 
 impl Sessions {
@@ -164,6 +202,18 @@ impl Sessions {
         text: impl FnOnce(&WorkItemRef) -> String,
         policy: &PastePolicy<'_>,
     ) -> Result<Pasted, Box<PasteError>> {
+        self.paste_into_then(item, text, policy, |_| {}).await
+    }
+
+    /// [`Self::paste_into`], with `then` applied to the session's record together with
+    /// the delivery, still under the paste lock (a held reply leaves its queue so).
+    pub(crate) async fn paste_into_then(
+        &self,
+        item: &WorkItemRef,
+        text: impl FnOnce(&WorkItemRef) -> String,
+        policy: &PastePolicy<'_>,
+        then: impl FnOnce(&mut SessionRecord) + Send + 'static,
+    ) -> Result<Pasted, Box<PasteError>> {
         let item = if policy.check_first {
             self.active_record(item)?.work_item
         } else {
@@ -173,10 +223,17 @@ impl Sessions {
         let record = self.active_record(&item)?;
         let text = text(&record.work_item);
         let delivered = match self.locate(&record.tmux_session).await {
-            PaneState::Live(pane) => match self.paste(&pane, &text, &record.harness).await {
+            PaneState::Live(pane) => match self.paste(&pane, &text, &record, policy).await {
                 Ok(delivered) => delivered,
-                Err(error) if pane_gone(&error) => self.respawn_or_refuse(&record, policy).await?,
-                Err(error) => return Err(PasteError::Paste(record.work_item, error).into()),
+                Err(Stopped::Held(held)) => {
+                    return Err(PasteError::Held(record.work_item, held).into());
+                }
+                Err(Stopped::Failed(error)) if pane_gone(&error) => {
+                    self.respawn_or_refuse(&record, policy).await?
+                }
+                Err(Stopped::Failed(error)) => {
+                    return Err(PasteError::Paste(record.work_item, error).into());
+                }
             },
             PaneState::Dead(_) | PaneState::Absent => {
                 self.respawn_or_refuse(&record, policy).await?
@@ -192,9 +249,12 @@ impl Sessions {
                     return Err(PasteError::Unavailable(record.work_item, liveness).into());
                 };
                 tracing::warn!(%pane, "liveness unknown ({liveness}); pasting into the recorded pane");
-                match self.paste(&pane, &text, &record.harness).await {
+                match self.paste(&pane, &text, &record, policy).await {
                     Ok(delivered) => delivered,
-                    Err(error) => {
+                    Err(Stopped::Held(held)) => {
+                        return Err(PasteError::Held(record.work_item, held).into());
+                    }
+                    Err(Stopped::Failed(error)) => {
                         let item = record.work_item;
                         return Err(PasteError::Blind {
                             item,
@@ -206,7 +266,12 @@ impl Sessions {
                 }
             }
         };
-        self.record_delivery(&record.work_item, &delivered.pane, policy.delivery_id)
+        let recorded = if policy.recorded() {
+            policy.delivery_id
+        } else {
+            ""
+        };
+        self.record_delivery(&record.work_item, &delivered.pane, recorded, then)
             .await;
         Ok(Pasted {
             work_item: record.work_item,
@@ -259,34 +324,170 @@ impl Sessions {
         }
     }
 
-    /// The one paste path, with the pane it went to; for a harness whose screen shows
-    /// an unsubmitted paste, the submit is made sure of.
+    /// The one paste path, with the pane it went to. For a harness whose screen the-loop
+    /// knows (SPEC §18.2), a look at the pane comes first and decides: paste, or hold.
+    /// Pasted, the Enter is pressed only once a fresh capture shows the paste in the box
+    /// and no dialog; a dialog that appears in between leaves the paste in the box, held
+    /// (recorded as `hold.unsubmitted`, so the next try submits it instead of pasting it
+    /// again). Submitted, the submit is made sure of (§7.4). Any other harness is pasted
+    /// and submitted after `submitDelayMs`, as before.
     async fn paste(
         &self,
         pane: &PaneId,
         text: &str,
-        harness: &str,
-    ) -> Result<Delivered, DeliverError> {
-        let delivered = deliver(self.tmux.as_ref(), pane, text, self.submit_delay()).await?;
+        record: &SessionRecord,
+        policy: &PastePolicy<'_>,
+    ) -> Result<Delivered, Stopped> {
         let settings = self.settings();
-        let marker = Harness::resolve(harness, &settings.sessions)
-            .ok()
-            .and_then(|h| h.paste_marker());
-        if let Some(marker) = marker {
-            let wait = settings.timings.submit_check;
-            confirm_submitted(self.tmux.as_ref(), pane, marker, wait).await;
+        let harness = Harness::resolve(&record.harness, &settings.sessions).ok();
+        let Some(marker) = harness.as_ref().and_then(|h| h.paste_marker()) else {
+            let delivered = deliver(self.tmux.as_ref(), pane, text, self.submit_delay()).await?;
+            return Ok(Delivered {
+                pane: pane.clone(),
+                bytes: delivered.bytes,
+                respawned: None,
+            });
+        };
+        let key = policy.delivery_id;
+        let ours_in_box = !key.is_empty() && record.hold.unsubmitted.as_deref() == Some(key);
+        let bytes = if ours_in_box {
+            crate::guard::sanitize(text).len()
+        } else {
+            let look = screen::look(&self.capture(pane).await?);
+            if let Some(reason) = hold::decide(&look, record.reported.as_ref()) {
+                return Err(Stopped::Held(Held {
+                    reason,
+                    pasted: false,
+                }));
+            }
+            paste_text(self.tmux.as_ref(), pane, text).await?.bytes
+        };
+        let shown = self.await_paste(pane, text, marker, record).await;
+        match shown {
+            Shown::Ready => {}
+            Shown::Gone if ours_in_box => {
+                // Someone pressed Enter after answering the dialog (or cleared the box):
+                // pasting again could make it twice.
+                tracing::warn!(%pane, "the held paste left the input box without the-loop's Enter; taking it as submitted");
+                self.set_unsubmitted(&record.work_item, None).await;
+                return Ok(Delivered {
+                    pane: pane.clone(),
+                    bytes,
+                    respawned: None,
+                });
+            }
+            Shown::Gone => {
+                return Err(Stopped::Failed(DeliverError::NotShown {
+                    pane: pane.to_string(),
+                }));
+            }
+            Shown::Held(reason) => {
+                if !ours_in_box {
+                    self.set_unsubmitted(&record.work_item, Some(key)).await;
+                }
+                return Err(Stopped::Held(Held {
+                    reason,
+                    pasted: true,
+                }));
+            }
         }
+        submit(self.tmux.as_ref(), pane).await?;
+        if ours_in_box {
+            self.set_unsubmitted(&record.work_item, None).await;
+        }
+        confirm_submitted(
+            self.tmux.as_ref(),
+            pane,
+            marker,
+            settings.timings.submit_check,
+        )
+        .await;
         Ok(Delivered {
             pane: pane.clone(),
-            bytes: delivered.bytes,
+            bytes,
             respawned: None,
         })
+    }
+
+    /// After a paste into an empty box: looks until the box shows it with no dialog up
+    /// ([`Shown::Ready`]), for up to `Timings::paste_show`.
+    async fn await_paste(
+        &self,
+        pane: &PaneId,
+        text: &str,
+        marker: &str,
+        record: &SessionRecord,
+    ) -> Shown {
+        let timings = self.settings().timings;
+        let clean = crate::guard::sanitize(text);
+        let deadline = tokio::time::Instant::now() + timings.paste_show;
+        loop {
+            let Ok(now) = self.capture(pane).await else {
+                return Shown::Held(HoldReason::NotReady);
+            };
+            let look = screen::look(&now);
+            if look.dialog {
+                return Shown::Held(HoldReason::PermissionDialog);
+            }
+            if screen::shows_paste(&now, &clean, marker) {
+                // The hook may have said so before the dialog is drawn.
+                let reported = self
+                    .registry
+                    .get(&record.work_item)
+                    .ok()
+                    .flatten()
+                    .and_then(|r| r.reported);
+                return match hold::decide(&look, reported.as_ref()) {
+                    Some(HoldReason::PermissionDialog) => Shown::Held(HoldReason::PermissionDialog),
+                    _ => Shown::Ready,
+                };
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return match look.input {
+                    screen::InputBox::Empty => Shown::Gone,
+                    screen::InputBox::Holds(_) => Shown::Held(HoldReason::OperatorDraft),
+                    screen::InputBox::NotDrawn => Shown::Held(HoldReason::NotReady),
+                };
+            }
+            tokio::time::sleep(timings.poll).await;
+        }
+    }
+
+    async fn capture(&self, pane: &PaneId) -> Result<String, DeliverError> {
+        self.tmux
+            .capture_pane(pane, false)
+            .await
+            .map_err(|error| DeliverError::Paste {
+                pane: pane.to_string(),
+                error,
+            })
+    }
+
+    /// Records (or clears) the paste a dialog stopped before its Enter.
+    async fn set_unsubmitted(&self, item: &WorkItemRef, key: Option<&str>) {
+        let (registry, item, key) = (self.registry.clone(), item.clone(), key.map(str::to_string));
+        let work_item = item.clone();
+        let saved = tokio::task::spawn_blocking(move || {
+            registry.update(&item, |r| r.hold.unsubmitted = key)
+        })
+        .await;
+        match saved {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => tracing::warn!(%work_item, "held paste not recorded: {error}"),
+            Err(error) => tracing::warn!(%work_item, "held paste not recorded: {error}"),
+        }
     }
 
     /// The pane and `last_event_at` (and the delivery id, when there is one) on the
     /// record: under its file lock, with an fsync, off the async runtime (SPEC §15.6).
     /// A failure is a warning: the text has reached the session.
-    async fn record_delivery(&self, item: &WorkItemRef, pane: &PaneId, delivery_id: &str) {
+    async fn record_delivery(
+        &self,
+        item: &WorkItemRef,
+        pane: &PaneId,
+        delivery_id: &str,
+        then: impl FnOnce(&mut SessionRecord) + Send + 'static,
+    ) {
         let (registry, item, pane, delivery_id) = (
             self.registry.clone(),
             item.clone(),
@@ -298,6 +499,7 @@ impl Sessions {
             registry.update(&item, |r| {
                 r.record_delivery(&delivery_id);
                 r.pane_id = Some(pane);
+                then(r);
             })
         })
         .await;
@@ -308,6 +510,16 @@ impl Sessions {
         };
         tracing::warn!(%work_item, "delivery not recorded on the session: {error}");
     }
+}
+
+/// What the box showed after a paste.
+enum Shown {
+    /// The paste, and no dialog: press Enter.
+    Ready,
+    /// An empty box: the paste never showed (or, held, it was submitted by hand).
+    Gone,
+    /// Something stands between the paste and its Enter.
+    Held(HoldReason),
 }
 
 /// The pane died or vanished before the text reached it (respawn, when liveness is
@@ -327,6 +539,7 @@ impl From<PasteError> for DeliveryFailure {
             PasteError::Closed(item) => Self::Closed(item),
             PasteError::Paused(item) => Self::Paused(item),
             PasteError::Respawn(_, failure) => failure,
+            PasteError::Held(_, held) => Self::Held(held),
             PasteError::Paste(_, error) if error.pasted() => Self::NotSubmitted(error.to_string()),
             PasteError::Blind { error, .. } if error.pasted() => {
                 Self::NotSubmitted(error.to_string())

@@ -14,7 +14,7 @@ fn event(n: u64) -> PromptInputs {
 }
 
 fn reply() -> PastePolicy<'static> {
-    PastePolicy::reply(Duration::from_secs(5))
+    PastePolicy::reply(Duration::from_secs(5), "")
 }
 
 async fn reply_to(
@@ -68,7 +68,7 @@ async fn a_busy_lock_refuses_a_reply_and_lets_an_event_through() {
         .unwrap();
     let short = Duration::from_millis(20);
 
-    let policy = PastePolicy::reply(short);
+    let policy = PastePolicy::reply(short, "");
     let refused = reply_to(&f, 1, &policy).await.unwrap_err();
     assert!(
         matches!(refused.as_ref(), PasteError::Lock(i, PasteLockError::Busy { .. }) if *i == item(1)),
@@ -125,7 +125,7 @@ async fn a_reply_refuses_a_paused_session_before_waiting_for_its_lock() {
         .await
         .unwrap();
     // Were the lock waited for first, this would end in `Lock` after the wait.
-    let policy = PastePolicy::reply(Duration::from_secs(600));
+    let policy = PastePolicy::reply(Duration::from_secs(600), "");
     let refused = reply_to(&f, 1, &policy).await.unwrap_err();
     assert!(
         matches!(refused.as_ref(), PasteError::Paused(i) if *i == item(1)),

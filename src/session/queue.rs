@@ -113,6 +113,13 @@ impl<J: Send + 'static> Lanes<J> {
         }
     }
 
+    /// Jobs queued in `key`'s lane, not counting the one its worker runs.
+    pub fn depth(&self, key: &str) -> usize {
+        self.lock()
+            .get(key)
+            .map_or(0, |lane| lane.depth.load(Ordering::SeqCst))
+    }
+
     /// How many lanes have a worker (for tests and the TUI).
     pub fn active(&self) -> usize {
         self.lock().len()

@@ -102,6 +102,9 @@ pub struct SessionRecord {
     /// What the harness last reported about itself (SPEC §17; `session::hooks`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reported: Option<crate::session::hooks::Reported>,
+    /// What waits for the session's input box to be ready (SPEC §18; `session::hold`).
+    #[serde(default, skip_serializing_if = "crate::session::hold::Hold::is_empty")]
+    pub hold: crate::session::hold::Hold,
     /// Fields written by another version, kept untouched.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -127,6 +130,7 @@ impl SessionRecord {
             branch: None,
             workspace_kept: None,
             reported: None,
+            hold: Default::default(),
             extra: Map::new(),
         }
     }

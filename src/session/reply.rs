@@ -16,7 +16,8 @@
 //! authorizes nothing: whoever can run this already controls the machine) and how it
 //! went, never the text.
 
-use super::paste_into::{Delivered, PasteError, PastePolicy};
+use super::hold::{HeldReply, HoldReason};
+use super::paste_into::{Delivered, Held, PasteError, PastePolicy};
 use super::paste_lock::PasteLockError;
 use super::registry::RegistryError;
 use super::sessions::Sessions;
@@ -49,6 +50,15 @@ pub enum Via {
 }
 
 impl Via {
+    /// As written by [`Via::as_str`]; anything else reads as the API.
+    pub fn parse(via: &str) -> Self {
+        match via {
+            "tui" => Self::Tui,
+            "cli" => Self::Cli,
+            _ => Self::Api,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Tui => "tui",
@@ -134,6 +144,18 @@ pub enum ReplyError {
     Busy { item: String, error: String },
     #[error("the reply was not delivered to {item}: {error}")]
     PasteFailed { item: String, error: String },
+    /// Not an error of the reply: it is queued in the session's record and goes out
+    /// once the session can take a paste (SPEC §18.3), never into a dialog or a draft.
+    #[error(
+        "held: {item} waits on {} — {}; the reply is queued (id {id}) and goes out once that clears",
+        reason.describe_waiting(),
+        reason.advice()
+    )]
+    Held {
+        item: String,
+        reason: HoldReason,
+        id: String,
+    },
     #[error(transparent)]
     Registry(#[from] RegistryError),
 }
@@ -145,6 +167,7 @@ impl ReplyError {
             Self::BadRef(_) | Self::EmptyText | Self::Paused(_) => 400,
             Self::NoSession(_) | Self::Closed(_) | Self::NoLivePane { .. } => 404,
             Self::TmuxUnavailable { .. } | Self::Busy { .. } => 503,
+            Self::Held { .. } => 202,
             Self::PasteFailed { .. } | Self::Registry(_) => 500,
         }
     }
@@ -179,6 +202,7 @@ impl ReplyError {
             Self::TmuxUnavailable { .. } => "tmux-unavailable",
             Self::Busy { .. } => "session-busy",
             Self::PasteFailed { .. } => "paste-failed",
+            Self::Held { .. } => "held",
             Self::Registry(_) => "registry-error",
         })
     }
@@ -186,9 +210,9 @@ impl ReplyError {
 
 /// Replies into the sessions of one registry and tmux server. Cheap to share.
 pub struct Replier {
-    sessions: Arc<Sessions>,
+    pub(super) sessions: Arc<Sessions>,
     github: Result<Arc<Client>, String>,
-    lock_wait: Duration,
+    pub(super) lock_wait: Duration,
 }
 
 impl Replier {
@@ -223,26 +247,71 @@ impl Replier {
         self
     }
 
+    /// How often a held session is looked at again (SPEC §18.3).
+    pub fn hold_check(&self) -> Duration {
+        self.sessions.settings().timings.hold_check
+    }
+
     /// How long to wait for another delivery to the session to finish.
     pub fn with_lock_wait(mut self, wait: Duration) -> Self {
         self.lock_wait = wait;
         self
     }
 
-    /// Delivers one reply (see the module docs for the order of refusals).
+    /// Delivers one reply (see the module docs for the order of refusals). A session
+    /// that cannot take a paste now (SPEC §18.2) gets it queued: [`ReplyError::Held`].
     pub async fn reply(&self, request: ReplyRequest) -> Result<Replied, ReplyError> {
         let item: WorkItemRef = request.work_item.trim().parse()?;
         let text = reply_text(&request.text).ok_or(ReplyError::EmptyText)?;
         let actor = claimed_actor(request.actor.as_deref());
-        let (item, pane, bytes) = match self.paste(&item, &text).await {
+        let id = reply_id();
+        let (item, pane, bytes) = match self.paste(&item, &text, &id).await {
             Ok(done) => done,
-            Err(error) => {
+            Err(Pasting::Held(item, held)) => {
+                let queued = HeldReply {
+                    id,
+                    text: framed(&item, &text),
+                    reply: text,
+                    actor,
+                    via: request.via.as_str().to_string(),
+                    comment: request.comment,
+                    reason: held.reason,
+                    since: crate::time::now_ts(),
+                };
+                return Err(self.queue(&item, queued, held, request.via).await);
+            }
+            Err(Pasting::Refused(error)) => {
                 self.refused(&item, &actor, request.via, &error);
                 return Err(error);
             }
         };
-        let report = if request.comment {
-            self.report(&item, &actor, request.via, &text).await
+        Ok(self
+            .delivered(
+                &item,
+                pane,
+                bytes,
+                &actor,
+                request.via,
+                request.comment,
+                &text,
+            )
+            .await)
+    }
+
+    /// The report and `session.reply_sent` of a reply that reached the agent.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn delivered(
+        &self,
+        item: &WorkItemRef,
+        pane: PaneId,
+        bytes: usize,
+        actor: &str,
+        via: Via,
+        comment: bool,
+        text: &str,
+    ) -> Replied {
+        let report = if comment {
+            self.report(item, actor, via, text).await
         } else {
             Report::Skipped
         };
@@ -252,24 +321,24 @@ impl Replier {
             Report::Failed { error } => (Level::Warning, None, Some(error.clone())),
         };
         self.sessions.emit(
-            Event::new(request.via.source(), EventType::SessionReplySent)
+            Event::new(via.source(), EventType::SessionReplySent)
                 .level(level)
                 .with("work_item", item.to_string())
-                .with("actor", actor.as_str())
-                .with("via", request.via.as_str())
+                .with("actor", actor)
+                .with("via", via.as_str())
                 .with("pane", pane.to_string())
                 .with("bytes", bytes)
                 .with("comment_posted", url.is_some())
                 .with_opt("comment_url", url)
                 .with_opt("error", error),
         );
-        Ok(Replied {
-            work_item: item,
+        Replied {
+            work_item: item.clone(),
             pane,
             bytes,
-            actor,
+            actor: actor.to_string(),
             report,
-        })
+        }
     }
 
     /// The checks that need the session, then the paste, under the paste lock: the
@@ -279,13 +348,17 @@ impl Replier {
         &self,
         item: &WorkItemRef,
         text: &str,
-    ) -> Result<(WorkItemRef, PaneId, usize), ReplyError> {
-        let policy = PastePolicy::reply(self.lock_wait);
+        id: &str,
+    ) -> Result<(WorkItemRef, PaneId, usize), Pasting> {
+        let policy = PastePolicy::reply(self.lock_wait, id);
         let pasted = self
             .sessions
             .paste_into(item, |item| framed(item, text), &policy)
             .await
-            .map_err(|error| ReplyError::from(*error))?;
+            .map_err(|error| match *error {
+                PasteError::Held(item, held) => Pasting::Held(item, held),
+                error => Pasting::Refused(ReplyError::from(error)),
+            })?;
         let Delivered { pane, bytes, .. } = pasted.delivered;
         Ok((pasted.work_item, pane, bytes))
     }
@@ -314,7 +387,7 @@ impl Replier {
     }
 
     /// `session.reply_failed` (never with the text).
-    fn refused(&self, item: &WorkItemRef, actor: &str, via: Via, error: &ReplyError) {
+    pub(super) fn refused(&self, item: &WorkItemRef, actor: &str, via: Via, error: &ReplyError) {
         let Some(reason) = error.reason() else {
             return;
         };
@@ -328,6 +401,17 @@ impl Replier {
                 .with("error", error.to_string()),
         );
     }
+}
+
+/// How a reply's paste went, short of delivered.
+enum Pasting {
+    Held(WorkItemRef, Held),
+    Refused(ReplyError),
+}
+
+/// A fresh id for a reply that may be queued.
+fn reply_id() -> String {
+    format!("reply-{:016x}", rand::random::<u64>())
 }
 
 impl From<PasteError> for ReplyError {
@@ -359,6 +443,7 @@ impl From<PasteError> for ReplyError {
             // Not under the reply's policy, which neither respawns nor pastes blind.
             PasteError::Blind { item, error, .. } => (item, error.to_string()),
             PasteError::Respawn(item, failure) => (item, failure.to_string()),
+            PasteError::Held(item, held) => (item, format!("held: {}", held.reason.describe())),
         };
         Self::PasteFailed {
             item: item.to_string(),

@@ -23,6 +23,12 @@ pub struct Timings {
     /// After a submit, how long the harness gets to take it before its input box is
     /// looked at (`deliver::confirm_submitted`).
     pub submit_check: Duration,
+    /// After a paste into a harness whose screen is known, how long it gets to show in
+    /// the input box before the delivery gives up on it (SPEC §18.2).
+    pub paste_show: Duration,
+    /// While a delivery is held, how often the pane is looked at again (SPEC §18.3: at
+    /// most every 500 ms).
+    pub hold_check: Duration,
 }
 
 impl Default for Timings {
@@ -33,6 +39,8 @@ impl Default for Timings {
             spawn_settle: Duration::from_secs(10),
             poll: Duration::from_millis(100),
             submit_check: super::deliver::SUBMIT_CHECK_WAIT,
+            paste_show: Duration::from_secs(5),
+            hold_check: Duration::from_millis(500),
         }
     }
 }

@@ -213,6 +213,8 @@ impl Fixture {
             spawn_settle: Duration::ZERO,
             poll: Duration::from_millis(5),
             submit_check: Duration::ZERO,
+            paste_show: Duration::from_millis(200),
+            hold_check: Duration::from_millis(20),
         };
         let tmux = Arc::new(TestTmux::new());
         let signals = Arc::new(FakeSignaller {
@@ -341,4 +343,87 @@ pub(crate) fn labeled(id: u64, n: u64, label: &str) -> InboundEvent {
             "sender": {"login": "alice"}
         }),
     )
+}
+
+/// A stand-in for Claude Code's screen over the fake tmux (SPEC §18): an input box
+/// between two rules that shows the operator's draft or an unsubmitted paste, a
+/// permission dialog in its place, or nothing drawn yet.
+#[derive(Default)]
+pub(crate) struct FakeClaude {
+    pub dialog: AtomicBool,
+    /// Booting: no input box yet.
+    pub undrawn: AtomicBool,
+    pub draft: Mutex<String>,
+    /// The next paste brings a dialog up before its Enter.
+    pub dialog_on_paste: AtomicBool,
+}
+
+/// Claude Code's rule above and below its input box.
+pub(crate) const RULE: &str = "────────────────────────────────────────────────────────────";
+
+impl FakeClaude {
+    pub fn screen(self: &Arc<Self>) -> crate::tmux::fake::Screen {
+        let me = Arc::clone(self);
+        Arc::new(move |input| me.draw(input))
+    }
+
+    /// Whether the pane holds a paste with no Enter after it.
+    pub fn unsubmitted(input: &[u8]) -> bool {
+        let input = String::from_utf8_lossy(input);
+        match (input.rfind("\x1b[201~"), input.rfind('\r')) {
+            (Some(paste), Some(enter)) => paste > enter,
+            (Some(_), None) => true,
+            _ => false,
+        }
+    }
+
+    fn draw(&self, input: &[u8]) -> String {
+        let unsubmitted = Self::unsubmitted(input);
+        if unsubmitted && self.dialog_on_paste.swap(false, Ordering::SeqCst) {
+            self.dialog.store(true, Ordering::SeqCst);
+        }
+        let transcript = "⏺ Working on the retry cap.\n\n";
+        if self.undrawn.load(Ordering::SeqCst) {
+            return "Welcome to Claude Code\n".into();
+        }
+        if self.dialog.load(Ordering::SeqCst) {
+            return format!(
+                "{transcript}{RULE}\n Bash command\n\n   rm -rf build\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. No\n\n Esc to cancel\n"
+            );
+        }
+        let draft = self.draft.lock().unwrap().clone();
+        let line = if !draft.is_empty() {
+            format!("❯ {draft}")
+        } else if unsubmitted {
+            "❯ [Pasted text #1 +3 lines]".into()
+        } else {
+            "❯ ".into()
+        };
+        format!("{transcript}{RULE}\n{line}\n{RULE}\n  ? for shortcuts\n")
+    }
+}
+
+impl Fixture {
+    /// A live Claude Code session for issue `n` whose screen `claude` draws.
+    pub fn claude_session(&self, n: u64) -> (PaneId, Arc<FakeClaude>) {
+        let item = item(n);
+        let pane = self.tmux.fake.add_session(&item.tmux_session_name(), false);
+        let mut record = SessionRecord::new(&item, "claude", self.dir.path().to_path_buf());
+        record.pane_id = Some(pane.to_string());
+        self.sessions.registry().put(&record).unwrap();
+        *self.signals.victim.lock().unwrap() = Some(item.tmux_session_name());
+        let claude = Arc::new(FakeClaude::default());
+        self.tmux.fake.set_screen(&pane, claude.screen());
+        (pane, claude)
+    }
+
+    /// The Enters a pane received (each submit is one plain `\r`).
+    pub fn enters(&self, pane: &PaneId) -> usize {
+        self.tmux
+            .fake
+            .pane_input(pane)
+            .iter()
+            .filter(|b| **b == b'\r')
+            .count()
+    }
 }

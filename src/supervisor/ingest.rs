@@ -39,6 +39,10 @@ impl Ingest for PollIngest {
         self.submitted.fetch_add(1, Ordering::SeqCst);
         self.inner.ingest(event)
     }
+
+    fn holding(&self, delivery_id: &str) -> bool {
+        self.inner.holding(delivery_id)
+    }
 }
 
 #[cfg(test)]

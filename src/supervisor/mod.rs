@@ -17,6 +17,7 @@
 pub mod fd_limit;
 mod handle;
 mod health;
+mod held_replies;
 mod http;
 mod ingest;
 mod ledger_hook;
@@ -40,7 +41,7 @@ use crate::ingress::poller::Poller;
 use crate::operator::{OperatorApi, OperatorSocket};
 use crate::paths::StatePaths;
 use crate::routing::prompt::PromptError;
-use crate::session::{Dispatcher, DispatcherError, Registry, Sessions, Settings};
+use crate::session::{Dispatcher, DispatcherError, Registry, Replier, Sessions, Settings};
 use health::{StatusCell, SupervisorStatus as Status, WarningSources};
 use http::HttpServer;
 use ingest::PollIngest;
@@ -378,6 +379,13 @@ impl Parts {
         if mode.background() {
             let (poll, stop, grace) = (Arc::clone(&poll), stop_rx.clone(), options.shutdown_grace);
             poll_task = Some(tokio::spawn(async move { poll.run(stop, grace).await }));
+            let replier =
+                Replier::reporting(Arc::clone(&self.sessions), Ok(Arc::clone(&self.client)));
+            tasks.push(tokio::spawn(held_replies::release(
+                replier,
+                self.sessions.registry().clone(),
+                stop_rx.clone(),
+            )));
             match ConfigWatch::start(loaded.clone(), self.events.clone(), mode.source()) {
                 Ok(watcher) => {
                     let targets = Targets {

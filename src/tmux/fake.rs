@@ -66,15 +66,29 @@ pub struct FakeSession {
     pub input: Vec<u8>,
 }
 
-#[derive(Debug, Default)]
+/// What a pane shows, drawn from everything pasted into it so far.
+pub type Screen = std::sync::Arc<dyn Fn(&[u8]) -> String + Send + Sync>;
+
+#[derive(Default)]
 struct State {
     sessions: BTreeMap<String, FakeSession>,
+    /// Panes that draw a screen of their own (else a capture shows their input).
+    screens: BTreeMap<String, Screen>,
     buffers: BTreeMap<String, Vec<u8>>,
     next_pane: u32,
     calls: Vec<Call>,
     failures: BTreeMap<Op, Failure>,
     kill_is_ignored: bool,
     activity: u64,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("sessions", &self.sessions)
+            .field("calls", &self.calls.len())
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -119,6 +133,12 @@ impl FakeTmux {
 
     pub fn session(&self, name: &str) -> Option<FakeSession> {
         self.lock().sessions.get(name).cloned()
+    }
+
+    /// Makes `pane` draw `screen` from its input, as a harness TUI would (a capture
+    /// shows what it returns).
+    pub fn set_screen(&self, pane: &PaneId, screen: Screen) {
+        self.lock().screens.insert(pane.to_string(), screen);
     }
 
     /// The bytes a pane received so far.
@@ -318,10 +338,14 @@ impl Tmux for FakeTmux {
             pane: pane.to_string(),
             with_escapes,
         };
+        let screen = state.screens.get(pane.as_str()).cloned();
         let result = state
             .enter(call, Op::Capture)
             .and_then(|()| state.pane_mut(pane))
-            .map(|s| String::from_utf8_lossy(&s.input).into_owned());
+            .map(|s| match &screen {
+                Some(draw) => draw(&s.input),
+                None => String::from_utf8_lossy(&s.input).into_owned(),
+            });
         ready(result)
     }
 

@@ -267,6 +267,31 @@ pub fn describe(event: &Event, offset: UtcOffset) -> EventRow {
             join(&[&s("tool"), &actor]),
         ),
         T::SessionTurnEnded => ("·", RowKind::Session, "turn ended".into(), String::new()),
+        T::SessionDeliveryHeld => {
+            let reason = s("reason").parse::<crate::session::hold::HoldReason>();
+            let why = reason.map_or_else(|_| s("reason"), |r| r.describe().to_string());
+            let waiting = event
+                .fields
+                .get("waiting")
+                .and_then(Value::as_u64)
+                .map(|n| format!("({n} waiting)"))
+                .unwrap_or_default();
+            (
+                "⏸",
+                RowKind::Question,
+                "held".into(),
+                join(&[&why, &waiting]),
+            )
+        }
+        T::SessionDeliveryReleased => {
+            let secs = event
+                .fields
+                .get("held_seconds")
+                .and_then(Value::as_f64)
+                .map(|s| format!("after {}", crate::tui::text::clock(s)))
+                .unwrap_or_default();
+            ("▶", RowKind::Delivered, "released".into(), secs)
+        }
         T::CriticStarted => (
             "◇",
             RowKind::Critic,

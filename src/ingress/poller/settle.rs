@@ -1,7 +1,9 @@
 //! The settle phase: every pending event of a repo goes to the `Ingest`, in order (those
 //! parked behind a webhook claim in flight wait for it, `ingress::claims`), and
 //! each outcome is written to the ledger the moment it settles (so a crash re-feeds only
-//! what was in flight). A delivery that fails `maxRetries` times more is given up: a
+//! what was in flight). An event waiting on a held session (SPEC §18.3) does not hold
+//! the cycle up: it stays in flight — pending in the ledger, not fed again — and settles
+//! whenever the hold clears. A delivery that fails `maxRetries` times more is given up: a
 //! `poll.comment_failed` event and a marked notice on the item naming the comment URL —
 //! never its body, which may be what made it fail.
 
@@ -10,9 +12,10 @@ use crate::github::Client;
 use crate::ingress::Ingest;
 use crate::ingress::ledger::{LedgerStore, NOTICE_ATTEMPTS, Notice, Pending, Settled};
 use crate::work_item::WorkItemRef;
-use futures::StreamExt;
-use futures::stream::FuturesUnordered;
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::Notify;
 
 /// Counts of one repo's feed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -23,49 +26,130 @@ pub(super) struct FeedTally {
     pub given_up: usize,
 }
 
+/// How often a feed waiting on its batch asks whether what is left waits on a hold.
+const HOLD_CHECK: Duration = Duration::from_millis(100);
+
+/// Settlements of events fed by earlier cycles that were still open (held, SPEC §18.3)
+/// when their cycle moved on. Each is written to the ledger the moment it settles, by
+/// the task that awaited it; the tally and any give-up are taken by the repo's next
+/// feed. Shared, cheap to clone.
+#[derive(Clone, Default)]
+pub(super) struct InFlight {
+    inner: Arc<Mutex<InFlightInner>>,
+    settled: Arc<Notify>,
+}
+
+#[derive(Default)]
+struct InFlightInner {
+    /// (lower-cased repo, delivery id) of every event fed and not settled yet.
+    open: HashSet<(String, String)>,
+    /// Settled, not yet taken by the repo's feed.
+    done: Vec<(String, String, Settled)>,
+}
+
+impl InFlight {
+    fn lock(&self) -> MutexGuard<'_, InFlightInner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn is_open(&self, repo: &str, id: &str) -> bool {
+        self.lock()
+            .open
+            .contains(&(repo.to_ascii_lowercase(), id.to_string()))
+    }
+
+    /// Events fed and not settled yet, across repos.
+    pub fn open(&self) -> usize {
+        self.lock().open.len()
+    }
+
+    fn finish(&self, repo: &str, id: String, settled: Settled) {
+        let repo = repo.to_ascii_lowercase();
+        let mut inner = self.lock();
+        inner.open.remove(&(repo.clone(), id.clone()));
+        inner.done.push((repo, id, settled));
+        drop(inner);
+        self.settled.notify_waiters();
+    }
+
+    /// Takes `repo`'s settlements.
+    fn take(&self, repo: &str) -> Vec<(String, Settled)> {
+        let repo = repo.to_ascii_lowercase();
+        let mut inner = self.lock();
+        let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut inner.done)
+            .into_iter()
+            .partition(|(r, _, _)| *r == repo);
+        inner.done = rest;
+        mine.into_iter().map(|(_, id, s)| (id, s)).collect()
+    }
+}
+
+/// Feeds `repo`'s pending events (those not parked and not already in flight) to the
+/// `Ingest`, in order, and waits until each has settled — or waits on a held session
+/// ([`Ingest::holding`]): those settle later, in their own task, and are counted by a
+/// later feed. Settlements from earlier cycles are counted here too.
 pub(super) async fn feed(
     store: &LedgerStore,
     ingest: &Arc<dyn Ingest>,
+    in_flight: &InFlight,
     repo: &str,
     max_retries: u32,
 ) -> (FeedTally, Vec<Pending>) {
     let batch = store.read(repo, |l| {
         l.pending
             .iter()
-            .filter(|p| !p.parked)
+            .filter(|p| !p.parked && !in_flight.is_open(repo, &p.delivery_id))
             .map(|p| (p.delivery_id.clone(), p.to_event()))
             .collect::<Vec<_>>()
     });
+    let mut waiting: HashSet<String> = HashSet::new();
+    // `ingest` queues synchronously, so calling it in order keeps the order.
+    for (id, event) in batch {
+        let settled = ingest.ingest(event);
+        in_flight
+            .lock()
+            .open
+            .insert((repo.to_ascii_lowercase(), id.clone()));
+        waiting.insert(id.clone());
+        let (store, in_flight, repo) = (store.clone(), in_flight.clone(), repo.to_string());
+        tokio::spawn(async move {
+            let disposition = settled.await;
+            let (settled, saved) =
+                store.update(&repo, |l| l.settle(&id, &disposition, max_retries));
+            if let Err(e) = saved.wait().await {
+                tracing::warn!(repo, error = %e, "poll ledger not written after a settlement");
+            }
+            in_flight.finish(&repo, id, settled);
+        });
+    }
     let mut tally = FeedTally::default();
     let mut gave_up = Vec::new();
-    if batch.is_empty() {
-        return (tally, gave_up);
-    }
-    // `ingest` queues synchronously, so calling it in order keeps the order.
-    let mut running: FuturesUnordered<_> = batch
-        .into_iter()
-        .map(|(id, event)| {
-            let settled = ingest.ingest(event);
-            async move { (id, settled.await) }
-        })
-        .collect();
-    while let Some((id, disposition)) = running.next().await {
-        let (settled, saved) = store.update(repo, |l| l.settle(&id, &disposition, max_retries));
-        if let Err(e) = saved.wait().await {
-            tracing::warn!(repo, error = %e, "poll ledger not written after a settlement");
-        }
-        match settled {
-            Settled::Delivered => tally.delivered += 1,
-            Settled::Dropped => tally.dropped += 1,
-            Settled::Retry { .. } => tally.failed += 1,
-            Settled::GaveUp(p) => {
-                tally.given_up += 1;
-                gave_up.push(*p);
+    loop {
+        // Registered before taking, so a settlement in between is not missed.
+        let notified = in_flight.settled.notified();
+        for (id, settled) in in_flight.take(repo) {
+            waiting.remove(&id);
+            match settled {
+                Settled::Delivered => tally.delivered += 1,
+                Settled::Dropped => tally.dropped += 1,
+                Settled::Retry { .. } => tally.failed += 1,
+                Settled::GaveUp(p) => {
+                    tally.given_up += 1;
+                    gave_up.push(*p);
+                }
+                Settled::Unknown => {}
             }
-            Settled::Unknown => {}
+        }
+        if waiting.iter().all(|id| ingest.holding(id)) {
+            return (tally, gave_up);
+        }
+        tokio::select! {
+            () = notified => {}
+            () = tokio::time::sleep(HOLD_CHECK) => {}
         }
     }
-    (tally, gave_up)
 }
 
 /// The notice posted on an item when one of its comments is given up. It names the

@@ -1,0 +1,146 @@
+//! A session's lane waiting out a hold (SPEC §18.3). An event whose session cannot take
+//! a paste (`session::hold`) keeps the head of its lane — the events behind it keep
+//! their order — and stays pending in the poll ledger, so a restart loses nothing. The
+//! pane is looked at again every `Timings::hold_check` (500 ms) while something is
+//! held, and only then; the delivery goes out once, as soon as the hold clears.
+//!
+//! A held delivery ends only delivered, or with its session: stopped, closed or reset
+//! while it waits (a stop or close queued behind it ends the wait at once, rather than
+//! waiting in front of it), reported as `dispatch.failed` with `reason: session-ended`.
+
+use super::dispatcher::{Inner, non_empty};
+use super::hold::{HeldEvents, HoldReason};
+use super::paste_into::{Delivered, DeliveryFailure, Held};
+use super::spawn::PromptInputs;
+use crate::events::{Event, EventType, Level, Source};
+use crate::work_item::WorkItemRef;
+use std::time::Instant;
+
+/// A hold in progress.
+struct Holding {
+    reason: HoldReason,
+    started: Instant,
+    since: String,
+    waiting: usize,
+}
+
+impl Inner {
+    /// Delivers `inputs` to `item`'s session, waiting out any hold.
+    pub(crate) async fn deliver_through_holds(
+        &self,
+        item: &WorkItemRef,
+        inputs: &PromptInputs,
+    ) -> Result<Delivered, DeliveryFailure> {
+        let lane = item.slug();
+        let mut holding: Option<Holding> = None;
+        loop {
+            let result = self.sessions.deliver_event(item, inputs).await;
+            let held = match (&result, &holding) {
+                (Err(DeliveryFailure::Held(held)), _) => Some(*held),
+                // Paused while held: it keeps waiting (resumed, it goes out).
+                (Err(DeliveryFailure::Paused(_)), Some(h)) => Some(Held {
+                    reason: h.reason,
+                    pasted: false,
+                }),
+                (Err(DeliveryFailure::Closed(_) | DeliveryFailure::NoSession(_)), Some(_)) => {
+                    self.stop_holding(item, &lane).await;
+                    return Err(DeliveryFailure::Ended(item.clone()));
+                }
+                (_, Some(h)) => {
+                    self.stop_holding(item, &lane).await;
+                    if result.is_ok() {
+                        self.released(item, &inputs.delivery_id, h);
+                    }
+                    return result;
+                }
+                (_, None) => return result,
+            };
+            let Some(held) = held else {
+                return result;
+            };
+            let waiting = self.lanes.depth(&lane) + 1;
+            match &mut holding {
+                None => {
+                    let h = Holding {
+                        reason: held.reason,
+                        started: Instant::now(),
+                        since: crate::time::now_ts(),
+                        waiting,
+                    };
+                    self.holds().held.insert(lane.clone());
+                    self.write_hold(item, Some(&h)).await;
+                    self.emit(
+                        Event::new(Source::Dispatch, EventType::SessionDeliveryHeld)
+                            .level(Level::Warning)
+                            .with("work_item", item.to_string())
+                            .with("reason", held.reason.as_str())
+                            .with("waiting", waiting)
+                            .with("delivery_id", non_empty(&inputs.delivery_id))
+                            .with("pasted", held.pasted.then_some(true)),
+                    );
+                    holding = Some(h);
+                }
+                Some(h) if h.reason != held.reason || h.waiting != waiting => {
+                    h.reason = held.reason;
+                    h.waiting = waiting;
+                    self.write_hold(item, Some(h)).await;
+                }
+                Some(_) => {}
+            }
+            if self.holds().ending.contains(&lane) {
+                self.stop_holding(item, &lane).await;
+                return Err(DeliveryFailure::Ended(item.clone()));
+            }
+            let wait = self.sessions.settings().timings.hold_check;
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// A stop or close ran: the lane is no longer ending.
+    pub(crate) fn end_lane<T>(&self, item: &WorkItemRef, result: T) -> T {
+        self.holds().ending.remove(&item.slug());
+        result
+    }
+
+    async fn stop_holding(&self, item: &WorkItemRef, lane: &str) {
+        self.holds().held.remove(lane);
+        self.write_hold(item, None).await;
+    }
+
+    fn released(&self, item: &WorkItemRef, delivery_id: &str, h: &Holding) {
+        self.emit(
+            Event::new(Source::Dispatch, EventType::SessionDeliveryReleased)
+                .with("work_item", item.to_string())
+                .with("held_seconds", h.started.elapsed().as_secs_f64())
+                .with("delivery_id", non_empty(delivery_id)),
+        );
+    }
+
+    /// The lane's hold in the session's record, for every process to see: under the
+    /// record's lock, off the async runtime. A failure is a warning: the hold goes on.
+    async fn write_hold(&self, item: &WorkItemRef, h: Option<&Holding>) {
+        let events = h.map(|h| HeldEvents {
+            reason: h.reason,
+            since: h.since.clone(),
+            waiting: h.waiting,
+        });
+        let (registry, work_item) = (self.sessions.registry().clone(), item.clone());
+        let written = tokio::task::spawn_blocking(move || {
+            registry.update(&work_item, |r| r.hold.events = events)
+        })
+        .await;
+        match written {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(%item, "the hold was not recorded on the session: {error}")
+            }
+            Err(error) => {
+                tracing::warn!(%item, "the hold was not recorded on the session: {error}")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "held_lane_tests.rs"]
+mod tests;

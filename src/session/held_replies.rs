@@ -1,0 +1,196 @@
+//! Operator replies that waited on a held session (SPEC §18.3). A reply whose session
+//! cannot take a paste — a permission dialog, the operator's draft, a harness not ready
+//! — is queued in the session's record (`hold.replies`), never pasted into the dialog or
+//! the draft. [`Replier::release_held`] delivers the queue, oldest first, as soon as the
+//! session takes a paste; the supervisor calls it for every session with replies
+//! queued, and `the-loop reply` while it waits (`--wait`). A reply leaves the queue
+//! under the paste lock it went out under, so two releasers never deliver it twice; one
+//! whose session ends while it waits is reported (`session.reply_failed`,
+//! `session-ended`), never delivered.
+
+use super::hold::HeldReply;
+use super::paste_into::{Delivered, Held, PasteError, PastePolicy};
+use super::reply::{Replier, ReplyError, Via};
+use crate::events::{Event, EventType, Level};
+use crate::work_item::WorkItemRef;
+
+impl Replier {
+    /// Queues a held reply in its session's record and says so (`session.delivery_held`).
+    pub(super) async fn queue(
+        &self,
+        item: &WorkItemRef,
+        reply: HeldReply,
+        held: Held,
+        via: Via,
+    ) -> ReplyError {
+        let (registry, work_item, queued) = (
+            self.sessions.registry().clone(),
+            item.clone(),
+            reply.clone(),
+        );
+        let saved = tokio::task::spawn_blocking(move || {
+            registry.update(&work_item, |r| {
+                r.hold.replies.push(queued);
+                r.hold.summary().map_or(1, |s| s.count)
+            })
+        })
+        .await;
+        let waiting = match saved {
+            Ok(Ok(Some(waiting))) => waiting,
+            Ok(Ok(None)) => {
+                let error = ReplyError::NoSession(item.to_string());
+                self.refused(item, &reply.actor, via, &error);
+                return error;
+            }
+            Ok(Err(error)) => {
+                let error = ReplyError::Registry(error);
+                self.refused(item, &reply.actor, via, &error);
+                return error;
+            }
+            Err(join) => {
+                let error = ReplyError::PasteFailed {
+                    item: item.to_string(),
+                    error: format!("the held reply could not be queued: {join}"),
+                };
+                self.refused(item, &reply.actor, via, &error);
+                return error;
+            }
+        };
+        self.sessions.emit(
+            Event::new(via.source(), EventType::SessionDeliveryHeld)
+                .level(Level::Warning)
+                .with("work_item", item.to_string())
+                .with("reason", held.reason.as_str())
+                .with("waiting", waiting)
+                .with("reply_id", reply.id.as_str())
+                .with("pasted", held.pasted.then_some(true)),
+        );
+        ReplyError::Held {
+            item: item.to_string(),
+            reason: held.reason,
+            id: reply.id,
+        }
+    }
+
+    /// Delivers `item`'s queued replies, oldest first, for as long as its session takes
+    /// them; a reply is never delivered ahead of an event held before it. Returns how
+    /// many went out. The supervisor calls it for every session with replies queued;
+    /// `reply --wait` calls it while it waits.
+    pub async fn release_held(&self, item: &WorkItemRef) -> usize {
+        let mut released = 0;
+        loop {
+            let Ok(Some(record)) = self.sessions.registry().get(item) else {
+                return released;
+            };
+            let Some(next) = record.hold.replies.first().cloned() else {
+                return released;
+            };
+            if record
+                .hold
+                .events
+                .as_ref()
+                .is_some_and(|e| e.since <= next.since)
+            {
+                return released;
+            }
+            let via = Via::parse(&next.via);
+            let policy = PastePolicy::reply(self.lock_wait, &next.id);
+            let text = next.text.clone();
+            let id = next.id.clone();
+            // The reply leaves the queue under the paste lock it went out under, so two
+            // releasers never deliver it twice.
+            let outcome = self
+                .sessions
+                .paste_into_then(
+                    item,
+                    move |_| text,
+                    &policy,
+                    move |r| r.hold.replies.retain(|q| q.id != id),
+                )
+                .await;
+            match outcome {
+                Ok(pasted) => {
+                    released += 1;
+                    self.sessions.emit(
+                        Event::new(via.source(), EventType::SessionDeliveryReleased)
+                            .with("work_item", pasted.work_item.to_string())
+                            .with("held_seconds", held_seconds(&next.since))
+                            .with("reply_id", next.id.as_str()),
+                    );
+                    let Delivered { pane, bytes, .. } = pasted.delivered;
+                    self.delivered(
+                        &pasted.work_item,
+                        pane,
+                        bytes,
+                        &next.actor,
+                        via,
+                        next.comment,
+                        &next.reply,
+                    )
+                    .await;
+                }
+                Err(error) => match *error {
+                    PasteError::Held(_, held) => {
+                        if held.reason != next.reason {
+                            let id = next.id.clone();
+                            let _ = self.sessions.registry().update(item, |r| {
+                                if let Some(q) = r.hold.replies.iter_mut().find(|q| q.id == id) {
+                                    q.reason = held.reason;
+                                }
+                            });
+                        }
+                        return released;
+                    }
+                    PasteError::Closed(_) | PasteError::NoSession(_) => {
+                        self.session_ended(item);
+                        return released;
+                    }
+                    other => {
+                        tracing::debug!(%item, "a held reply waits on: {}", ReplyError::from(other));
+                        return released;
+                    }
+                },
+            }
+        }
+    }
+
+    /// The session ended with replies queued: each is reported, never delivered.
+    fn session_ended(&self, item: &WorkItemRef) {
+        let Ok(Some(dropped)) = self
+            .sessions
+            .registry()
+            .update(item, |r| std::mem::take(&mut r.hold.replies))
+        else {
+            return;
+        };
+        for reply in dropped {
+            self.sessions.emit(
+                Event::new(
+                    Via::parse(&reply.via).source(),
+                    EventType::SessionReplyFailed,
+                )
+                .level(Level::Warning)
+                .with("work_item", item.to_string())
+                .with("actor", reply.actor.as_str())
+                .with("via", reply.via.as_str())
+                .with("reason", "session-ended")
+                .with("reply_id", reply.id.as_str())
+                .with(
+                    "error",
+                    "the session ended while the reply was held; it was not delivered",
+                ),
+            );
+        }
+    }
+}
+
+/// Seconds since an RFC 3339 time (0 when it does not parse).
+fn held_seconds(since: &str) -> f64 {
+    time::OffsetDateTime::parse(since, &time::format_description::well_known::Rfc3339)
+        .map(|t| {
+            (time::OffsetDateTime::now_utc() - t)
+                .as_seconds_f64()
+                .max(0.0)
+        })
+        .unwrap_or(0.0)
+}

@@ -1,0 +1,289 @@
+//! Held deliveries (SPEC §18): a paste lands only on a ready, empty input box. Before
+//! every paste into a harness whose screen the-loop knows, a fresh look at the pane and
+//! the harness's reported state decide: paste, or **hold** with a reason — a permission
+//! dialog is up (Enter would answer it), the operator has a draft in the box (it would be
+//! submitted with the paste), or the harness has not drawn its box yet.
+//!
+//! What waits is kept in the session's record ([`Hold`]), so every process sees it
+//! (`sessions list`, a viewer's screen) and a restart loses nothing:
+//! - an event keeps its place in the session's lane and stays pending in the poll ledger
+//!   (`events` says why, since when, how many wait);
+//! - an operator reply is queued in the record (`replies`) and delivered by whoever
+//!   looks next — the supervisor's release loop, or the `reply` command waiting for it;
+//! - a paste that a dialog interrupted between the paste and its Enter is left in the
+//!   box (`unsubmitted` names it): when the dialog is answered it is submitted, never
+//!   pasted again.
+
+use super::hooks::{Reported, ReportedState};
+use super::screen::{InputBox, Look};
+use serde::{Deserialize, Serialize};
+
+/// Why a delivery waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HoldReason {
+    /// A permission or approval dialog is on screen, or the harness reported
+    /// `awaiting-permission`.
+    PermissionDialog,
+    /// The input box holds text the-loop did not put there.
+    OperatorDraft,
+    /// The harness has not drawn its input box (booting, a trust or login screen).
+    NotReady,
+}
+
+impl HoldReason {
+    /// As in events and `sessions list --json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::PermissionDialog => "permission-dialog",
+            Self::OperatorDraft => "operator-draft",
+            Self::NotReady => "not-ready",
+        }
+    }
+
+    /// For people: `⏸ 2 held: permission dialog`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::PermissionDialog => "permission dialog",
+            Self::OperatorDraft => "operator's draft",
+            Self::NotReady => "harness not ready",
+        }
+    }
+
+    /// `a permission dialog`, for "#12 waits on …".
+    pub fn describe_waiting(self) -> &'static str {
+        match self {
+            Self::PermissionDialog => "a permission dialog",
+            Self::OperatorDraft => "the operator's draft in its input box",
+            Self::NotReady => "its harness, which has not drawn its input box yet",
+        }
+    }
+
+    /// What the operator can do about it.
+    pub fn advice(self) -> &'static str {
+        match self {
+            Self::PermissionDialog => "answer it first",
+            Self::OperatorDraft => "send or clear the draft in the pane first",
+            Self::NotReady => "it goes out once the harness shows its input box",
+        }
+    }
+}
+
+impl std::str::FromStr for HoldReason {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, ()> {
+        [Self::PermissionDialog, Self::OperatorDraft, Self::NotReady]
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or(())
+    }
+}
+
+/// Whether a paste may land now: `None` to paste, else why not. The screen decides
+/// first; a reported `awaiting-permission` holds too, even before the dialog is drawn.
+pub fn decide(look: &Look, reported: Option<&Reported>) -> Option<HoldReason> {
+    let awaiting = reported.is_some_and(|r| r.state == ReportedState::AwaitingPermission);
+    if look.dialog || awaiting {
+        return Some(HoldReason::PermissionDialog);
+    }
+    match &look.input {
+        InputBox::Empty => None,
+        InputBox::Holds(_) => Some(HoldReason::OperatorDraft),
+        InputBox::NotDrawn => Some(HoldReason::NotReady),
+    }
+}
+
+/// What waits on a session, in its record (`hold`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hold {
+    /// The session's event lane is held (its first event waits; the rest queue behind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<HeldEvents>,
+    /// Operator replies waiting, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replies: Vec<HeldReply>,
+    /// The key of a delivery pasted into the box whose Enter a dialog stopped: it is
+    /// submitted when the dialog is answered, never pasted again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsubmitted: Option<String>,
+}
+
+impl Hold {
+    pub fn is_empty(&self) -> bool {
+        self.events.is_none() && self.replies.is_empty() && self.unsubmitted.is_none()
+    }
+
+    /// What waits, for people and `sessions list --json` (`held`): `None` when nothing.
+    pub fn summary(&self) -> Option<HeldSummary> {
+        let oldest_reply = self.replies.iter().min_by(|a, b| a.since.cmp(&b.since));
+        let (reason, since) = match (&self.events, oldest_reply) {
+            (Some(e), Some(r)) if r.since < e.since => (r.reason, r.since.clone()),
+            (Some(e), _) => (e.reason, e.since.clone()),
+            (None, Some(r)) => (r.reason, r.since.clone()),
+            (None, None) => return None,
+        };
+        let count = self.events.as_ref().map_or(0, |e| e.waiting) + self.replies.len();
+        Some(HeldSummary {
+            count,
+            reason,
+            since,
+        })
+    }
+}
+
+/// The held event lane.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldEvents {
+    pub reason: HoldReason,
+    /// When the hold began (RFC 3339).
+    pub since: String,
+    /// Events waiting: the held one and those queued behind it.
+    pub waiting: usize,
+}
+
+/// An operator reply waiting for its session's hold to clear.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldReply {
+    /// Names it while it waits (`reply --wait` watches for it to go).
+    pub id: String,
+    /// The framed text, as it will be pasted.
+    pub text: String,
+    /// The text as the operator wrote it, for the delivery report.
+    pub reply: String,
+    pub actor: String,
+    /// `tui`, `cli` or `api`.
+    pub via: String,
+    /// Post the delivery report once delivered.
+    pub comment: bool,
+    pub reason: HoldReason,
+    pub since: String,
+}
+
+/// What waits on a session, summed up (`⏸ 2 held: permission dialog`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldSummary {
+    pub count: usize,
+    pub reason: HoldReason,
+    pub since: String,
+}
+
+impl HeldSummary {
+    /// `⏸ 2 held: permission dialog`.
+    pub fn label(&self) -> String {
+        format!("⏸ {} held: {}", self.count, self.reason.describe())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn look(dialog: bool, input: InputBox) -> Look {
+        Look { dialog, input }
+    }
+
+    fn reported(state: ReportedState) -> Reported {
+        Reported {
+            harness: "claude".into(),
+            state,
+            at: "2026-12-03T10:00:00Z".into(),
+            event: "Notification".into(),
+            permission: None,
+            last_tool: None,
+            conversation: None,
+        }
+    }
+
+    #[test]
+    fn only_an_empty_drawn_box_without_a_dialog_takes_a_paste() {
+        let idle = reported(ReportedState::Idle);
+        let awaiting = reported(ReportedState::AwaitingPermission);
+        let draft = || InputBox::Holds("half a thought".into());
+        let cases: Vec<(Look, Option<&Reported>, Option<HoldReason>)> = vec![
+            (look(false, InputBox::Empty), None, None),
+            (look(false, InputBox::Empty), Some(&idle), None),
+            (
+                look(true, InputBox::Empty),
+                Some(&idle),
+                Some(HoldReason::PermissionDialog),
+            ),
+            (
+                look(false, InputBox::Empty),
+                Some(&awaiting),
+                Some(HoldReason::PermissionDialog),
+            ),
+            (
+                look(true, InputBox::NotDrawn),
+                None,
+                Some(HoldReason::PermissionDialog),
+            ),
+            (look(false, draft()), None, Some(HoldReason::OperatorDraft)),
+            (
+                look(true, draft()),
+                None,
+                Some(HoldReason::PermissionDialog),
+            ),
+            (
+                look(false, InputBox::NotDrawn),
+                Some(&idle),
+                Some(HoldReason::NotReady),
+            ),
+        ];
+        for (look, reported, want) in cases {
+            assert_eq!(decide(&look, reported), want, "{look:?} {reported:?}");
+        }
+    }
+
+    #[test]
+    fn the_summary_counts_events_and_replies_and_names_the_oldest_reason() {
+        assert_eq!(Hold::default().summary(), None);
+        let reply = |since: &str, reason| HeldReply {
+            id: "r1".into(),
+            text: "framed".into(),
+            reply: "yes".into(),
+            actor: "op".into(),
+            via: "tui".into(),
+            comment: true,
+            reason,
+            since: since.into(),
+        };
+        let hold = Hold {
+            events: Some(HeldEvents {
+                reason: HoldReason::PermissionDialog,
+                since: "2026-12-03T10:00:05Z".into(),
+                waiting: 2,
+            }),
+            replies: vec![reply("2026-12-03T10:00:01Z", HoldReason::OperatorDraft)],
+            unsubmitted: None,
+        };
+        let summary = hold.summary().unwrap();
+        assert_eq!(summary.count, 3);
+        assert_eq!(summary.reason, HoldReason::OperatorDraft);
+        assert_eq!(summary.since, "2026-12-03T10:00:01Z");
+        assert_eq!(summary.label(), "⏸ 3 held: operator's draft");
+        let json = serde_json::to_value(&summary).unwrap();
+        assert_eq!(json["reason"], "operator-draft");
+        assert_eq!(json["count"], 3);
+    }
+
+    #[test]
+    fn an_empty_hold_is_not_written() {
+        let mut record = super::super::registry::SessionRecord::new(
+            &crate::work_item::WorkItemRef::new("o", "r", 1),
+            "claude",
+            "/tmp".into(),
+        );
+        let json = serde_json::to_value(&record).unwrap();
+        assert!(json.get("hold").is_none(), "{json}");
+        record.hold.unsubmitted = Some("d-1".into());
+        let json = serde_json::to_value(&record).unwrap();
+        assert_eq!(json["hold"]["unsubmitted"], "d-1");
+        let back: super::super::registry::SessionRecord = serde_json::from_value(json).unwrap();
+        assert_eq!(back, record);
+    }
+}

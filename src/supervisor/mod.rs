@@ -492,6 +492,20 @@ async fn recover(
             "retrying what the previous supervisor left unsettled"
         );
     }
+    // A held lane was the previous supervisor's: its events are pending in the ledger
+    // and hold again (or go out) when fed. Held replies and a held paste stay.
+    let registry = dispatcher.sessions().registry().clone();
+    let cleared = tokio::task::spawn_blocking(move || {
+        let records = registry.list()?;
+        for record in records.iter().filter(|r| r.hold.events.is_some()) {
+            registry.update(&record.work_item, |r| r.hold.events = None)?;
+        }
+        Ok::<_, crate::session::RegistryError>(())
+    })
+    .await;
+    if !matches!(cleared, Ok(Ok(()))) {
+        tracing::warn!("the previous supervisor's held lanes were not cleared from the sessions");
+    }
 }
 
 /// The supervisor's event log is the one that rotates (SPEC §15.5), refreshing the

@@ -11,3 +11,4 @@ mod support;
 mod claude_code;
 mod claude_hooks;
 mod harness_cli;
+mod safe_delivery;

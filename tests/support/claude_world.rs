@@ -17,10 +17,11 @@ use super::fake_model::FakeModel;
 use super::tmux_server::{BIN, TmuxServer};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use the_loop::events::{EventLog, Source};
+use the_loop::github::sim::{IssueSpec, SimGithub, SimHandle};
 use the_loop::paths::StatePaths;
 use the_loop::session::{Origin, PromptInputs, Registry, SessionRecord, Sessions, Settings};
 use the_loop::work_item::WorkItemRef;
@@ -34,6 +35,8 @@ pub fn item() -> WorkItemRef {
 
 pub struct ClaudeWorld {
     pub model: FakeModel,
+    /// The simulated GitHub and `the-loop run`, for the worlds that supervise.
+    pub github: Option<Supervised>,
     pub tmux: TmuxServer,
     pub sessions: Sessions,
     pub state: PathBuf,
@@ -46,20 +49,50 @@ pub struct ClaudeWorld {
 impl ClaudeWorld {
     /// `None` (the test is skipped) when Claude Code is not installed.
     pub async fn new() -> Option<Self> {
+        Self::build(None).await
+    }
+
+    /// A world whose item is watched on a simulated GitHub, polled every 5 s by a
+    /// supervisor (`the-loop run`) the test starts and stops.
+    pub async fn supervised() -> Option<Self> {
+        claude_bin()?;
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let sim = SimGithub::start().await.unwrap();
+        sim.require_token(Some(TOKEN));
+        sim.add_repo("octo/repo").unwrap();
+        let spec = IssueSpec::new("Settle the retry cap")
+            .number(item().number)
+            .author("carol")
+            .body("The retry cap needs settling.")
+            .labels(&["the-loop"]);
+        sim.add_issue("octo/repo", spec).unwrap();
+        Self::build(Some(Supervised {
+            sim,
+            child: None,
+            runs: 0,
+        }))
+        .await
+    }
+
+    async fn build(github: Option<Supervised>) -> Option<Self> {
         let claude = claude_bin()?;
         let model = FakeModel::start().await;
         let home = ClaudeHome::new(&model.url);
         let state = home.dir.path().join("state");
         let config = home.dir.path().join("config.yaml");
         let tmux = TmuxServer::new();
+        let (api, polling) = match &github {
+            Some(g) => (g.sim.base_url(), "{enabled: true, intervalSeconds: 5}"),
+            None => ("http://127.0.0.1:9".to_string(), "{enabled: false}"),
+        };
         std::fs::write(
             &config,
             format!(
-                r#"github: {{apiUrl: "http://127.0.0.1:9"}}
+                r#"github: {{apiUrl: "{api}"}}
 repos:
   - {{name: octo/repo, path: "{project}", label: the-loop}}
 routing: {{authorizedUsers: [alice]}}
-polling: {{enabled: false}}
+polling: {polling}
 sessions:
   harness: claude
   harnesses:
@@ -84,6 +117,7 @@ tui: {{notify: none}}
         let sessions = Sessions::new(Arc::new(tmux.tmux()), registry, events, settings);
         Some(Self {
             model,
+            github,
             tmux,
             sessions,
             state,
@@ -247,6 +281,88 @@ tui: {{notify: none}}
         ]);
         assert!(out.status.success(), "{out:?}");
         super::tui_world::Screen::on(&self.tmux.socket, name)
+    }
+}
+
+/// The token the simulated GitHub requires of the supervisor.
+pub const TOKEN: &str = "ghp_claudeworldtoken_0123456789abcdef";
+
+/// The simulated GitHub and the supervisor run against it.
+pub struct Supervised {
+    pub sim: SimHandle,
+    child: Option<Child>,
+    runs: u32,
+}
+
+impl ClaudeWorld {
+    fn supervised_mut(&mut self) -> &mut Supervised {
+        self.github.as_mut().expect("a world made by ClaudeWorld::supervised")
+    }
+
+    /// A comment by `login` on the item, on the simulated GitHub.
+    pub fn comment(&self, login: &str, body: &str) -> u64 {
+        let github = self.github.as_ref().expect("a supervised world");
+        github
+            .sim
+            .add_comment("octo/repo", item().number, login, body)
+            .unwrap()
+    }
+
+    /// Starts `the-loop run` against the simulated GitHub; its output goes to files in
+    /// the world's directory.
+    pub fn start_supervisor(&mut self) {
+        let dir = self.home.dir.path().to_path_buf();
+        let (state, config) = (self.state.clone(), self.config.clone());
+        let github = self.supervised_mut();
+        assert!(github.child.is_none(), "a supervisor is already running");
+        github.runs += 1;
+        let out = std::fs::File::create(dir.join(format!("run{}.out", github.runs))).unwrap();
+        let err = std::fs::File::create(dir.join(format!("run{}.err", github.runs))).unwrap();
+        let child = Command::new(BIN)
+            .arg("run")
+            .env("THE_LOOP_HOME", &state)
+            .env("THE_LOOP_CONFIG", &config)
+            .env("THE_LOOP_GITHUB_API_URL", github.sim.base_url())
+            .env("GH_TOKEN", TOKEN)
+            .env("THE_LOOP_LOG", "the_loop=debug")
+            .env_remove("GITHUB_TOKEN")
+            .env_remove("THE_LOOP_TMUX_SOCKET")
+            .env_remove("THE_LOOP_WORK_ITEM")
+            .env_remove("TMUX")
+            .env_remove("TMUX_PANE")
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .expect("spawn the-loop run");
+        github.child = Some(child);
+    }
+
+    /// Stops the supervisor as an operator would (SIGTERM) and waits for it to exit.
+    pub async fn stop_supervisor(&mut self) {
+        let mut child = self.supervised_mut().child.take().expect("a running supervisor");
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        let start = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            assert!(start.elapsed() < PATIENCE, "the supervisor did not exit");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits for `n` poll cycles after those already logged.
+    pub async fn wait_cycles(&self, n: usize) {
+        let seen = self.events_named("poll.cycle").len();
+        self.wait_events("poll.cycle", seen + n).await;
+    }
+}
+
+impl Drop for Supervised {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 

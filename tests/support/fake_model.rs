@@ -86,6 +86,24 @@ impl Recorded {
         last_user_text(&self.body)
     }
 
+    /// The text of the newest message, whatever its role: Claude Code sends a message
+    /// submitted while a tool runs as a `system` message ("The user sent a new message
+    /// while you were working: …") rather than a user turn.
+    pub fn newest_message_text(&self) -> Option<String> {
+        let message = self.body["messages"].as_array()?.last()?;
+        match &message["content"] {
+            Value::String(s) => Some(s.clone()),
+            Value::Array(blocks) => Some(
+                blocks
+                    .iter()
+                    .filter_map(|b| b["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            _ => None,
+        }
+    }
+
     /// `(tool_use_id, output)` of every `tool_result` block in the last user message.
     pub fn tool_results(&self) -> Vec<(String, String)> {
         tool_results(&self.body)

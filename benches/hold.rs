@@ -1,0 +1,319 @@
+//! Safe delivery's figures (SPEC §18), printed as median and p99:
+//! - **release**: from the moment a permission dialog goes away (as the hook that ends
+//!   it reports) to the held delivery's submitting Enter, through the real dispatcher,
+//!   lane and paste path over the fake tmux, whose pane draws a Claude-like screen;
+//! - **look**: the pre-paste look — one `capture-pane` of a real 160×48 tmux pane and
+//!   its classification — the extra cost per delivery;
+//! - **burst**: 200 comments over 20 held sessions released at once: every delivery
+//!   exactly once and in order, with the time until the last one.
+//!
+//! `cargo bench --bench hold` (a plain `main`: criterion has no percentiles).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use futures::future::BoxFuture;
+use serde_json::json;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use the_loop::config::Config;
+use the_loop::events::{EventLog, Source};
+use the_loop::ingress::{InboundEvent, Ingest};
+use the_loop::paths::StatePaths;
+use the_loop::session::screen;
+use the_loop::session::{Dispatcher, Registry, SessionRecord, Sessions, Settings};
+use the_loop::tmux::fake::FakeTmux;
+use the_loop::tmux::{
+    BufferName, Error, Liveness, PaneId, Paste, RealTmux, SessionInfo, Socket, SpawnSpec, Tmux,
+};
+use the_loop::work_item::WorkItemRef;
+
+const RULE: &str = "────────────────────────────────────────────────────────────────────────────────";
+
+/// The fake tmux, noting when each submitting Enter reached a pane.
+struct Timed {
+    fake: FakeTmux,
+    enters: Mutex<Vec<(String, Instant)>>,
+}
+
+impl Tmux for Timed {
+    fn create_session<'a>(&'a self, spec: &'a SpawnSpec) -> BoxFuture<'a, Result<PaneId, Error>> {
+        self.fake.create_session(spec)
+    }
+    fn probe<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Liveness, Error>> {
+        self.fake.probe(name)
+    }
+    fn kill_session<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), Error>> {
+        self.fake.kill_session(name)
+    }
+    fn paste_text<'a>(
+        &'a self,
+        buffer: &'a BufferName,
+        data: &'a [u8],
+        pane: &'a PaneId,
+        paste: Paste,
+    ) -> BoxFuture<'a, Result<(), Error>> {
+        if data == b"\r" {
+            self.enters
+                .lock()
+                .unwrap()
+                .push((pane.to_string(), Instant::now()));
+        }
+        self.fake.paste_text(buffer, data, pane, paste)
+    }
+    fn delete_buffer<'a>(&'a self, buffer: &'a BufferName) -> BoxFuture<'a, Result<(), Error>> {
+        self.fake.delete_buffer(buffer)
+    }
+    fn capture_pane<'a>(
+        &'a self,
+        pane: &'a PaneId,
+        with_escapes: bool,
+    ) -> BoxFuture<'a, Result<String, Error>> {
+        self.fake.capture_pane(pane, with_escapes)
+    }
+    fn window_activity<'a>(&'a self, pane: &'a PaneId) -> BoxFuture<'a, Result<u64, Error>> {
+        self.fake.window_activity(pane)
+    }
+    fn pane_pid<'a>(&'a self, pane: &'a PaneId) -> BoxFuture<'a, Result<u32, Error>> {
+        self.fake.pane_pid(pane)
+    }
+    fn list_sessions<'a>(&'a self) -> BoxFuture<'a, Result<Vec<SessionInfo>, Error>> {
+        self.fake.list_sessions()
+    }
+}
+
+/// A Claude-like screen: a dialog while `dialog` is set, else the input box showing an
+/// unsubmitted paste (the last bracketed paste after the last Enter) or nothing.
+fn claude_screen(dialog: Arc<AtomicBool>) -> the_loop::tmux::fake::Screen {
+    Arc::new(move |input: &[u8]| {
+        let text = String::from_utf8_lossy(input);
+        let unsubmitted = match (text.rfind("\x1b[201~"), text.rfind('\r')) {
+            (Some(p), Some(e)) => p > e,
+            (Some(_), None) => true,
+            _ => false,
+        };
+        if dialog.load(Ordering::SeqCst) {
+            return format!(
+                "⏺ Working.\n\n{RULE}\n Bash command\n\n   rm -rf build\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. No\n\n Esc to cancel\n"
+            );
+        }
+        let line = if unsubmitted {
+            "❯ [Pasted text #1 +3 lines]"
+        } else {
+            "❯ "
+        };
+        format!("⏺ Working.\n\n{RULE}\n{line}\n{RULE}\n  ? for shortcuts\n")
+    })
+}
+
+struct World {
+    _dir: tempfile::TempDir,
+    tmux: Arc<Timed>,
+    sessions: Arc<Sessions>,
+    dispatcher: Dispatcher,
+}
+
+fn item(n: u64) -> WorkItemRef {
+    WorkItemRef::new("octo", "repo", n)
+}
+
+fn comment(id: u64, n: u64) -> InboundEvent {
+    InboundEvent::from_webhook(
+        "issue_comment",
+        &format!("d-{id}"),
+        json!({
+            "action": "created",
+            "comment": {"id": id, "body": format!("COMMENT-{id:06}"), "user": {"login": "alice"},
+                "html_url": format!("https://github.com/octo/repo/issues/{n}#issuecomment-{id}")},
+            "issue": {"number": n, "title": "t", "state": "open", "user": {"login": "carol"},
+                "html_url": format!("https://github.com/octo/repo/issues/{n}"), "labels": []},
+            "repository": {"full_name": "octo/repo"},
+            "sender": {"login": "alice"}
+        }),
+    )
+}
+
+impl World {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::default();
+        config.routing.authorized_users = vec!["alice".into()];
+        let paths = StatePaths::new(dir.path());
+        let events = EventLog::open(&paths);
+        let mut settings = Settings::new(&config, None, &paths).unwrap();
+        settings.claude_config = None;
+        let tmux = Arc::new(Timed {
+            fake: FakeTmux::new(),
+            enters: Mutex::new(Vec::new()),
+        });
+        let registry = Registry::new(&paths, events.clone(), Source::Dispatch);
+        let sessions = Arc::new(Sessions::new(tmux.clone(), registry, events, settings));
+        let dispatcher = Dispatcher::new(Arc::clone(&sessions), &config, &paths).unwrap();
+        Self {
+            _dir: dir,
+            tmux,
+            sessions,
+            dispatcher,
+        }
+    }
+
+    /// A Claude session on #`n` behind a dialog.
+    fn held_session(&self, n: u64) -> (PaneId, Arc<AtomicBool>) {
+        let item = item(n);
+        let pane = self.tmux.fake.add_session(&item.tmux_session_name(), false);
+        let mut record = SessionRecord::new(&item, "claude", std::env::temp_dir());
+        record.pane_id = Some(pane.to_string());
+        self.sessions.registry().put(&record).unwrap();
+        let dialog = Arc::new(AtomicBool::new(true));
+        self.tmux.fake.set_screen(&pane, claude_screen(dialog.clone()));
+        (pane, dialog)
+    }
+
+    fn enter_at(&self, pane: &PaneId) -> Option<Instant> {
+        let enters = self.tmux.enters.lock().unwrap();
+        enters
+            .iter()
+            .find(|(p, _)| p == pane.as_str())
+            .map(|(_, at)| *at)
+    }
+
+    async fn wait_held(&self, n: u64) {
+        while self
+            .sessions
+            .registry()
+            .get(&item(n))
+            .unwrap()
+            .is_none_or(|r| r.hold.events.is_none())
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration, Duration) {
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.99), *samples.last().unwrap())
+}
+
+async fn release(iterations: u64) {
+    let world = World::new();
+    let mut samples = Vec::new();
+    for n in 1..=iterations {
+        let (pane, dialog) = world.held_session(n);
+        let settled = world.dispatcher.ingest(comment(n, n));
+        let settled = tokio::spawn(settled);
+        world.wait_held(n).await;
+        // The dialog ends at a random point of the lane's 500 ms look cycle.
+        tokio::time::sleep(Duration::from_millis(rand::random::<u64>() % 500)).await;
+        dialog.store(false, Ordering::SeqCst);
+        let cleared = Instant::now();
+        settled.await.unwrap();
+        samples.push(world.enter_at(&pane).unwrap() - cleared);
+    }
+    let (median, p99, max) = percentiles(samples);
+    println!(
+        "release: dialog gone → held delivery's Enter, {iterations} holds: median {:.0} ms, p99 {:.0} ms, max {:.0} ms",
+        ms(median),
+        ms(p99),
+        ms(max)
+    );
+}
+
+async fn burst() {
+    let world = World::new();
+    let (sessions, per_session) = (20u64, 10u64);
+    let mut panes = Vec::new();
+    for n in 1..=sessions {
+        panes.push(world.held_session(n));
+    }
+    let mut settled = Vec::new();
+    let mut id = 0;
+    for round in 0..per_session {
+        for n in 1..=sessions {
+            id += 1;
+            let _ = round;
+            settled.push(tokio::spawn(world.dispatcher.ingest(comment(id, n))));
+        }
+    }
+    for n in 1..=sessions {
+        world.wait_held(n).await;
+    }
+    let started = Instant::now();
+    for (_, dialog) in &panes {
+        dialog.store(false, Ordering::SeqCst);
+    }
+    for s in settled {
+        s.await.unwrap();
+    }
+    let took = started.elapsed();
+    let mut exactly_once_in_order = true;
+    for (i, (pane, _)) in panes.iter().enumerate() {
+        let input = String::from_utf8(world.tmux.fake.pane_input(pane)).unwrap();
+        let ids: Vec<u64> = input
+            .match_indices("COMMENT-")
+            .map(|(at, _)| input[at + 8..at + 14].parse().unwrap())
+            .collect();
+        let want: Vec<u64> = (0..per_session).map(|r| r * sessions + i as u64 + 1).collect();
+        exactly_once_in_order &= ids == want;
+    }
+    println!(
+        "burst: {} comments over {sessions} held sessions released at once: all out in {:.0} ms; exactly once and in order: {exactly_once_in_order}",
+        sessions * per_session,
+        ms(took)
+    );
+    assert!(exactly_once_in_order);
+}
+
+async fn look(iterations: usize) {
+    let socket = format!("the-loop-bench-hold-{}", std::process::id());
+    let tmux = RealTmux::new(Socket::Name(socket.clone()), Duration::from_secs(10));
+    let script = format!(
+        "for i in $(seq 1 40); do echo \"⏺ transcript line $i of the agent's work\"; done; echo {RULE}; echo '❯ '; echo {RULE}; echo '  ? for shortcuts'; exec sleep 600"
+    );
+    let spec = SpawnSpec {
+        name: "loop-bench-look".into(),
+        cwd: std::env::temp_dir(),
+        env: vec![],
+        argv: vec!["sh".into(), "-c".into(), script],
+        remain_on_exit: true,
+    };
+    let pane = tmux.new_session(&spec).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut samples = Vec::new();
+    let mut classified = None;
+    for _ in 0..iterations {
+        let started = Instant::now();
+        let shown = tmux.capture_pane(&pane, false).await.unwrap();
+        classified = Some(screen::look(&shown));
+        samples.push(started.elapsed());
+    }
+    let (median, p99, _) = percentiles(samples);
+    println!(
+        "look: capture-pane + classify ({:?}), {iterations} looks: median {:.2} ms, p99 {:.2} ms",
+        classified.map(|l| l.input),
+        ms(median),
+        ms(p99)
+    );
+    let _ = std::process::Command::new("tmux")
+        .args(["-L", &socket, "kill-server"])
+        .env_remove("TMUX")
+        .output();
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing to run.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        look(200).await;
+        release(100).await;
+        burst().await;
+    });
+}

@@ -20,6 +20,7 @@ mod queue;
 pub mod registry;
 pub mod reply;
 mod respawn;
+pub mod screen;
 mod sessions;
 pub mod settings;
 pub mod signal;

@@ -28,7 +28,8 @@ use the_loop::tmux::{
 };
 use the_loop::work_item::WorkItemRef;
 
-const RULE: &str = "────────────────────────────────────────────────────────────────────────────────";
+const RULE: &str =
+    "────────────────────────────────────────────────────────────────────────────────";
 
 /// The fake tmux, noting when each submitting Enter reached a pane.
 struct Timed {
@@ -94,13 +95,13 @@ fn claude_screen(dialog: Arc<AtomicBool>) -> the_loop::tmux::fake::Screen {
         };
         if dialog.load(Ordering::SeqCst) {
             return format!(
-                "⏺ Working.\n\n{RULE}\n Bash command\n\n   rm -rf build\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. No\n\n Esc to cancel\n"
+                "⏺ Working.\n\n{RULE}\n Bash command\n\n   rm -rf build\n   Clean the build\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and always allow access to project/ from this project\n   3. No\n\n Esc to cancel · Tab to amend · ctrl+e to explain\n"
             );
         }
         let line = if unsubmitted {
-            "❯ [Pasted text #1 +3 lines]"
+            "❯\u{a0}[Pasted text #1 +3 lines]"
         } else {
-            "❯ "
+            "❯\u{a0}"
         };
         format!("⏺ Working.\n\n{RULE}\n{line}\n{RULE}\n  ? for shortcuts\n")
     })
@@ -165,7 +166,9 @@ impl World {
         record.pane_id = Some(pane.to_string());
         self.sessions.registry().put(&record).unwrap();
         let dialog = Arc::new(AtomicBool::new(true));
-        self.tmux.fake.set_screen(&pane, claude_screen(dialog.clone()));
+        self.tmux
+            .fake
+            .set_screen(&pane, claude_screen(dialog.clone()));
         (pane, dialog)
     }
 
@@ -254,7 +257,9 @@ async fn burst() {
             .match_indices("COMMENT-")
             .map(|(at, _)| input[at + 8..at + 14].parse().unwrap())
             .collect();
-        let want: Vec<u64> = (0..per_session).map(|r| r * sessions + i as u64 + 1).collect();
+        let want: Vec<u64> = (0..per_session)
+            .map(|r| r * sessions + i as u64 + 1)
+            .collect();
         exactly_once_in_order &= ids == want;
     }
     println!(
@@ -269,7 +274,7 @@ async fn look(iterations: usize) {
     let socket = format!("the-loop-bench-hold-{}", std::process::id());
     let tmux = RealTmux::new(Socket::Name(socket.clone()), Duration::from_secs(10));
     let script = format!(
-        "for i in $(seq 1 40); do echo \"⏺ transcript line $i of the agent's work\"; done; echo {RULE}; echo '❯ '; echo {RULE}; echo '  ? for shortcuts'; exec sleep 600"
+        "for i in $(seq 1 40); do echo \"⏺ transcript line $i of the agent's work\"; done; echo {RULE}; printf '❯\\302\\240\\n'; echo {RULE}; echo '  ? for shortcuts'; exec sleep 600"
     );
     let spec = SpawnSpec {
         name: "loop-bench-look".into(),

@@ -30,6 +30,27 @@ pub enum HookSupport {
     None,
 }
 
+/// Whether the-loop knows a harness's screen (SPEC §18.2): for a known screen every
+/// paste waits for a ready, empty input box (`session::screen`); for an unknown one it
+/// goes in blind, as before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScreenKind {
+    /// Claude Code 2.1.197's screen, recorded from the real client.
+    Claude,
+    /// Not recorded (codex, cursor, custom commands).
+    Unknown,
+}
+
+impl ScreenKind {
+    /// As `config check` prints it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Claude => "claude",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
 /// Where a session's harness sends its reports: `<bin> hook <harness>`, and (claude)
 /// the per-session settings file declaring the hooks. Written by `session::hooks`.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,6 +154,16 @@ impl Harness {
         match self.kind {
             Kind::Claude { .. } => Some(CLAUDE_PASTE_MARKER),
             _ => None,
+        }
+    }
+
+    /// Whether the-loop can read this harness's screen: the built-in `claude` adapter
+    /// (its binary possibly moved); a custom command is unknown even when it runs Claude
+    /// Code, since its arguments may change what the screen shows.
+    pub fn screen(&self) -> ScreenKind {
+        match self.kind {
+            Kind::Claude { .. } => ScreenKind::Claude,
+            _ => ScreenKind::Unknown,
         }
     }
 

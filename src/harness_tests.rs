@@ -287,3 +287,29 @@ fn hooks_are_wired_into_the_interactive_argv_only() {
     );
     assert_eq!(built_in("cursor").hook_support(), HookSupport::None);
 }
+
+#[test]
+fn only_claude_code_has_a_known_screen() {
+    assert_eq!(built_in("claude").screen(), ScreenKind::Claude);
+    let moved = HarnessConfig {
+        command: "/opt/claude/bin/claude".into(),
+        ..HarnessConfig::default()
+    };
+    let moved = Harness::resolve("claude", &config(&[("claude", moved)])).unwrap();
+    assert_eq!(moved.screen(), ScreenKind::Claude, "only the binary moved");
+    let custom = HarnessConfig {
+        command: "claude".into(),
+        args: strings(&["--verbose", "{prompt}"]),
+        ..HarnessConfig::default()
+    };
+    for harness in [
+        Harness::resolve("claude", &config(&[("claude", custom.clone())])).unwrap(),
+        Harness::resolve("mine", &config(&[("mine", custom)])).unwrap(),
+        built_in("codex"),
+        built_in("cursor"),
+    ] {
+        assert_eq!(harness.screen(), ScreenKind::Unknown, "{}", harness.name());
+    }
+    assert_eq!(ScreenKind::Claude.as_str(), "claude");
+    assert_eq!(ScreenKind::Unknown.as_str(), "unknown");
+}

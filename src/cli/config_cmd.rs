@@ -2,6 +2,7 @@
 
 use super::{CliResult, Ctx, Threads, usage};
 use crate::config::{self, Environment, PathSource, ResolvedPath};
+use crate::harness::{Harness, ScreenKind};
 use anyhow::{Context, anyhow};
 use std::path::{Path, PathBuf};
 
@@ -51,6 +52,9 @@ fn check(env: &Environment, flag: Option<&Path>) -> CliResult {
     for note in workspace_notes(&loaded.config) {
         eprintln!("note: {note}");
     }
+    for line in harness_screens(&loaded.config.sessions) {
+        eprintln!("{line}");
+    }
     print!("{yaml}");
     Ok(())
 }
@@ -65,6 +69,35 @@ fn workspace_notes(config: &config::Config) -> Vec<String> {
         &config.workspaces,
         &crate::paths::StatePaths::from_env(),
     ))
+}
+
+/// Each configured harness and whether the-loop knows its screen (SPEC §18.2): the
+/// default one first, then the others of `sessions.harnesses`.
+fn harness_screens(sessions: &config::SessionsConfig) -> Vec<String> {
+    let default = sessions.harness.as_str();
+    let others = sessions.harnesses.keys().map(String::as_str);
+    std::iter::once(default)
+        .chain(others.filter(|name| *name != default))
+        .filter_map(|name| {
+            let harness = Harness::resolve(name, sessions).ok()?;
+            let role = if name == default {
+                " (sessions.harness)"
+            } else {
+                ""
+            };
+            let screen = harness.screen();
+            let meaning = match screen {
+                ScreenKind::Claude => "its input box and dialogs are known",
+                ScreenKind::Unknown => {
+                    "a paste cannot wait for an open dialog or a half-typed draft to clear"
+                }
+            };
+            Some(format!(
+                "harness {name}{role}: screen: {} ({meaning})",
+                screen.as_str()
+            ))
+        })
+        .collect()
 }
 
 fn init(

@@ -6,6 +6,7 @@
 //! pane); deliveries to different panes may run concurrently, which is why every
 //! delivery uses its own buffer names.
 
+use super::screen::holds_paste;
 use crate::tmux::{self, BufferName, PaneId, Paste, Tmux};
 use std::time::Duration;
 
@@ -156,38 +157,6 @@ pub async fn confirm_submitted<T: Tmux + ?Sized>(
         }
         pressed += 1;
     }
-}
-
-/// Whether the input box holds nothing but a folded paste: its first line is the
-/// prompt `❯ ` and then `marker`. Never while a permission dialog is on screen, where
-/// Enter would choose "Yes" (a dialog's own text, such as a command an agent was led to
-/// run, could hold the marker).
-pub fn holds_paste(screen: &str, marker: &str) -> bool {
-    if super::hooks::permission::shows_dialog(screen) {
-        return false;
-    }
-    input_box(screen).is_some_and(|text| {
-        text.lines()
-            .next()
-            .and_then(|first| first.trim_start().strip_prefix(INPUT_PROMPT))
-            .is_some_and(|rest| rest.trim_start().starts_with(marker))
-    })
-}
-
-/// Claude Code's input prompt, the first thing in its box.
-const INPUT_PROMPT: &str = "❯";
-
-/// The text of a TUI's input box: what lies between the screen's last two horizontal
-/// rules (lines of `─`, as Claude Code draws its box). `None` without two rules.
-pub fn input_box(screen: &str) -> Option<String> {
-    let lines: Vec<&str> = screen.lines().collect();
-    let is_rule = |line: &&str| {
-        let line = line.trim();
-        line.chars().count() >= 10 && line.chars().all(|c| c == '─')
-    };
-    let bottom = lines.iter().rposition(is_rule)?;
-    let top = lines[..bottom].iter().rposition(is_rule)?;
-    Some(lines[top + 1..bottom].join("\n"))
 }
 
 /// A fixed keystroke for a harness's own dialog (SPEC §17.4): never text from anywhere.

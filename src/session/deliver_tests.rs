@@ -167,43 +167,14 @@ async fn the_submit_waits_for_the_delay() {
     assert!(start.elapsed() >= delay);
 }
 
-/// Claude Code 2.1.197's screen with a paste it did not submit (from a loaded test run).
-const UNSUBMITTED: &str =
-    "  `<!-- the-loop:agent-comment -->`, so that the-loop does not hand your own
-  words back to you.
-
-● Done.
-
-✻ Cogitated for 0s
-
-────────────────────────────────────────────────────────────────────────────────
-❯ [Pasted text #1 +12 lines]
-────────────────────────────────────────────────────────────────────────────────
-  ? for shortcuts
-";
-
-#[test]
-fn the_input_box_is_between_the_last_two_rules() {
-    assert_eq!(
-        input_box(UNSUBMITTED).as_deref(),
-        Some("❯ [Pasted text #1 +12 lines]")
-    );
-    // Submitted: the paste is in the history above the box, the box is empty.
-    let submitted = UNSUBMITTED.replace("❯ [Pasted text #1 +12 lines]\n", "❯ \n");
-    let submitted = format!("> [Pasted text #1 +12 lines]\n{submitted}");
-    assert_eq!(input_box(&submitted).as_deref(), Some("❯ "));
-    assert_eq!(input_box("no box here\n──────────\n"), None);
-    assert_eq!(input_box("──short──\n❯ x\n─────\n"), None, "not rules");
-}
-
 #[tokio::test]
 async fn a_submit_left_in_the_box_is_pressed_again_at_most_twice() {
     let tmux = FakeTmux::new();
     let pane = live_pane(&tmux);
     // The fake's screen is what the pane was sent: this one shows the box with a paste
-    // that never goes away.
+    // that never goes away (Claude Code's prompt is `❯` and a no-break space).
     let rule = "─".repeat(20);
-    let text = format!("\n{rule}\n❯ [Pasted text #1 +3 lines]\n{rule}\n");
+    let text = format!("\n{rule}\n❯\u{a0}[Pasted text #1 +3 lines]\n{rule}\n");
     deliver(&tmux, &pane, &text, NONE).await.unwrap();
     let pressed = confirm_submitted(&tmux, &pane, "[Pasted text #", NONE).await;
     assert_eq!(pressed, MAX_RESUBMITS);
@@ -247,28 +218,4 @@ async fn a_taken_submit_or_an_unreadable_screen_is_left_alone() {
         })
         .count();
     assert_eq!(plain, 1, "only the delivery's own submit");
-}
-
-#[test]
-fn only_a_box_holding_just_the_paste_is_pressed_never_a_dialog() {
-    let marker = "[Pasted text #";
-    assert!(holds_paste(UNSUBMITTED, marker));
-    let typed_first = UNSUBMITTED.replace("❯ [Pasted", "❯ my words [Pasted");
-    assert!(
-        !holds_paste(&typed_first, marker),
-        "the operator's own typing"
-    );
-    // A permission dialog whose command holds the marker: Enter would approve it.
-    let rule = "─".repeat(40);
-    let dialog = format!(
-        "{rule}\n Bash command\n   echo '[Pasted text #1 +3 lines]'\n Do you want to proceed?\n ❯ 1. Yes\n   2. No\n{rule}\n"
-    );
-    assert!(!holds_paste(&dialog, marker));
-    let dialog_prompt_line = format!(
-        "{rule}\n❯ [Pasted text #1 +3 lines]\n Do you want to proceed?\n ❯ 1. Yes\n{rule}\n"
-    );
-    assert!(
-        !holds_paste(&dialog_prompt_line, marker),
-        "a dialog on screen wins"
-    );
 }

@@ -15,7 +15,7 @@
 //!   pasted again.
 
 use super::hooks::{Reported, ReportedState};
-use super::screen::{InputBox, Look};
+use super::screen::{Dialog, InputBox, Look};
 use serde::{Deserialize, Serialize};
 
 /// Why a delivery waits.
@@ -84,8 +84,13 @@ impl std::str::FromStr for HoldReason {
 /// first; a reported `awaiting-permission` holds too, even before the dialog is drawn.
 pub fn decide(look: &Look, reported: Option<&Reported>) -> Option<HoldReason> {
     let awaiting = reported.is_some_and(|r| r.state == ReportedState::AwaitingPermission);
-    if look.dialog || awaiting {
-        return Some(HoldReason::PermissionDialog);
+    match look.dialog {
+        Some(Dialog::Permission) => return Some(HoldReason::PermissionDialog),
+        _ if awaiting => return Some(HoldReason::PermissionDialog),
+        // The trust screen, a menu, a question the model asks: the harness is not at
+        // its input box (Enter would choose an option).
+        Some(Dialog::Other) => return Some(HoldReason::NotReady),
+        None => {}
     }
     match &look.input {
         InputBox::Empty => None,
@@ -184,7 +189,10 @@ mod tests {
     use super::*;
 
     fn look(dialog: bool, input: InputBox) -> Look {
-        Look { dialog, input }
+        Look {
+            dialog: dialog.then_some(Dialog::Permission),
+            input,
+        }
     }
 
     fn reported(state: ReportedState) -> Reported {
@@ -232,6 +240,22 @@ mod tests {
                 look(false, InputBox::NotDrawn),
                 Some(&idle),
                 Some(HoldReason::NotReady),
+            ),
+            (
+                Look {
+                    dialog: Some(Dialog::Other),
+                    input: InputBox::NotDrawn,
+                },
+                Some(&idle),
+                Some(HoldReason::NotReady),
+            ),
+            (
+                Look {
+                    dialog: Some(Dialog::Other),
+                    input: InputBox::Empty,
+                },
+                Some(&awaiting),
+                Some(HoldReason::PermissionDialog),
             ),
         ];
         for (look, reported, want) in cases {

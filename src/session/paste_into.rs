@@ -25,7 +25,7 @@ use super::registry::{RegistryError, SessionRecord, Status};
 use super::screen;
 use super::sessions::{PaneState, Sessions};
 use super::spawn::PromptInputs;
-use crate::harness::Harness;
+use crate::harness::{Harness, ScreenKind};
 use crate::tmux::{self, PaneId};
 use crate::work_item::WorkItemRef;
 use std::time::Duration;
@@ -340,7 +340,12 @@ impl Sessions {
     ) -> Result<Delivered, Stopped> {
         let settings = self.settings();
         let harness = Harness::resolve(&record.harness, &settings.sessions).ok();
-        let Some(marker) = harness.as_ref().and_then(|h| h.paste_marker()) else {
+        let known = harness.as_ref().map(Harness::screen) == Some(ScreenKind::Claude);
+        let Some(marker) = harness
+            .as_ref()
+            .and_then(|h| h.paste_marker())
+            .filter(|_| known)
+        else {
             let delivered = deliver(self.tmux.as_ref(), pane, text, self.submit_delay()).await?;
             return Ok(Delivered {
                 pane: pane.clone(),
@@ -426,8 +431,12 @@ impl Sessions {
                 return Shown::Held(HoldReason::NotReady);
             };
             let look = screen::look(&now);
-            if look.dialog {
-                return Shown::Held(HoldReason::PermissionDialog);
+            match look.dialog {
+                Some(screen::Dialog::Permission) => {
+                    return Shown::Held(HoldReason::PermissionDialog);
+                }
+                Some(screen::Dialog::Other) => return Shown::Held(HoldReason::NotReady),
+                None => {}
             }
             if screen::shows_paste(&now, &clean, marker) {
                 // The hook may have said so before the dialog is drawn.
@@ -453,9 +462,11 @@ impl Sessions {
         }
     }
 
+    /// The pane with its attributes: only the dim attribute tells a placeholder in an
+    /// empty box from a draft (`session::screen`).
     async fn capture(&self, pane: &PaneId) -> Result<String, DeliverError> {
         self.tmux
-            .capture_pane(pane, false)
+            .capture_pane(pane, true)
             .await
             .map_err(|error| DeliverError::Paste {
                 pane: pane.to_string(),

@@ -1,54 +1,285 @@
-//! TEMPORARY stand-in until the `screen` branch lands (not committed).
-use super::deliver::input_box;
-use super::hooks::permission::shows_dialog;
+//! What Claude Code's screen shows (SPEC §17.4, §18.2): the one home of the-loop's
+//! knowledge of it, pure functions over a `tmux capture-pane` screen, checked against
+//! real captures of Claude Code 2.1.197 (`screen/fixtures/`, see its README).
+//!
+//! The shapes they rely on:
+//! - The input box is two rules of `─` at column 0, the prompt `❯` + no-break space on
+//!   the line right after the top rule, and continuation lines indented by two spaces;
+//!   below the bottom rule only a footer (`? for shortcuts`, `esc to interrupt`, …).
+//!   Before it is drawn the screen is blank.
+//! - An empty box may show dim text: a placeholder (`Try "…"`, `Press up to edit queued
+//!   messages`) or a prompt suggestion. Only the dim attribute tells it from a draft, so
+//!   [`look`] needs `capture-pane -e` to read such a box as empty; on a plain capture it
+//!   reads as holding text (a hold, never a paste into a draft).
+//! - A dialog (a permission request, the trust screen, a menu, a model's question)
+//!   replaces the box: a rule at column 0, then its text, options (`❯ 1. Yes`) and a hint
+//!   line (`Esc to cancel`). Text an agent was led to show (a command, a question, its
+//!   own words) is indented, except a question's text, which cannot forge the prompt
+//!   line together with the options and hints below it.
+//!
+//! Everything not positively recognised as a drawn, empty box with no dialog below it
+//! reads as not ready: these functions fail closed.
 
+mod cells;
+
+use cells::Line;
+
+/// Claude Code's input prompt: `❯` and a no-break space. (The transcript shows sent
+/// messages after `❯` and a plain space, a dialog its selected option as ` ❯ 1.`.)
+pub const INPUT_PROMPT: &str = "❯\u{a0}";
+/// The prompt in shell mode (the operator typed `!`): Enter runs the box as a command.
+const SHELL_PROMPT: &str = "!\u{a0}";
+/// The question line Claude Code 2.1.197 opens its permission dialogs with (`Do you want
+/// to proceed?` for Bash, `Do you want to make this edit to …?` for an edit).
+pub const DIALOG_QUESTION: &str = "Do you want to";
+/// A permission dialog's first option, selected.
+pub const DIALOG_YES: &str = "❯ 1. Yes";
+/// Hints on the last line of Claude Code's dialogs and menus.
+const DIALOG_HINTS: &[&str] = &["Esc to cancel", "Enter to confirm", "Enter to select"];
+/// A rule shorter than this is not the box's (Claude Code draws it full width).
+const MIN_RULE: usize = 10;
+
+/// What the harness's input box shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InputBox {
+    /// No input box is recognised: booting, a dialog, a trust or onboarding screen, a
+    /// box taller than the screen, anything unknown.
     NotDrawn,
+    /// Drawn and empty (perhaps with a dim placeholder or suggestion).
     Empty,
+    /// Drawn and holding text: the visible text after the prompt, continuation lines
+    /// joined with `\n` (shell mode starts with `!`).
     Holds(String),
 }
 
+/// A dialog on screen, where a pasted `\r` would choose an option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialog {
+    /// A permission request (`Do you want to proceed?`).
+    Permission,
+    /// Any other choice: the trust screen, a menu, a question from the model.
+    Other,
+}
+
+/// What a screen shows, for a paste about to be made.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Look {
-    pub dialog: bool,
+    pub dialog: Option<Dialog>,
     pub input: InputBox,
 }
 
-pub fn look(screen: &str) -> Look {
-    let dialog = shows_dialog(screen);
-    let input = match input_box(screen) {
-        None => InputBox::NotDrawn,
-        Some(text) => {
-            let first = text.lines().next().unwrap_or("").trim_start();
-            match first.strip_prefix("❯") {
-                None => InputBox::NotDrawn,
-                Some(rest) => {
-                    let rest = rest.trim();
-                    if rest.is_empty() && text.lines().skip(1).all(|l| l.trim().is_empty()) {
-                        InputBox::Empty
-                    } else {
-                        InputBox::Holds(rest.to_string())
-                    }
-                }
-            }
-        }
-    };
-    Look { dialog, input }
+impl Look {
+    /// A paste lands on a ready, empty input box with no dialog up (SPEC §18.2).
+    pub fn ready(&self) -> bool {
+        self.dialog.is_none() && self.input == InputBox::Empty
+    }
 }
 
-pub fn shows_paste(screen: &str, pasted: &str, marker: &str) -> bool {
-    let l = look(screen);
-    if l.dialog {
-        return false;
+/// Reads `screen`, a `capture-pane -p` capture; with `-e` a dim placeholder reads as
+/// an empty box.
+pub fn look(screen: &str) -> Look {
+    let lines = cells::lines(screen);
+    let frame = find_box(&lines);
+    Look {
+        dialog: dialog_in(below(&lines, frame.as_ref())),
+        input: frame.map_or(InputBox::NotDrawn, |f| f.contents(&lines)),
     }
-    match l.input {
-        InputBox::Holds(t) => {
-            t.starts_with(marker)
-                || pasted.lines().next().is_some_and(|f| {
-                    !f.is_empty() && t.starts_with(&f.chars().take(20).collect::<String>())
-                })
+}
+
+/// After a paste into an empty box: whether the box shows that paste and no dialog is
+/// up, so Enter submits it and nothing else. It shows either the folded form
+/// (`marker` then `1 +4 lines]` or `2]`) and nothing more, or `pasted` itself
+/// (whitespace aside: Claude Code wraps long lines and expands tabs). `pasted` is the
+/// text as pasted, after sanitizing.
+pub fn shows_paste(screen: &str, pasted: &str, marker: &str) -> bool {
+    match look(screen) {
+        Look {
+            dialog: None,
+            input: InputBox::Holds(text),
+        } => {
+            folded(&text, marker) || (!squash(pasted).is_empty() && squash(&text) == squash(pasted))
         }
         _ => false,
     }
 }
+
+/// Whether the input box holds nothing but a folded paste (`[Pasted text #1 +12
+/// lines]`), with no dialog up, where Enter would choose an option instead.
+pub fn holds_paste(screen: &str, marker: &str) -> bool {
+    matches!(
+        look(screen),
+        Look { dialog: None, input: InputBox::Holds(text) } if folded(&text, marker)
+    )
+}
+
+/// Whether `screen` shows a permission dialog with "1. Yes" selected, where Enter
+/// approves (SPEC §17.4): a `Do you want to …?` line, and the selected option within
+/// the next lines, below the screen's last rule (a transcript that quotes a dialog
+/// above the input box is not one).
+pub fn shows_dialog(screen: &str) -> bool {
+    let lines = cells::lines(screen);
+    let frame = find_box(&lines);
+    let texts: Vec<&str> = below(&lines, frame.as_ref())
+        .iter()
+        .map(|l| l.text.trim())
+        .collect();
+    texts.iter().enumerate().any(|(i, line)| {
+        is_question(line)
+            && texts[i + 1..]
+                .iter()
+                .take(3)
+                .any(|l| l.starts_with(DIALOG_YES))
+    })
+}
+
+/// Where the box is: the indexes of its top and bottom rule.
+struct Frame {
+    top: usize,
+    bottom: usize,
+    shell: bool,
+}
+
+impl Frame {
+    fn contents(&self, lines: &[Line]) -> InputBox {
+        // The prompt (`❯` or `!`, then a no-break space) and the continuation indent
+        // are both two cells wide.
+        let rows = || {
+            std::iter::once(&lines[self.top + 1])
+                .chain(&lines[self.top + 2..self.bottom])
+                .map(|l| l.cells.get(2..).unwrap_or_default())
+        };
+        let text: Vec<String> = rows()
+            .map(|cells| cells.iter().map(|c| c.ch).collect())
+            .collect();
+        let text = text.join("\n").trim().to_string();
+        if self.shell {
+            return InputBox::Holds(format!("!{text}"));
+        }
+        if text.is_empty() || placeholder(rows()) {
+            InputBox::Empty
+        } else {
+            InputBox::Holds(text)
+        }
+    }
+}
+
+/// The input box: the screen's last two rules (column 0, the same length), the prompt
+/// on the line after the top one, only continuation lines (indented) or empty lines
+/// down to the bottom one.
+fn find_box(lines: &[Line]) -> Option<Frame> {
+    let rules: Vec<usize> = (0..lines.len())
+        .filter(|&i| is_rule(&lines[i].text))
+        .collect();
+    let (&bottom, rest) = rules.split_last()?;
+    let &top = rest.last()?;
+    if lines[top].text.chars().count() != lines[bottom].text.chars().count() {
+        return None;
+    }
+    let prompt = &lines[top + 1].text;
+    let shell = if prompt.starts_with(INPUT_PROMPT) {
+        false
+    } else if prompt.starts_with(SHELL_PROMPT) {
+        true
+    } else {
+        return None;
+    };
+    // The prompt line is not the bottom rule, so `top + 2 <= bottom`.
+    let continued = lines[top + 2..bottom]
+        .iter()
+        .all(|l| l.text.is_empty() || l.text.starts_with("  "));
+    continued.then_some(Frame { top, bottom, shell })
+}
+
+/// A line of `─` at column 0: Claude Code's rules. Text an agent shows is indented.
+fn is_rule(text: &str) -> bool {
+    text.chars().count() >= MIN_RULE && text.chars().all(|c| c == '─')
+}
+
+/// Where a dialog would be: below the box when it is drawn, else below the last rule
+/// (a dialog's top edge), else anywhere (a dialog taller than the screen).
+fn below<'a>(lines: &'a [Line], frame: Option<&Frame>) -> &'a [Line] {
+    let from = match frame {
+        Some(frame) => frame.bottom + 1,
+        None => lines
+            .iter()
+            .rposition(|l| is_rule(&l.text))
+            .map_or(0, |i| i + 1),
+    };
+    &lines[from..]
+}
+
+fn dialog_in(lines: &[Line]) -> Option<Dialog> {
+    let texts = || lines.iter().map(|l| l.text.trim());
+    if texts().any(is_question) {
+        return Some(Dialog::Permission);
+    }
+    texts()
+        .any(|t| t.starts_with('❯') || is_option(t) || DIALOG_HINTS.iter().any(|h| t.contains(h)))
+        .then_some(Dialog::Other)
+}
+
+fn is_question(line: &str) -> bool {
+    line.starts_with(DIALOG_QUESTION) && line.ends_with('?')
+}
+
+/// A numbered option (`2. No`, `2.Yes, and …` when narrow).
+fn is_option(line: &str) -> bool {
+    let rest = line.trim_start_matches(|c: char| c.is_ascii_digit());
+    rest.len() < line.len() && rest.starts_with('.')
+}
+
+/// Whether the box's text (the cells after the prompt, then after each continuation
+/// indent) is all dim, but for Claude Code's cursor (inverse) on its first cell: a
+/// placeholder or a suggestion, which nobody typed.
+fn placeholder<'a>(mut rows: impl Iterator<Item = &'a [cells::Cell]>) -> bool {
+    let first = rows.next().unwrap_or_default();
+    let cells = first
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| !(*i == 0 && c.inverse && !c.dim))
+        .map(|(_, c)| c)
+        .chain(rows.flatten())
+        .filter(|c| !c.ch.is_whitespace());
+    let mut any = false;
+    for cell in cells {
+        if !cell.dim {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
+/// Claude Code's folded paste: `marker`, a number, then `]` or ` +N lines]`.
+fn folded(text: &str, marker: &str) -> bool {
+    let Some(rest) = text.strip_prefix(marker) else {
+        return false;
+    };
+    let Some(rest) = strip_number(rest) else {
+        return false;
+    };
+    rest == "]"
+        || rest
+            .strip_prefix(" +")
+            .and_then(|r| {
+                r.strip_suffix(" lines]")
+                    .or_else(|| r.strip_suffix(" line]"))
+            })
+            .and_then(strip_number)
+            .is_some_and(str::is_empty)
+}
+
+/// `text` after its leading ASCII digits, when it has any.
+fn strip_number(text: &str) -> Option<&str> {
+    let rest = text.trim_start_matches(|c: char| c.is_ascii_digit());
+    (rest.len() < text.len()).then_some(rest)
+}
+
+/// `text` without any whitespace.
+fn squash(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+#[cfg(test)]
+#[path = "screen_tests.rs"]
+mod tests;

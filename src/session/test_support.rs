@@ -388,16 +388,16 @@ impl FakeClaude {
         }
         if self.dialog.load(Ordering::SeqCst) {
             return format!(
-                "{transcript}{RULE}\n Bash command\n\n   rm -rf build\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. No\n\n Esc to cancel\n"
+                "{transcript}{RULE}\n Bash command\n\n   rm -rf build\n   Clean the build\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and always allow access to project/ from this project\n   3. No\n\n Esc to cancel · Tab to amend · ctrl+e to explain\n"
             );
         }
         let draft = self.draft.lock().unwrap().clone();
         let line = if !draft.is_empty() {
-            format!("❯ {draft}")
+            format!("❯\u{a0}{draft}")
         } else if unsubmitted {
-            "❯ [Pasted text #1 +3 lines]".into()
+            "❯\u{a0}[Pasted text #1 +3 lines]".into()
         } else {
-            "❯ ".into()
+            "❯\u{a0}".into()
         };
         format!("{transcript}{RULE}\n{line}\n{RULE}\n  ? for shortcuts\n")
     }

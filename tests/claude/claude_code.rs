@@ -20,7 +20,8 @@ use the_loop::config::SessionsConfig;
 use the_loop::guard::sanitize;
 use the_loop::harness::CLAUDE_PASTE_MARKER;
 use the_loop::harness::Harness;
-use the_loop::session::deliver::{confirm_submitted, deliver, input_box};
+use the_loop::session::deliver::{confirm_submitted, deliver};
+use the_loop::session::screen::holds_paste;
 use the_loop::tmux::{BufferName, PaneId, Paste, RealTmux, Tmux};
 
 /// Waits until Claude Code shows its input box and has finished drawing its start
@@ -143,9 +144,7 @@ async fn a_paste_left_unsubmitted_is_submitted_once_by_the_check() {
         Duration::from_secs(30),
         || async {
             let screen = tmux.capture_pane(&pane, false).await.ok()?;
-            input_box(&screen)
-                .filter(|b| b.contains(CLAUDE_PASTE_MARKER))
-                .map(drop)
+            holds_paste(&screen, CLAUDE_PASTE_MARKER).then_some(())
         },
     )
     .await;

@@ -116,7 +116,13 @@ async fn a_reply_during_a_dialog_waits_for_the_answer() {
 
     let reply = Command::new(BIN)
         .args(["reply", "--work-item", &item().to_string()])
-        .args(["--text", "HERON: five retries.", "--no-comment", "--wait", "180"])
+        .args([
+            "--text",
+            "HERON: five retries.",
+            "--no-comment",
+            "--wait",
+            "180",
+        ])
         .env("THE_LOOP_HOME", &world.state)
         .env("THE_LOOP_CONFIG", &world.config)
         .env_remove("GH_TOKEN")
@@ -173,7 +179,10 @@ async fn a_comment_never_goes_out_with_the_operators_draft() {
     assert_eq!(held[0]["reason"], "operator-draft", "{held:#?}");
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(requests_with(&world, "OSPREY").is_empty());
-    assert!(requests_with(&world, "LAPWING").is_empty(), "the draft was sent");
+    assert!(
+        requests_with(&world, "LAPWING").is_empty(),
+        "the draft was sent"
+    );
     assert!(world.screen().contains("LAPWING"), "{}", world.screen());
 
     let sent = Instant::now();
@@ -190,4 +199,3 @@ async fn a_comment_never_goes_out_with_the_operators_draft() {
     assert_eq!(requests_with(&world, "OSPREY").len(), 1);
     assert_eq!(requests_with(&world, "LAPWING").len(), 1);
 }
-

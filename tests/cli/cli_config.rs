@@ -71,6 +71,17 @@ fn checked(sb: &Sandbox, args: &[&str]) -> serde_norway::Value {
     serde_norway::from_str(&r.stdout).unwrap()
 }
 
+/// `config check` of `yaml` (written to a file), which must pass.
+fn check_yaml(sb: &Sandbox, yaml: &str) -> Run {
+    let file = sb.write("c.yaml", yaml);
+    let r = run(
+        &mut sb.cmd(),
+        &["--config", file.to_str().unwrap(), "config", "check"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    r
+}
+
 fn interval(v: &serde_norway::Value) -> u64 {
     v["polling"]["intervalSeconds"].as_u64().unwrap()
 }
@@ -302,18 +313,49 @@ fn env_overrides_show_in_the_effective_config() {
     assert_eq!(v["sessions"]["tmux"]["socket"].as_str(), Some("loop-test"));
 }
 
+/// SPEC §18.2: `config check` says for each configured harness whether the-loop knows
+/// its screen (and so holds pastes for dialogs and drafts).
+#[test]
+fn each_configured_harness_says_whether_its_screen_is_known() {
+    let sb = Sandbox::new();
+    let r = run(&mut sb.cmd(), &["config", "check"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("harness claude (sessions.harness): screen: claude ("),
+        "{}",
+        r.stderr
+    );
+    let r = check_yaml(
+        &sb,
+        "routing: {authorizedUsers: [alice]}\nsessions:\n  harness: mine\n  harnesses:\n    mine: {command: my-agent, args: ['{prompt}']}\n    codex: {command: /opt/codex}\n    claude: {command: /opt/claude}\n",
+    );
+    let screens: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("harness "))
+        // Without the explanation in the last parentheses.
+        .map(|l| l.rsplit_once(" (").map_or(l, |(head, _)| head))
+        .collect();
+    assert_eq!(
+        screens,
+        [
+            "harness mine (sessions.harness): screen: unknown",
+            "harness claude: screen: claude",
+            "harness codex: screen: unknown",
+        ],
+        "{}",
+        r.stderr
+    );
+}
+
 #[test]
 fn the_printed_effective_config_is_itself_a_valid_config() {
     let sb = Sandbox::new();
-    let file = sb.write(
-        "c.yaml",
+    let r = check_yaml(
+        &sb,
         "routing: {authorizedUsers: ['@Alice'], spawn: labeled}\ncritics:\n  - name: rev\n    harness: codex\n",
     );
-    let r = run(
-        &mut sb.cmd(),
-        &["--config", file.to_str().unwrap(), "config", "check"],
-    );
-    assert_eq!(r.code, 0, "{}", r.stderr);
     let printed = sb.write("printed.yaml", &r.stdout);
     let again = run(
         &mut sb.cmd(),

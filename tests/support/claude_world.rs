@@ -296,7 +296,9 @@ pub struct Supervised {
 
 impl ClaudeWorld {
     fn supervised_mut(&mut self) -> &mut Supervised {
-        self.github.as_mut().expect("a world made by ClaudeWorld::supervised")
+        self.github
+            .as_mut()
+            .expect("a world made by ClaudeWorld::supervised")
     }
 
     /// A comment by `login` on the item, on the simulated GitHub.
@@ -340,7 +342,11 @@ impl ClaudeWorld {
 
     /// Stops the supervisor as an operator would (SIGTERM) and waits for it to exit.
     pub async fn stop_supervisor(&mut self) {
-        let mut child = self.supervised_mut().child.take().expect("a running supervisor");
+        let mut child = self
+            .supervised_mut()
+            .child
+            .take()
+            .expect("a running supervisor");
         let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
         let start = Instant::now();

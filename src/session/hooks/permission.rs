@@ -16,36 +16,17 @@ use crate::session::activity::SessionActivity;
 use crate::session::deliver::{self, Key};
 use crate::session::paste_lock;
 use crate::session::registry::{RegistryError, SessionRecord};
+use crate::session::screen::shows_dialog;
 use crate::session::{PaneState, Sessions};
 use crate::tmux::{self, Liveness};
 use crate::work_item::WorkItemRef;
 use std::time::Duration;
-
-/// The question line Claude Code 2.1.197 opens its dialogs with (`Do you want to
-/// proceed?` for Bash, `Do you want to make this edit to …?` for an edit).
-pub const DIALOG_QUESTION: &str = "Do you want to";
-/// The selected first option.
-pub const DIALOG_YES: &str = "❯ 1. Yes";
 
 /// A request younger than this may not be drawn yet: it is not taken for answered.
 pub const DRAW_GRACE: Duration = Duration::from_secs(3);
 
 /// How long an answer waits for a paste in progress to the same session.
 const PASTE_WAIT: Duration = Duration::from_secs(10);
-
-/// Whether `screen` shows a permission dialog with "1. Yes" selected: a `Do you want
-/// to …?` line, and the selected option within the next lines.
-pub fn shows_dialog(screen: &str) -> bool {
-    let lines: Vec<&str> = screen.lines().map(str::trim).collect();
-    lines.iter().enumerate().any(|(i, line)| {
-        line.starts_with(DIALOG_QUESTION)
-            && line.ends_with('?')
-            && lines[i + 1..]
-                .iter()
-                .take(3)
-                .any(|l| l.starts_with(DIALOG_YES))
-    })
-}
 
 /// What an answer did.
 #[derive(Debug, Clone, PartialEq, Eq)]

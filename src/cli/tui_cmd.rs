@@ -48,6 +48,7 @@ pub fn run(args: TuiArgs, ctx: &Ctx) -> CliResult {
     // A broken config is reported on a plain terminal, before the screen is taken.
     let loaded = config::load(ctx.config_flag.as_deref()).map_err(usage)?;
     let mut options = RunOptions::new(loaded.config.tui.clone());
+    options.hold_notify_secs = loaded.config.sessions.hold_notify_seconds;
     options.utc_offset = crate::time::local_offset();
     options.focus = args.attach;
     let runtime = start_runtime(Threads::Pool(Some(2)))?;

@@ -249,6 +249,9 @@ impl Default for EventsConfig {
     }
 }
 
+/// `sessions.holdNotifySeconds` unless configured.
+pub const DEFAULT_HOLD_NOTIFY_SECONDS: u64 = 60;
+
 /// The built-in harness names `sessions.harness` may name (their adapters: the `harness` module).
 pub const BUILT_IN_HARNESSES: &[&str] = &["claude", "codex", "cursor"];
 
@@ -267,6 +270,8 @@ pub struct SessionsConfig {
     pub tmux: TmuxConfig,
     /// Mark the directories Claude Code starts in as trusted (SPEC §16.6).
     pub trust_workspaces: bool,
+    /// A delivery held this long notifies like a question (SPEC §18.3); 0 never does.
+    pub hold_notify_seconds: u64,
 }
 
 impl Default for SessionsConfig {
@@ -279,6 +284,7 @@ impl Default for SessionsConfig {
             pass_env: Vec::new(),
             tmux: TmuxConfig::default(),
             trust_workspaces: true,
+            hold_notify_seconds: DEFAULT_HOLD_NOTIFY_SECONDS,
         }
     }
 }

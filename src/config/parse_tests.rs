@@ -124,6 +124,13 @@ fn wrong_types_say_what_was_expected() {
             "expected a whole number",
         ),
         (
+            "sessions:\n  holdNotifySeconds: -5\n",
+            2,
+            22,
+            "sessions.holdNotifySeconds",
+            "expected a whole number (0 or more)",
+        ),
+        (
             "routing:\n  authorizedUsers: alice\n",
             2,
             20,
@@ -378,6 +385,11 @@ polling:
     assert_eq!(config.repos.len(), 3);
     assert_eq!(config.routing.spawn, SpawnPolicy::Labeled);
     assert_eq!(config.sessions.harnesses["mine"].args, ["{prompt}"]);
+
+    // A hold notifies after a minute unless told otherwise; 0 never notifies.
+    assert_eq!(config.sessions.hold_notify_seconds, 60);
+    let off = parse_str("sessions: {holdNotifySeconds: 0}\n", Path::new(FILE)).unwrap();
+    assert_eq!(off.sessions.hold_notify_seconds, 0);
 
     let exposed = "server: {listen: '0.0.0.0:8787', exposed: true}\n";
     assert!(parse_str(exposed, Path::new(FILE)).is_ok());

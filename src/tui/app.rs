@@ -165,6 +165,8 @@ pub struct App {
     pub keymap: Keymap,
     pub theme: Theme,
     pub notify: NotifyMode,
+    /// `sessions.holdNotifySeconds`: a hold this long notifies; 0 never.
+    pub hold_notify_secs: u64,
     pub utc_offset: UtcOffset,
     pub now: OffsetDateTime,
     pub area: Rect,
@@ -208,6 +210,8 @@ pub struct App {
     pub(super) seen_questions: HashSet<(WorkItemRef, i128)>,
     /// The permission requests already seen (by request id), so only new ones notify.
     pub(super) seen_permissions: HashSet<String>,
+    /// The holds that have notified, so each does once.
+    pub(super) notified_holds: HashSet<super::held::HoldKey>,
     /// The end of the initial history, to skip live events it already holds.
     pub(super) history_tail: Vec<Event>,
     /// `--attach X`: select X when the first snapshot has it.
@@ -220,6 +224,8 @@ pub struct AppSettings {
     pub keymap: Keymap,
     pub theme: Theme,
     pub notify: NotifyMode,
+    /// `sessions.holdNotifySeconds`.
+    pub hold_notify_secs: u64,
     pub utc_offset: UtcOffset,
     pub warnings: Vec<String>,
     /// `--attach X`: a ref (`github:o/r#1`, `o/r#1`) or a tmux session name.
@@ -227,13 +233,15 @@ pub struct AppSettings {
 }
 
 impl AppSettings {
-    /// The shipped keymap and default theme, bell notifications, times in UTC.
+    /// The shipped keymap and default theme, bell notifications (holds after the
+    /// default time), times in UTC.
     pub fn builtin() -> Self {
         Self {
             keymap: Keymap::builtin(),
             theme: Theme::builtin("default")
                 .unwrap_or_else(|| Theme::load("default", None, false).0),
             notify: NotifyMode::Bell,
+            hold_notify_secs: crate::config::DEFAULT_HOLD_NOTIFY_SECONDS,
             utc_offset: UtcOffset::UTC,
             warnings: Vec::new(),
             focus: None,
@@ -247,6 +255,7 @@ impl App {
             keymap: settings.keymap,
             theme: settings.theme,
             notify: settings.notify,
+            hold_notify_secs: settings.hold_notify_secs,
             utc_offset: settings.utc_offset,
             now,
             area: Rect::new(0, 0, 80, 24),
@@ -276,6 +285,7 @@ impl App {
             snapshot_pending: false,
             seen_questions: HashSet::new(),
             seen_permissions: HashSet::new(),
+            notified_holds: HashSet::new(),
             history_tail: Vec::new(),
             pending_focus: settings.focus,
         }

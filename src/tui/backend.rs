@@ -7,6 +7,7 @@
 //! Nothing here routes, polls or talks to tmux.
 
 use crate::events::{Event, EventType};
+use crate::session::hold::HeldSummary;
 use crate::work_item::WorkItemRef;
 use futures::future::BoxFuture;
 use std::path::PathBuf;
@@ -78,6 +79,9 @@ pub struct SessionView {
     pub cwd: Option<PathBuf>,
     /// The session's own git worktree, when it has one (SPEC §16.4).
     pub workspace: Option<WorkspaceView>,
+    /// Deliveries waiting for the session to take a paste (SPEC §18.3): how many, why,
+    /// since when.
+    pub held: Option<HeldSummary>,
 }
 
 /// A session's worktree as the Sessions pane shows it.
@@ -110,6 +114,7 @@ impl SessionView {
             pane: None,
             cwd: None,
             workspace: None,
+            held: None,
         }
     }
 }

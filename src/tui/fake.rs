@@ -1,7 +1,8 @@
 //! An in-memory [`Backend`] for tests, snapshots and benchmarks. It behaves like the
 //! real thing where the screen can tell — a reply closes the question and emits
-//! `session.reply_sent`, a reply to a paused session is refused, a critic run shows up
-//! as running until finished — and records every call so tests can assert on them.
+//! `session.reply_sent`, a reply to a paused session is refused, one to a held session
+//! is queued behind the hold, a critic run shows up as running until finished — and
+//! records every call so tests can assert on them.
 
 use super::action::Request;
 use super::backend::{
@@ -168,6 +169,12 @@ impl FakeBackend {
             .map(|s| s.state)
     }
 
+    fn held_reason(&self, item: &WorkItemRef) -> Option<crate::session::hold::HoldReason> {
+        let st = self.lock();
+        let s = st.snapshot.sessions.iter().find(|s| &s.work_item == item);
+        s.and_then(|s| s.held.as_ref()).map(|h| h.reason)
+    }
+
     fn set_state(&self, item: &WorkItemRef, f: impl FnOnce(&mut SessionView)) {
         let mut st = self.lock();
         if let Some(s) = st
@@ -289,17 +296,23 @@ impl Backend for FakeBackend {
             work_item: work_item.clone(),
             text: text.into(),
         }));
-        let result = match (failed, self.live(work_item)) {
-            (Some(e), _) | (None, Err(e)) => Err(e),
-            (None, Ok(SessionState::Paused)) => Err(ActionError::Refused(format!(
+        let held = self.held_reason(work_item);
+        let result = match (failed, self.live(work_item), held) {
+            (Some(e), _, _) | (None, Err(e), _) => Err(e),
+            (None, Ok(SessionState::Paused), _) => Err(ActionError::Refused(format!(
                 "{} is paused: resume it first",
                 short_ref(work_item)
             ))),
-            (None, Ok(SessionState::Dead)) => Err(ActionError::Refused(format!(
+            (None, Ok(SessionState::Dead), _) => Err(ActionError::Refused(format!(
                 "{} has no live pane (a reply never respawns)",
                 short_ref(work_item)
             ))),
-            (None, Ok(_)) => {
+            // Queued behind the hold, as the real reply path does (SPEC §18.3).
+            (None, Ok(_), Some(reason)) => {
+                self.set_state(work_item, |s| s.held.iter_mut().for_each(|h| h.count += 1));
+                Ok(super::held::reply_queued(work_item, reason))
+            }
+            (None, Ok(_), None) => {
                 self.lock()
                     .snapshot
                     .questions

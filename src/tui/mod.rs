@@ -6,7 +6,8 @@
 //! - [`app::App`] is the state; it changes only in [`update::update`], which turns an
 //!   [`action::Action`] into state and [`action::Effect`]s (I/O for the loop).
 //! - [`view::render`] draws `&App`; each pane, bar and overlay has its module in
-//!   `panes/`. [`event_rows`] turns events into the Events pane's rows once, on arrival.
+//!   `panes/`. [`event_rows`] turns events into the Events pane's rows once, on arrival;
+//!   [`held`] says how deliveries held on a session show and when they notify.
 //! - [`run::event_loop`] is the tokio loop, generic over the ratatui backend;
 //!   [`terminal`] owns raw mode and restores the terminal on every exit path.
 //! - Keys and colors are data: [`keymap`] and [`theme`], embedded from `keymaps/` and
@@ -19,6 +20,7 @@ mod commands;
 pub mod event_rows;
 #[cfg(any(test, feature = "test-support"))]
 pub mod fake;
+pub mod held;
 pub mod keymap;
 pub mod keys;
 pub mod layout;

@@ -74,6 +74,8 @@ impl Default for Timing {
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub tui: TuiConfig,
+    /// `sessions.holdNotifySeconds` (SPEC §18.3).
+    pub hold_notify_secs: u64,
     /// Where `keymap.yaml` and `themes/` overrides live.
     pub config_dir: Option<PathBuf>,
     /// `--attach X`: open focused on this session.
@@ -91,6 +93,7 @@ impl RunOptions {
     pub fn new(tui: TuiConfig) -> Self {
         Self {
             tui,
+            hold_notify_secs: crate::config::DEFAULT_HOLD_NOTIFY_SECONDS,
             config_dir: crate::paths::config_dir(),
             focus: None,
             no_color: no_color_from_env(),
@@ -113,6 +116,7 @@ impl RunOptions {
                 keymap,
                 theme,
                 notify: self.tui.notify,
+                hold_notify_secs: self.hold_notify_secs,
                 utc_offset: self.utc_offset,
                 warnings,
                 focus: self.focus.clone(),

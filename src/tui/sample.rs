@@ -8,6 +8,7 @@ use super::backend::{
     WebhookState,
 };
 use crate::events::{Event, EventType, Level, Source};
+use crate::session::hold::{HeldSummary, HoldReason};
 use crate::work_item::WorkItemRef;
 use std::path::PathBuf;
 use time::{Duration, OffsetDateTime};
@@ -48,6 +49,7 @@ pub fn session(
         pane: Some(format!("%{number}")),
         cwd: Some(PathBuf::from(format!("/src/{repo}"))),
         workspace: None,
+        held: None,
     }
 }
 
@@ -180,6 +182,24 @@ pub fn snapshot_with_permission(now: OffsetDateTime) -> Snapshot {
     s.sessions[2].state = SessionState::Idle;
     s.sessions[2].guessed = true;
     s.permissions = vec![permission(now)];
+    s
+}
+
+/// `count` deliveries held on a session for `secs` (SPEC §18.3).
+pub fn held(now: OffsetDateTime, count: usize, reason: HoldReason, secs: i64) -> HeldSummary {
+    HeldSummary {
+        count,
+        reason,
+        since: crate::time::format_ts(now - Duration::seconds(secs)),
+    }
+}
+
+/// The permission sketch with deliveries held: two behind #15's dialog, and a reply
+/// waiting on the operator's draft in #18's input box.
+pub fn snapshot_with_holds(now: OffsetDateTime) -> Snapshot {
+    let mut s = snapshot_with_permission(now);
+    s.sessions[0].held = Some(held(now, 2, HoldReason::PermissionDialog, 35));
+    s.sessions[1].held = Some(held(now, 1, HoldReason::OperatorDraft, 75));
     s
 }
 

@@ -41,6 +41,7 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
             if clock_face(app) != before {
                 app.dirty = true;
             }
+            notify_long_holds(app, false, &mut fx);
         }
         Action::Spin => {
             if app.critic_running() {
@@ -103,6 +104,9 @@ fn clock_face(app: &App) -> u64 {
     }
     for p in &app.permissions {
         age(since(p.requested_at)).hash(&mut h);
+    }
+    for held in app.sessions.iter().filter_map(|s| s.held.as_ref()) {
+        super::held::since(held).map(|t| age(since(t))).hash(&mut h);
     }
     for run in app.runs.iter().filter(|r| r.is_running()) {
         clock((app.now - run.started_at).as_seconds_f64()).hash(&mut h);
@@ -317,6 +321,7 @@ fn on_snapshot(app: &mut App, mut s: Snapshot, fx: &mut Vec<Effect>) {
     }
 
     app.sessions = s.sessions;
+    notify_long_holds(app, first, fx);
     app.questions = s.questions;
     app.permissions = s.permissions;
     app.status = s.status;
@@ -385,6 +390,21 @@ fn focus_on(app: &mut App, wanted: &str) {
             MessageLevel::Warn,
             format!("No session or watched item matches `{wanted}`"),
         ),
+    }
+}
+
+/// A delivery held past `sessions.holdNotifySeconds` needs the operator like a question
+/// (SPEC §18.3). Holds already that old in the first snapshot are on screen as it opens,
+/// and stay quiet like the questions there.
+fn notify_long_holds(app: &mut App, quiet: bool, fx: &mut Vec<Effect>) {
+    let due = super::held::due_notices(
+        &app.sessions,
+        app.now,
+        app.hold_notify_secs,
+        &mut app.notified_holds,
+    );
+    for (title, body) in due.into_iter().filter(|_| !quiet) {
+        notify(app, title, &body, fx);
     }
 }
 

@@ -1,8 +1,10 @@
 //! The TUI against the in-memory backend: snapshots of every pane and popup, the update
-//! function driven by keys, the event loop's redraw policy, and terminal restoration.
+//! function driven by keys, held deliveries, the event loop's redraw policy, and
+//! terminal restoration.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod event_loop;
+mod held;
 mod permissions;
 mod sizes;
 mod snapshots;

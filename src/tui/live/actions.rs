@@ -170,12 +170,9 @@ impl LiveBackend {
                 })
             }
             // Queued, not lost: it goes out once the hold clears (SPEC §18.3).
-            Err(ReplyError::Held { reason, .. }) => Ok(format!(
-                "held: {} waits on {} — {}; the reply goes out once that clears",
-                short_ref(item),
-                reason.describe_waiting(),
-                reason.advice()
-            )),
+            Err(ReplyError::Held { reason, .. }) => {
+                Ok(crate::tui::held::reply_queued(item, reason))
+            }
             Err(
                 e @ (ReplyError::BadRef(_)
                 | ReplyError::EmptyText

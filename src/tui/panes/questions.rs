@@ -2,7 +2,8 @@
 //! age — permission dialogs first (`! #15 40s Bash  cargo test …`, SPEC §17.4), then
 //! open questions (`? #18  3m  Should the retry cap be per repo or global?`) — wrapped
 //! under the text column (more lines for the selected one). Rows waiting long turn to
-//! warning.
+//! warning. A dialog that deliveries are held behind (SPEC §18.3) ends its row with how
+//! many (`· 2 waiting`), kept however the text is cut.
 
 use crate::tui::app::{App, Focus};
 use crate::tui::text::{age, clean_line, fit, fit_right, tiny_ref, truncate_ref, width, wrap};
@@ -49,6 +50,10 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
             at: p.requested_at,
             tool: Some(p.tool.as_str()),
             text: &p.summary,
+            waiting: app
+                .session_for(&p.work_item)
+                .and_then(|s| s.held.as_ref())
+                .map(|h| h.count),
         })
         .chain(app.questions.iter().map(|q| Row {
             glyph: "? ",
@@ -56,6 +61,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
             at: q.asked_at,
             tool: None,
             text: &q.question,
+            waiting: None,
         }))
         .collect();
     let ref_w = rows
@@ -91,11 +97,23 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
                     }
                 }
             }
+            let tail = q.waiting.map(|n| format!("· {n} waiting"));
+            let tail_at = tail
+                .as_deref()
+                .map(|tail| end_with(&mut lines, tail, text_w, max_lines));
             let style = row_style(app, Focus::Questions, selected);
             lines
                 .into_iter()
                 .enumerate()
-                .map(|(n, text)| {
+                .map(|(n, mut text)| {
+                    // The count, in the warning style, ends the line it was put on.
+                    let tail = match (tail_at, &tail) {
+                        (Some(at), Some(tail)) if at == n => {
+                            let cut = text.len().saturating_sub(tail.len());
+                            Some(Span::styled(text.split_off(cut), t.warn))
+                        }
+                        _ => None,
+                    };
                     let line = if n == 0 {
                         Line::from(vec![
                             Span::styled(q.glyph, t.awaiting),
@@ -110,6 +128,10 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
                         ])
                     } else {
                         Line::from(vec![Span::raw(indent.clone()), Span::styled(text, t.text)])
+                    };
+                    let line = match tail {
+                        Some(span) => Line::from([line.spans, vec![span]].concat()),
+                        None => line,
                     };
                     full_width(line, inner.width, style)
                 })
@@ -143,4 +165,57 @@ struct Row<'a> {
     /// The tool, for a permission request (shown before its summary).
     tool: Option<&'a str>,
     text: &'a str,
+    /// Deliveries held behind the request's dialog.
+    waiting: Option<usize>,
+}
+
+/// Ends the wrapped `lines` (at most `max` of `w` columns) with ` {tail}`: on the last
+/// line when it has room, else on a line of its own when one is left, else over the
+/// end of the last line (cut with `…`). Returns the line it ends.
+fn end_with(lines: &mut Vec<String>, tail: &str, w: usize, max: usize) -> usize {
+    let need = width(tail) + 1;
+    let last = lines.len().saturating_sub(1);
+    let room_below = lines.len() < max;
+    match lines.last_mut() {
+        Some(line) if width(line) + need <= w => {
+            line.push(' ');
+            line.push_str(tail);
+            last
+        }
+        Some(_) if room_below => {
+            lines.push(tail.to_string());
+            last + 1
+        }
+        Some(line) => {
+            let kept = crate::tui::text::truncate(line, w.saturating_sub(need));
+            *line = format!("{kept} {tail}").trim_start().to_string();
+            last
+        }
+        None => {
+            lines.push(tail.to_string());
+            0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::end_with;
+
+    #[test]
+    fn the_waiting_count_ends_the_row_however_the_text_is_cut() {
+        let lines = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // Room on the last line.
+        let mut l = lines(&["Bash: cargo test"]);
+        assert_eq!(end_with(&mut l, "· 2 waiting", 30, 2), 0);
+        assert_eq!(l, ["Bash: cargo test · 2 waiting"]);
+        // A line of its own while one is left.
+        let mut l = lines(&["Bash: cargo test --workspace"]);
+        assert_eq!(end_with(&mut l, "· 2 waiting", 30, 2), 1);
+        assert_eq!(l, ["Bash: cargo test --workspace", "· 2 waiting"]);
+        // Else over the end of the last line, cut.
+        let mut l = lines(&["Bash: cargo test", "--workspace && git push…"]);
+        assert_eq!(end_with(&mut l, "· 2 waiting", 24, 2), 1);
+        assert_eq!(l, ["Bash: cargo test", "--workspace… · 2 waiting"]);
+    }
 }

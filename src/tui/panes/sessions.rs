@@ -8,6 +8,10 @@
 //! A session in its own worktree (SPEC §16.4) shows its changed files (`~3`) and
 //! commits ahead of its base (`↑2`); a kept worktree of an ended session reads `kept`.
 //! The last line names the selected session's branch and base, and the diff key.
+//!
+//! Deliveries held back from a session (SPEC §18.3) end its row in the room left
+//! (`⏸ 2 held: permission dialog`, shortened to `⏸ 2 held`, `⏸ 2`); the selected one
+//! gets a line saying for how long and what to do.
 
 use crate::tui::app::{App, Focus};
 use crate::tui::backend::{SessionState, SessionView};
@@ -23,6 +27,8 @@ const STATE_W: usize = 10;
 const IDLE_W: usize = 4;
 const WORK_W: usize = 8;
 const REF_MIN: usize = 8;
+/// Room kept for the held mark when a session has one: `⏸ 12`.
+const HELD_MIN: usize = 4;
 
 pub fn state_style(app: &App, state: SessionState) -> Style {
     let t = &app.theme;
@@ -43,6 +49,8 @@ struct Columns {
     state: bool,
     idle: bool,
     work: bool,
+    /// The held mark's width: what the other columns leave; 0 when nothing is held.
+    held: usize,
 }
 
 /// `~3 ↑2`, `clean`, or nothing for a session without a worktree.
@@ -72,8 +80,12 @@ fn columns(app: &App, w: usize) -> Columns {
         .unwrap_or(0)
         .min(10);
     let work = app.sessions.iter().any(|s| s.workspace.is_some());
+    // A held mark is kept through every narrowing: it says deliveries wait.
+    let held = app.sessions.iter().any(|s| s.held.is_some());
+    let held_min = if held { HELD_MIN + 1 } else { 0 };
     let fixed = |h: usize, state: bool, idle: bool, work: bool| {
-        2 + (if h > 0 { h + 1 } else { 0 })
+        2 + held_min
+            + (if h > 0 { h + 1 } else { 0 })
             + (if state { STATE_W + 1 } else { 0 })
             + (if idle { IDLE_W + 1 } else { 0 })
             + (if work { WORK_W + 1 } else { 0 })
@@ -103,14 +115,20 @@ fn columns(app: &App, w: usize) -> Columns {
     let (h, state, idle, work) = fits(longest.max(REF_MIN))
         .or_else(|| fits(REF_MIN))
         .unwrap_or((0, false, false, false));
+    let reference = w
+        .saturating_sub(fixed(h, state, idle, work))
+        .min(longest.max(REF_MIN));
     Columns {
-        reference: w
-            .saturating_sub(fixed(h, state, idle, work))
-            .min(longest.max(REF_MIN)),
+        reference,
         harness: h,
         state,
         idle,
         work,
+        held: if held {
+            (w + HELD_MIN).saturating_sub(fixed(h, state, idle, work) + reference)
+        } else {
+            0
+        },
     }
 }
 
@@ -169,7 +187,30 @@ fn row<'a>(app: &App, s: &SessionView, cols: &Columns) -> Line<'a> {
         spans.push(Span::raw(" "));
         spans.push(Span::styled(fit(&label, WORK_W), t.dim));
     }
+    if let (true, Some(held)) = (cols.held > 0, &s.held) {
+        let marks = crate::tui::held::marks(held);
+        let mark = marks.iter().find(|m| width(m) <= cols.held);
+        let mark = mark.unwrap_or(&marks[marks.len() - 1]);
+        spans.push(Span::raw(" "));
+        spans.push(Span::styled(fit(mark, cols.held), t.warn));
+    }
     Line::from(spans)
+}
+
+/// `⏸ 2 held: permission dialog · 1m · answer it first` for the selected session,
+/// shortened until it fits `w`.
+fn held_detail(app: &App, s: &SessionView, w: usize) -> Option<Line<'static>> {
+    let forms = crate::tui::held::details(s.held.as_ref()?, app.now);
+    let text = forms
+        .iter()
+        .find(|f| width(f) <= w)
+        .or(forms.last())
+        .cloned()
+        .unwrap_or_default();
+    Some(Line::from(crate::tui::view::clip_spans(
+        vec![Span::styled(text, app.theme.warn)],
+        w,
+    )))
 }
 
 /// `⎇ the-loop/issue-15 · 3 changed · 2 ahead of origin/main · d diff` for the
@@ -270,11 +311,20 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         return;
     }
     let cols = columns(app, inner.width as usize);
-    let detail_line = app
+    let w = inner.width as usize;
+    // The selected session's lines under the rows: the hold first, then the worktree,
+    // each only while three rows stay in view.
+    let details: Vec<Line> = app
         .selected_session()
-        .filter(|_| inner.height >= 4)
-        .and_then(|s| detail(app, s, inner.width as usize));
-    let height = inner.height as usize - usize::from(detail_line.is_some());
+        .map(|s| [held_detail(app, s, w), detail(app, s, w)])
+        .into_iter()
+        .flatten()
+        .flatten()
+        .enumerate()
+        .filter(|(i, _)| inner.height as usize >= 4 + i)
+        .map(|(_, line)| line)
+        .collect();
+    let height = inner.height as usize - details.len();
     let start = window_start(app.session_index, app.sessions.len(), height);
     let lines: Vec<Line> = app
         .sessions
@@ -288,12 +338,13 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         })
         .collect();
     frame.render_widget(Paragraph::new(lines), inner);
-    if let Some(line) = detail_line {
+    if !details.is_empty() {
+        let n = details.len() as u16;
         let bottom = Rect {
-            y: inner.bottom().saturating_sub(1),
-            height: 1,
+            y: inner.bottom().saturating_sub(n),
+            height: n,
             ..inner
         };
-        frame.render_widget(Paragraph::new(line), bottom);
+        frame.render_widget(Paragraph::new(details), bottom);
     }
 }

@@ -31,6 +31,7 @@ fn states() -> Vec<(&'static str, App)> {
         ("filter", filter),
         ("zoom", with(&["2", "z"])),
         ("loading", empty),
+        ("held", app_with(sample::snapshot_with_holds(NOW), 120, 40)),
     ]
 }
 

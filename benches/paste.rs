@@ -55,6 +55,7 @@ async fn start(tmux: &RealTmux) -> PaneId {
         env: vec![],
         argv: vec![env!("CARGO_BIN_EXE_the-loop").into(), "fake-agent".into()],
         remain_on_exit: true,
+        private_files: false,
     };
     let pane = tmux.new_session(&spec).await.unwrap();
     for _ in 0..500 {

@@ -1,7 +1,7 @@
 //! Durable, private file writes: every state write is atomic (temp file in the same
 //! directory, fsync, rename), a corrupt state file is moved aside, never fatal (SPEC §2),
 //! and state is the user's alone — directories 0700, files 0600, whatever the umask
-//! (SPEC §14.5).
+//! (SPEC §14.5) — worktrees and what agents write in them included (SPEC §18.5).
 
 use std::fs::{self, DirBuilder, File, OpenOptions, Permissions};
 use std::io::{self, Write};
@@ -13,18 +13,32 @@ pub const PRIVATE_DIR_MODE: u32 = 0o700;
 /// The mode of every state file.
 pub const PRIVATE_FILE_MODE: u32 = 0o600;
 
-/// `create_dir_all` whose new directories are 0700. An existing directory is left as it
-/// is ([`tighten`] fixes looser ones at start).
+/// Sets this process's umask to 077: what it creates from now on, and what the program
+/// it then `exec`s creates, is private. Process-wide, so only for a process about to
+/// become another program (a session's first process, `exec-env`) — never the
+/// supervisor, whose umask a tmux server it starts would hand to every pane in it.
+pub fn use_private_umask() {
+    use nix::sys::stat::{Mode, umask};
+    umask(Mode::S_IRWXG | Mode::S_IRWXO);
+}
+
+/// `create_dir_all` whose new directories are 0700, each of them exactly (a umask may
+/// take owner bits too, and each must stay usable to us). An existing directory is left
+/// as it is ([`tighten`] fixes looser ones at start).
 pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
-    if dir.is_dir() {
-        return Ok(());
+    let missing: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !d.is_dir())
+        .collect();
+    for d in missing.into_iter().rev() {
+        match DirBuilder::new().mode(PRIVATE_DIR_MODE).create(d) {
+            Ok(()) => fs::set_permissions(d, Permissions::from_mode(PRIVATE_DIR_MODE))?,
+            // Made meanwhile by another process.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && d.is_dir() => {}
+            Err(e) => return Err(e),
+        }
     }
-    DirBuilder::new()
-        .recursive(true)
-        .mode(PRIVATE_DIR_MODE)
-        .create(dir)?;
-    // The umask may have taken bits off 0700; the directory must stay usable to us.
-    fs::set_permissions(dir, Permissions::from_mode(PRIVATE_DIR_MODE))
+    Ok(())
 }
 
 /// `options.open(path)` with a new file created 0600 (and exactly 0600 whatever the
@@ -49,23 +63,27 @@ pub struct Tightened {
     pub errors: Vec<String>,
 }
 
-/// Makes the state under `root` private: every directory 0700, every file 0600 when
-/// they allow more (group or other bits, or an owner execute bit on a file). Symbolic
-/// links are not followed, and a git checkout (a directory holding `.git`, such as a
-/// session's worktree) is left as its owner made it: its modes are the project's.
+/// Makes everything under `root` (and `root`) private: directories and files lose every
+/// group and other bit; a file the-loop writes also loses an owner execute bit (0600).
+/// Inside a git checkout (below a directory holding `.git`, such as a session's
+/// worktree) a file keeps its owner's bits: git records the execute bit, and a checkout
+/// whose scripts stopped being executable would show every one of them as changed.
+/// Symbolic links are not followed. Only modes that allow more than that are changed,
+/// so a second call changes nothing.
 pub fn tighten(root: &Path) -> Tightened {
     let mut report = Tightened::default();
-    tighten_dir(root, &mut report);
+    tighten_dir(root, false, &mut report);
     report
 }
 
-fn tighten_dir(dir: &Path, report: &mut Tightened) {
+fn tighten_dir(dir: &Path, in_checkout: bool, report: &mut Tightened) {
     let Ok(meta) = fs::symlink_metadata(dir) else {
         return;
     };
-    if !meta.is_dir() || dir.join(".git").exists() {
+    if !meta.is_dir() {
         return;
     }
+    let in_checkout = in_checkout || fs::symlink_metadata(dir.join(".git")).is_ok();
     set_mode(dir, &meta, PRIVATE_DIR_MODE, report);
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -74,25 +92,34 @@ fn tighten_dir(dir: &Path, report: &mut Tightened) {
             return;
         }
     };
+    let file_mode = if in_checkout {
+        OWNER_ONLY
+    } else {
+        PRIVATE_FILE_MODE
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         let Ok(meta) = fs::symlink_metadata(&path) else {
             continue;
         };
         if meta.is_dir() {
-            tighten_dir(&path, report);
+            tighten_dir(&path, in_checkout, report);
         } else if !meta.file_type().is_symlink() {
-            set_mode(&path, &meta, PRIVATE_FILE_MODE, report);
+            set_mode(&path, &meta, file_mode, report);
         }
     }
 }
 
-fn set_mode(path: &Path, meta: &fs::Metadata, want: u32, report: &mut Tightened) {
+/// The owner's bits, and nobody else's.
+const OWNER_ONLY: u32 = 0o700;
+
+/// Takes from `path`'s mode every bit `keep` does not hold, when it has any.
+fn set_mode(path: &Path, meta: &fs::Metadata, keep: u32, report: &mut Tightened) {
     let mode = meta.permissions().mode() & 0o777;
-    if mode & !want == 0 {
+    if mode & !keep == 0 {
         return;
     }
-    match fs::set_permissions(path, Permissions::from_mode(want)) {
+    match fs::set_permissions(path, Permissions::from_mode(mode & keep)) {
         Ok(()) if meta.is_dir() => report.dirs += 1,
         Ok(()) => report.files += 1,
         Err(e) => report.errors.push(format!("{}: {e}", path.display())),
@@ -220,25 +247,45 @@ mod tests {
     }
 
     #[test]
-    fn tighten_fixes_looser_state_and_leaves_checkouts_and_links_alone() {
+    fn every_directory_made_is_0700_and_an_existing_one_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let mine = dir.path().join("operators");
+        fs::create_dir(&mine).unwrap();
+        loose(&mine, 0o755);
+        let deep = mine.join("state/harness/slug");
+        create_private_dir_all(&deep).unwrap();
+        for d in [&mine.join("state"), &mine.join("state/harness"), &deep] {
+            assert_eq!(mode(d), 0o700, "{}", d.display());
+        }
+        assert_eq!(mode(&mine), 0o755, "not made here");
+        create_private_dir_all(&deep).unwrap();
+        // A file in the way is an error, not a directory.
+        fs::write(deep.join("file"), "").unwrap();
+        let err = create_private_dir_all(&deep.join("file/sub")).unwrap_err();
+        assert!(
+            matches!(
+                err.kind(),
+                io::ErrorKind::NotADirectory | io::ErrorKind::AlreadyExists
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn tighten_fixes_looser_state_and_leaves_links_alone() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("state");
-        let loose = |p: &Path, m: u32| fs::set_permissions(p, Permissions::from_mode(m)).unwrap();
         fs::create_dir_all(root.join("sessions")).unwrap();
         fs::write(root.join("events.jsonl"), "").unwrap();
         fs::write(root.join("sessions/a.json"), "{}").unwrap();
         fs::write(root.join("already.json"), "{}").unwrap();
+        fs::write(root.join("stray-script"), "").unwrap();
         loose(&root, 0o755);
         loose(&root.join("sessions"), 0o775);
         loose(&root.join("events.jsonl"), 0o644);
         loose(&root.join("sessions/a.json"), 0o666);
         loose(&root.join("already.json"), 0o600);
-        // A worktree under the state root keeps its project's modes.
-        let checkout = root.join("worktrees/octo-repo/1");
-        fs::create_dir_all(checkout.join(".git")).unwrap();
-        fs::write(checkout.join("run.sh"), "#!/bin/sh\n").unwrap();
-        loose(&checkout.join("run.sh"), 0o755);
-        loose(&checkout, 0o755);
+        loose(&root.join("stray-script"), 0o755);
         // A link is not followed out of the state root.
         let outside = dir.path().join("outside.txt");
         fs::write(&outside, "x").unwrap();
@@ -252,12 +299,79 @@ mod tests {
         assert_eq!(mode(&root.join("events.jsonl")), 0o600);
         assert_eq!(mode(&root.join("sessions/a.json")), 0o600);
         assert_eq!(mode(&root.join("already.json")), 0o600);
-        assert_eq!(mode(&root.join("worktrees")), 0o700);
-        assert_eq!(mode(&checkout), 0o755, "a checkout is left alone");
-        assert_eq!(mode(&checkout.join("run.sh")), 0o755);
+        assert_eq!(mode(&root.join("stray-script")), 0o600, "state is not run");
         assert_eq!(mode(&outside), 0o644, "links are not followed");
-        assert_eq!(report.files, 2, "{report:?}");
+        assert_eq!((report.dirs, report.files), (2, 3), "{report:?}");
         assert_eq!(tighten(&root), Tightened::default(), "idempotent");
+    }
+
+    fn loose(path: &Path, mode: u32) {
+        fs::set_permissions(path, Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[test]
+    fn tighten_makes_checkouts_private_and_keeps_their_owners_bits() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("state");
+        // A worktree (`.git` is a file) with a script, a read-only file and a
+        // subdirectory, and a full clone (`.git` a directory) beside it.
+        let worktree = root.join("worktrees/octo-repo/1");
+        fs::create_dir_all(worktree.join("src")).unwrap();
+        fs::write(
+            worktree.join(".git"),
+            "gitdir: /src/repo/.git/worktrees/1\n",
+        )
+        .unwrap();
+        fs::write(worktree.join("run.sh"), "#!/bin/sh\n").unwrap();
+        fs::write(worktree.join("src/lib.rs"), "").unwrap();
+        fs::write(worktree.join("LOCKED"), "").unwrap();
+        let clone = root.join("clone");
+        fs::create_dir_all(clone.join(".git/objects/ab")).unwrap();
+        fs::write(clone.join(".git/objects/ab/cdef"), "").unwrap();
+        for d in [
+            &root.join("worktrees"),
+            &worktree,
+            &worktree.join("src"),
+            &clone,
+        ] {
+            loose(d, 0o755);
+        }
+        loose(&clone.join(".git/objects/ab"), 0o775);
+        loose(&worktree.join("run.sh"), 0o775);
+        loose(&worktree.join("src/lib.rs"), 0o664);
+        loose(&worktree.join("LOCKED"), 0o444);
+        loose(&clone.join(".git/objects/ab/cdef"), 0o444);
+
+        let report = tighten(&root);
+        assert!(report.errors.is_empty(), "{report:?}");
+        for d in [
+            &worktree,
+            &worktree.join("src"),
+            &clone.join(".git/objects/ab"),
+        ] {
+            assert_eq!(mode(d), 0o700, "{}", d.display());
+        }
+        assert_eq!(mode(&worktree.join("run.sh")), 0o700, "still executable");
+        assert_eq!(mode(&worktree.join("src/lib.rs")), 0o600);
+        assert_eq!(mode(&worktree.join("LOCKED")), 0o400, "never given more");
+        assert_eq!(mode(&worktree.join(".git")), 0o600);
+        assert_eq!(mode(&clone.join(".git/objects/ab/cdef")), 0o400);
+        assert_eq!(tighten(&root), Tightened::default(), "idempotent");
+        // The top of a checkout is one too: its scripts stay executable.
+        loose(&worktree.join("run.sh"), 0o755);
+        tighten(&worktree);
+        assert_eq!(mode(&worktree.join("run.sh")), 0o700);
+    }
+
+    #[test]
+    fn tighten_of_nothing_or_a_file_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(tighten(&dir.path().join("missing")), Tightened::default());
+        let file = dir.path().join("f");
+        fs::write(&file, "").unwrap();
+        loose(&file, 0o644);
+        assert_eq!(tighten(&file), Tightened::default());
+        assert_eq!(mode(&file), 0o644, "only directories are walked");
     }
 
     #[test]

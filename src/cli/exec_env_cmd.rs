@@ -1,7 +1,9 @@
-//! `the-loop exec-env FILE -- ARGV…` (hidden): the first process of a session that is
-//! handed passed values (`sessions.passEnv`). It takes them from the private file the
-//! spawner wrote, so they never appear in a process's argv, and replaces itself with
-//! the harness (same process id). See `tmux::env_handoff`.
+//! `the-loop exec-env [--private] [FILE] -- ARGV…` (hidden): the first process of a
+//! session that is handed passed values (`sessions.passEnv`), or whose files are to be
+//! private. It takes the values from the private file the spawner wrote, so they never
+//! appear in a process's argv; with `--private` it sets the umask to 077 (a session in
+//! a worktree the-loop made, SPEC §18.5); then it replaces itself with the harness
+//! (same process id). See `tmux::env_handoff`.
 
 use super::{CliError, CliResult, failed};
 use crate::tmux::env_handoff;
@@ -11,18 +13,27 @@ use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
 pub struct ExecEnvArgs {
-    /// The hand-off file (removed once read).
-    pub file: PathBuf,
+    /// Run the program under umask 077: what it creates is the user's alone.
+    #[arg(long)]
+    pub private: bool,
+    /// The hand-off file (removed once read), when values are passed.
+    pub file: Option<PathBuf>,
     /// The harness and its arguments, after `--`.
     #[arg(last = true, required = true)]
     pub argv: Vec<OsString>,
 }
 
 pub fn run(args: ExecEnvArgs) -> CliResult {
-    let env = env_handoff::take(&args.file).map_err(failed)?;
+    let env = match &args.file {
+        Some(file) => env_handoff::take(file).map_err(failed)?,
+        None => Vec::new(),
+    };
     let Some((program, rest)) = args.argv.split_first() else {
         return Err(failed(anyhow::anyhow!("no program to run")));
     };
+    if args.private {
+        crate::fsutil::use_private_umask();
+    }
     let error = std::process::Command::new(program)
         .args(rest)
         .envs(env)
@@ -42,28 +53,48 @@ pub fn run(args: ExecEnvArgs) -> CliResult {
 #[cfg(test)]
 mod tests {
     use super::super::{Cli, Command};
-    use crate::tmux::env_handoff::SUBCOMMAND;
+    use super::ExecEnvArgs;
+    use crate::tmux::env_handoff::EnvHandoff;
     use clap::Parser;
 
-    /// The argv `EnvHandoff::wrap` builds is the one this command parses.
-    #[test]
-    fn the_wrapped_argv_parses_with_the_harness_flags_intact() {
-        let cli = Cli::try_parse_from([
-            "the-loop",
-            SUBCOMMAND,
-            "/state/spawn-env/1.json",
-            "--",
-            "claude",
-            "--session-id",
-            "x",
-            "--",
-            "-p",
-        ])
+    /// What `exec-env` makes of the argv `EnvHandoff::wrap` builds.
+    fn parsed(values: &[(String, String)], private: bool, argv: &[&str]) -> ExecEnvArgs {
+        let dir = tempfile::tempdir().unwrap();
+        let handoff = EnvHandoff::new("/opt/the-loop", dir.path().join("spawn-env"));
+        let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+        let (wrapped, _) = handoff.wrap(values, private, &argv).unwrap();
+        let cli = Cli::try_parse_from(
+            std::iter::once("the-loop").chain(wrapped[1..].iter().map(String::as_str)),
+        )
         .unwrap();
         let Command::ExecEnv(args) = cli.command else {
             panic!("not exec-env: {:?}", cli.command);
         };
-        assert_eq!(args.file.to_str(), Some("/state/spawn-env/1.json"));
-        assert_eq!(args.argv, ["claude", "--session-id", "x", "--", "-p"]);
+        args
+    }
+
+    /// The harness's own flags, its `--` included, reach it intact.
+    const HARNESS: [&str; 6] = ["claude", "--session-id", "x", "--", "-p", "--private"];
+
+    #[test]
+    fn the_wrapped_argv_parses_with_the_harness_flags_intact() {
+        let values = [("A".to_string(), "1".to_string())];
+        let args = parsed(&values, false, &HARNESS);
+        let file = args.file.expect("the hand-off file");
+        assert!(file.to_string_lossy().contains("spawn-env"), "{file:?}");
+        assert_eq!(args.argv, HARNESS);
+        assert!(!args.private);
+    }
+
+    /// A private session without values: the flag, and no file.
+    #[test]
+    fn the_private_argv_parses_with_and_without_a_file() {
+        let args = parsed(&[], true, &HARNESS);
+        assert!(args.private);
+        assert_eq!(args.file, None);
+        assert_eq!(args.argv, HARNESS);
+        let args = parsed(&[("A".into(), "1".into())], true, &HARNESS);
+        assert!(args.private && args.file.is_some());
+        assert_eq!(args.argv, HARNESS);
     }
 }

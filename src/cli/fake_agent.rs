@@ -383,8 +383,8 @@ fn ask_operator(question: &str) -> Result<(), String> {
     }
 }
 
-/// Copies every file under `from` into the working directory, relative paths kept;
-/// returns how many.
+/// Writes a copy of every file under `from` into the working directory, relative paths
+/// kept; returns how many.
 fn edit(from: &std::path::Path) -> std::io::Result<usize> {
     fn walk(dir: &std::path::Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         for entry in std::fs::read_dir(dir)? {
@@ -406,7 +406,9 @@ fn edit(from: &std::path::Path) -> std::io::Result<usize> {
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        std::fs::copy(file, &target)?;
+        // Written, not copied: an agent's editor creates a file under its umask, where
+        // `fs::copy` would carry the source's mode over.
+        std::fs::write(&target, std::fs::read(file)?)?;
     }
     Ok(files.len())
 }

@@ -80,7 +80,8 @@ impl World {
                 world.root.display()
             )));
         }
-        std::fs::create_dir_all(world.workdir())?;
+        // In the demo's state root, which is private throughout (SPEC §18.5).
+        crate::fsutil::create_private_dir_all(&world.workdir())?;
         Ok(world)
     }
 

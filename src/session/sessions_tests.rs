@@ -32,6 +32,10 @@ async fn a_start_comment_spawns_with_the_spawn_template_and_is_never_forwarded()
     let name = item(3).tmux_session_name();
     let spec = f.tmux.fake.session(&name).unwrap().spec.unwrap();
     assert_eq!(spec.cwd, f.dir.path());
+    assert!(
+        !spec.private_files,
+        "a shared directory keeps the operator's umask"
+    );
     assert_eq!(spec.argv[1], "--fresh");
     let prompt = &spec.argv[3];
     assert!(prompt.contains("the-loop started this session for github:octo/repo#3"));
@@ -423,6 +427,10 @@ async fn sessions_of_a_git_repo_run_in_worktrees_that_follow_the_ending_rule() {
         .spec
         .unwrap();
     assert_eq!(spec.cwd, ws);
+    assert!(
+        spec.private_files,
+        "its agent writes private files (SPEC §18.5)"
+    );
     assert_eq!(
         f.events_named("session.spawned")[0]["branch"],
         "the-loop/issue-1"

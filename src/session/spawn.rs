@@ -255,6 +255,7 @@ pub(crate) fn spawn_spec(
         env,
         argv,
         remain_on_exit: settings.sessions.tmux.remain_on_exit,
+        private_files: record.workspace.is_some(),
     }
 }
 

@@ -223,14 +223,21 @@ impl Parts {
         lock: SupervisorLock,
     ) -> Result<Self, StartError> {
         let paths = options.paths.clone();
-        // State written by an older version, or under a looser umask, becomes private.
-        let tightened = crate::fsutil::tighten(&paths.root);
+        // State written by an older version, or under a looser umask, becomes private —
+        // worktrees in the state root too, so the walk is off the runtime (§15.6).
+        let root = paths.root.clone();
+        let tightened = tokio::task::spawn_blocking(move || crate::fsutil::tighten(&root))
+            .await
+            .unwrap_or_else(|e| crate::fsutil::Tightened {
+                errors: vec![format!("the walk did not finish: {e}")],
+                ..Default::default()
+            });
         if tightened.dirs + tightened.files > 0 || !tightened.errors.is_empty() {
             tracing::warn!(
                 dirs = tightened.dirs,
                 files = tightened.files,
                 errors = ?tightened.errors,
-                "state was readable by others; made private (0700 directories, 0600 files)"
+                "state was open to others; made private (directories 0700, files 0600 or, in a worktree, the owner's bits only)"
             );
         }
         let events = EventLog::open(&paths);

@@ -26,6 +26,7 @@ fn spec(argv: &[&str]) -> SpawnSpec {
         ],
         argv: argv.iter().map(|s| s.to_string()).collect(),
         remain_on_exit: true,
+        private_files: false,
     }
 }
 

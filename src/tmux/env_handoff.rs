@@ -8,6 +8,10 @@
 //! harness, the values in its environment. Only the file's name is in argv. A file whose
 //! shim never ran (the spawn failed after it was written, the binary vanished) is removed
 //! by the spawner, or by the next spawn once it is [`STALE_AFTER`] old.
+//!
+//! The same shim gives a session in a worktree the-loop made its private umask
+//! (`exec-env --private`, SPEC §18.5): the pane is the first process that can set it
+//! without changing the tmux server's, which every other pane shares.
 
 use crate::fsutil;
 use serde::{Deserialize, Serialize};
@@ -20,6 +24,9 @@ use std::time::Duration;
 
 /// The hidden subcommand that runs a harness with the handed-off values.
 pub const SUBCOMMAND: &str = "exec-env";
+
+/// Its flag for a harness whose files are to be private (umask 077).
+pub const PRIVATE_FLAG: &str = "--private";
 
 /// A file older than this was never taken: its shim is not coming.
 pub const STALE_AFTER: Duration = Duration::from_secs(600);
@@ -66,13 +73,37 @@ impl EnvHandoff {
         }
     }
 
-    /// Writes `values` to a new private file; the argv that runs `argv` with them, and
-    /// the file (the caller removes it when the spawn fails).
+    /// The argv that starts `argv` as a session's first process: with `values` in its
+    /// environment, written to a new private file (only its name goes into argv), and
+    /// under umask 077 when `private` (SPEC §18.5). Returns the file too, when one was
+    /// written: the caller removes it when the spawn fails.
     pub fn wrap(
         &self,
         values: &[(String, String)],
+        private: bool,
         argv: &[String],
-    ) -> std::io::Result<(Vec<String>, PathBuf)> {
+    ) -> std::io::Result<(Vec<String>, Option<PathBuf>)> {
+        let mut wrapped = vec![
+            self.bin.to_string_lossy().into_owned(),
+            SUBCOMMAND.to_string(),
+        ];
+        if private {
+            wrapped.push(PRIVATE_FLAG.to_string());
+        }
+        let file = if values.is_empty() {
+            None
+        } else {
+            let path = self.write(values)?;
+            wrapped.push(path.to_string_lossy().into_owned());
+            Some(path)
+        };
+        wrapped.push("--".to_string());
+        wrapped.extend(argv.iter().cloned());
+        Ok((wrapped, file))
+    }
+
+    /// Writes `values` to a new private file and returns its path.
+    fn write(&self, values: &[(String, String)]) -> std::io::Result<PathBuf> {
         fsutil::create_private_dir_all(&self.dir)?;
         self.remove_stale();
         let path = self.dir.join(unique_name());
@@ -93,15 +124,7 @@ impl EnvHandoff {
             let _ = std::fs::remove_file(&path);
             return Err(error);
         }
-        let path_arg = path.to_string_lossy().into_owned();
-        let mut wrapped = vec![
-            self.bin.to_string_lossy().into_owned(),
-            SUBCOMMAND.to_string(),
-            path_arg,
-            "--".to_string(),
-        ];
-        wrapped.extend(argv.iter().cloned());
-        Ok((wrapped, path))
+        Ok(path)
     }
 
     /// Removes files no shim took within [`STALE_AFTER`] (best effort).
@@ -185,7 +208,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let values = vec![("GH_TOKEN".to_string(), "ghp_secret value".to_string())];
         let argv = vec!["claude".to_string(), "--flag".to_string()];
-        let (wrapped, path) = handoff(dir.path()).wrap(&values, &argv).unwrap();
+        let (wrapped, path) = handoff(dir.path()).wrap(&values, false, &argv).unwrap();
+        let path = path.expect("a file for the values");
         assert_eq!(wrapped[..2], ["/opt/the-loop", SUBCOMMAND]);
         assert_eq!(wrapped[2], path.to_string_lossy());
         assert_eq!(wrapped[3..], ["--", "claude", "--flag"]);
@@ -199,11 +223,47 @@ mod tests {
     }
 
     #[test]
+    fn a_private_session_gets_the_flag_and_a_file_only_for_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let handoff = handoff(dir.path());
+        let argv = vec!["claude".to_string(), "--".to_string(), "-p".to_string()];
+        let (wrapped, file) = handoff.wrap(&[], true, &argv).unwrap();
+        assert_eq!(file, None);
+        assert_eq!(
+            wrapped,
+            [
+                "/opt/the-loop",
+                SUBCOMMAND,
+                PRIVATE_FLAG,
+                "--",
+                "claude",
+                "--",
+                "-p"
+            ]
+        );
+        assert!(
+            !dir.path().join("spawn-env").exists(),
+            "no values, no file (nor its directory)"
+        );
+        let values = [("A".to_string(), "1".to_string())];
+        let (wrapped, file) = handoff.wrap(&values, true, &argv).unwrap();
+        let file = file.unwrap();
+        assert_eq!(wrapped[..3], ["/opt/the-loop", SUBCOMMAND, PRIVATE_FLAG]);
+        assert_eq!(wrapped[3], file.to_string_lossy());
+        assert_eq!(wrapped[4..], ["--", "claude", "--", "-p"]);
+    }
+
+    #[test]
     fn a_file_others_can_read_a_link_or_a_foreign_format_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let (_, path) = handoff(dir.path())
-            .wrap(&[("A".into(), "1".into())], &["x".into(), "y".into()])
+            .wrap(
+                &[("A".into(), "1".into())],
+                false,
+                &["x".into(), "y".into()],
+            )
             .unwrap();
+        let path = path.unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert!(matches!(take(&path), Err(TakeError::NotPrivate { .. })));
         assert!(
@@ -230,8 +290,8 @@ mod tests {
         let handoff = handoff(dir.path());
         let values = [("A".to_string(), "1".to_string())];
         let argv = ["x".to_string(), "y".to_string()];
-        let (_, first) = handoff.wrap(&values, &argv).unwrap();
-        let (_, second) = handoff.wrap(&values, &argv).unwrap();
+        let wrap = || handoff.wrap(&values, false, &argv).unwrap().1.unwrap();
+        let (first, second) = (wrap(), wrap());
         assert_ne!(first, second);
         let old = std::time::SystemTime::now() - STALE_AFTER - Duration::from_secs(1);
         std::fs::File::options()
@@ -240,7 +300,7 @@ mod tests {
             .unwrap()
             .set_modified(old)
             .unwrap();
-        let (_, third) = handoff.wrap(&values, &argv).unwrap();
+        let third = wrap();
         assert!(!first.exists(), "the stale file is removed");
         assert!(second.exists() && third.exists());
     }

@@ -126,6 +126,11 @@ pub struct SpawnSpec {
     /// `sessions.tmux.remainOnExit`: keep the pane after the harness exits, so a dead
     /// session is told apart from an absent one.
     pub remain_on_exit: bool,
+    /// The harness runs under umask 077, so what it writes is the user's alone: a
+    /// session in a worktree the-loop made (SPEC §18.5). The tmux server's own umask is
+    /// the operator's, for every other pane in it. Applied by the session's first
+    /// process (`tmux::env_handoff`); a tmux without the hand-off cannot apply it.
+    pub private_files: bool,
 }
 
 /// SPEC §7.3. `Unknown` (tmux did not answer in time, or failed) is never treated as

@@ -67,7 +67,8 @@ impl RealTmux {
 
     /// Hands passed values (`sessions.passEnv`) to new sessions through a private file
     /// and `exec-env`, not as `-e NAME=VALUE` in the tmux client's argv, which other
-    /// local users can read in the process table. Every command that spawns sets it.
+    /// local users can read in the process table; and starts a session whose files are
+    /// to be private under umask 077 the same way. Every command that spawns sets it.
     pub fn with_env_handoff(mut self, handoff: EnvHandoff) -> Self {
         self.env_handoff = Some(handoff);
         self
@@ -277,18 +278,22 @@ impl Tmux for RealTmux {
             let SessionEntries { cleared, passed } = self.child_env.session_entries();
             spec.env.extend(cleared);
             let handed = match &self.env_handoff {
-                Some(handoff) if !passed.is_empty() => {
-                    let (argv, file) =
-                        handoff
-                            .wrap(&passed, &spec.argv)
-                            .map_err(|source| Error::Io {
-                                command: "write the session's environment file".into(),
-                                source,
-                            })?;
+                Some(handoff) if !passed.is_empty() || spec.private_files => {
+                    let (argv, file) = handoff
+                        .wrap(&passed, spec.private_files, &spec.argv)
+                        .map_err(|source| Error::Io {
+                            command: "write the session's environment file".into(),
+                            source,
+                        })?;
                     spec.argv = argv;
-                    Some(file)
+                    file
                 }
                 _ => {
+                    if spec.private_files {
+                        // Only a tmux built without the hand-off (tests) gets here; the
+                        // worktree's own directory is 0700 all the same.
+                        tracing::warn!(session = %spec.name, "no exec-env hand-off: the harness keeps the tmux server's umask");
+                    }
                     spec.env.extend(passed);
                     None
                 }

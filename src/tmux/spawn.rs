@@ -65,6 +65,7 @@ mod tests {
             env: vec![],
             argv: vec!["agent".into(), "boot".into()],
             remain_on_exit: true,
+            private_files: false,
         }
     }
 

@@ -95,11 +95,43 @@ impl Workspaces {
             record
         };
         if !record.setup_done {
-            self.run_setup(repo, &record, source).await?;
+            let ran = self.run_setup(repo, &record, source).await;
+            // Setup wrote in the worktree under our umask, whether or not it succeeded.
+            self.make_private(&record.dir).await;
+            ran?;
             record.setup_done = true;
             self.store.put(&record)?;
         }
         Ok(record)
+    }
+
+    /// Makes a worktree private (SPEC §18.5): git checked it out, and setup wrote in it,
+    /// under the-loop's umask. The chmods change the files' ctime, which git's index
+    /// compares, so the index is refreshed once; otherwise every `status` would read
+    /// every file again. Best effort: a worktree left looser is tightened at the next
+    /// supervisor start, and its directory is 0700 meanwhile.
+    async fn make_private(&self, dir: &Path) {
+        let target = dir.to_path_buf();
+        let tightened = match tokio::task::spawn_blocking(move || crate::fsutil::tighten(&target))
+            .await
+        {
+            Ok(report) => report,
+            Err(error) => {
+                tracing::warn!(dir = %dir.display(), %error, "the worktree was not made private");
+                return;
+            }
+        };
+        if !tightened.errors.is_empty() {
+            tracing::warn!(dir = %dir.display(), errors = ?tightened.errors, "parts of the worktree could not be made private");
+        }
+        if tightened.files > 0
+            && let Err(error) = self
+                .git
+                .run(dir, &["update-index", "-q", "--refresh"])
+                .await
+        {
+            tracing::warn!(dir = %dir.display(), %error, "the worktree's index was not refreshed");
+        }
     }
 
     /// `git worktree list --porcelain` of the repository at `top`.
@@ -216,8 +248,10 @@ impl Workspaces {
             }
         }
         let base = self.base_ref(top, remote.as_deref(), &base_name).await?;
+        // 0700 before git runs: what it checks out under our umask is out of reach
+        // until `make_private` has tightened it.
         let parent = dir.parent().unwrap_or(dir);
-        std::fs::create_dir_all(parent).map_err(|error| WorkspaceError::Io {
+        crate::fsutil::create_private_dir_all(parent).map_err(|error| WorkspaceError::Io {
             dir: parent.to_path_buf(),
             error,
         })?;
@@ -269,6 +303,7 @@ impl Workspaces {
                 )
                 .await?;
         }
+        self.make_private(&dir).await;
         let cwd = Some(dir.join(prefix))
             .filter(|p| !prefix.as_os_str().is_empty() && p.is_dir())
             .unwrap_or_else(|| dir.clone());

@@ -467,3 +467,51 @@ async fn a_hostile_branch_name_on_the_remote_is_only_ever_an_argument() {
         }
     }
 }
+
+/// SPEC §18.5: git checks out, and setup writes, under the-loop's umask; the worktree
+/// ends up the user's alone — its scripts still executable, and git none the wiser.
+#[tokio::test]
+async fn a_new_worktree_and_what_setup_wrote_are_private_and_git_sees_no_change() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = TestRepo::seeded(|seed| {
+        std::fs::create_dir(seed.join("bin")).unwrap();
+        std::fs::write(seed.join("bin/run.sh"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(
+            seed.join("bin/run.sh"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        std::fs::write(seed.join("README.md"), "hello\n").unwrap();
+    });
+    let mut config = repo.repo_config();
+    config.setup = vec![vec![
+        "sh".into(),
+        "-c".into(),
+        "mkdir made && echo x > made/by-setup && chmod 0644 made/by-setup".into(),
+    ]];
+    let ws = repo.workspaces();
+    let record = worktree(&ws, &config, 21).await;
+
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let dir = &record.dir;
+    for d in [
+        dir.parent().unwrap(),
+        dir,
+        &dir.join("bin"),
+        &dir.join("made"),
+    ] {
+        assert_eq!(mode(d), 0o700, "{}", d.display());
+    }
+    assert_eq!(mode(&dir.join("bin/run.sh")), 0o700, "still executable");
+    assert_eq!(mode(&dir.join("README.md")), 0o600);
+    assert_eq!(mode(&dir.join(".git")), 0o600);
+    assert_eq!(mode(&dir.join("made/by-setup")), 0o600);
+    assert_eq!(
+        git(dir, &["status", "--porcelain", "--untracked-files=no"]),
+        "",
+        "no tracked file looks changed"
+    );
+    // The index took the new ctimes: a read-only status has nothing to re-read.
+    let diff = git_output(dir, &["diff-files", "--quiet"]);
+    assert!(diff.status.success(), "{diff:?}");
+}

@@ -168,13 +168,12 @@ impl Store {
         let path = self
             .dir
             .join(format!("{}.lock", item.slug().to_ascii_lowercase()));
-        let file = fs::create_dir_all(&self.dir)
+        let file = fsutil::create_private_dir_all(&self.dir)
             .and_then(|()| {
-                File::options()
-                    .create(true)
-                    .truncate(false)
-                    .write(true)
-                    .open(&path)
+                fsutil::open_private(
+                    File::options().create(true).truncate(false).write(true),
+                    &path,
+                )
             })
             .map_err(|e| error("lock", &path, e))?;
         Flock::lock(file, FlockArg::LockExclusive)
@@ -227,6 +226,37 @@ mod tests {
         store.remove(&r.work_item).unwrap();
         assert_eq!(store.get(&r.work_item).unwrap(), None);
         store.remove(&r.work_item).unwrap();
+    }
+
+    #[test]
+    fn the_directory_its_locks_and_records_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("workspaces"));
+        let item = WorkItemRef::new("octo", "repo", 3);
+        let lock = store.lock(&item).unwrap();
+        store.put(&record(3)).unwrap();
+        drop(lock);
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir.path().join("workspaces")), 0o700);
+        let mut files: Vec<(String, u32)> = fs::read_dir(dir.path().join("workspaces"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .map(|p| {
+                (
+                    p.file_name().unwrap().to_string_lossy().into_owned(),
+                    mode(&p),
+                )
+            })
+            .collect();
+        files.sort();
+        assert_eq!(
+            files,
+            [
+                ("github-octo-repo-3.json".to_string(), 0o600),
+                ("github-octo-repo-3.lock".to_string(), 0o600),
+            ]
+        );
     }
 
     #[test]

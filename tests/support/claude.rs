@@ -150,6 +150,7 @@ impl ClaudeHome {
             env: self.env(),
             argv,
             remain_on_exit: true,
+            private_files: false,
         }
     }
 

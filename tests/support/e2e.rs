@@ -58,6 +58,11 @@ pub struct Setup {
     pub extra_yaml: String,
     /// `routing.spawn`.
     pub spawn: &'static str,
+    /// More arguments of the default fake agent, before its prompt (`--edit-on`, …).
+    pub agent_args: Vec<String>,
+    /// Every `the-loop` the world runs (and so a tmux server it starts, and the agents
+    /// there) starts under this umask (`"000"`), whatever the test process has.
+    pub umask: Option<&'static str>,
 }
 
 impl Default for Setup {
@@ -78,6 +83,8 @@ impl Default for Setup {
             path_prefix: None,
             extra_yaml: String::new(),
             spawn: "command",
+            agent_args: Vec::new(),
+            umask: None,
         }
     }
 }
@@ -186,8 +193,13 @@ impl World {
             (
                 BIN.to_string(),
                 format!(
-                    "[fake-agent, --log, {}, \"{{prompt}}\"]",
-                    self.agent_log.display()
+                    "[fake-agent, --log, {}, {}\"{{prompt}}\"]",
+                    self.agent_log.display(),
+                    setup
+                        .agent_args
+                        .iter()
+                        .map(|a| format!("{a:?}, "))
+                        .collect::<String>()
                 ),
             )
         });
@@ -259,9 +271,22 @@ sessions:
         }
     }
 
+    /// The binary, under the world's umask when it sets one (`sh` sets it and execs the
+    /// binary, same pid, so only that process and its children have it).
+    fn binary(&self) -> std::process::Command {
+        match self.setup.umask {
+            Some(mask) => {
+                let mut cmd = std::process::Command::new("sh");
+                cmd.args(["-c", r#"umask "$1" && shift && exec "$0" "$@""#, BIN, mask]);
+                cmd
+            }
+            None => std::process::Command::new(BIN),
+        }
+    }
+
     /// `the-loop ARGS` in this world (short commands).
     pub fn cli(&self, args: &[&str]) -> Command {
-        let mut std = std::process::Command::new(BIN);
+        let mut std = self.binary();
         std.args(args);
         self.env(&mut std);
         Command::from_std(std)
@@ -269,7 +294,7 @@ sessions:
 
     /// Starts `the-loop run` in the background; its output goes to files in the world.
     pub fn start_supervisor(&mut self) {
-        self.spawn_supervisor(std::process::Command::new(BIN));
+        self.spawn_supervisor(self.binary());
     }
 
     /// [`Self::start_supervisor`] under a soft open-file limit of `soft`, as from a login

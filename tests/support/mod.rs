@@ -19,6 +19,8 @@ pub mod e2e;
 pub mod fake_model;
 /// The poller against the simulated GitHub, with a recording `Ingest`.
 pub mod poller;
+/// The walk that finds any path under a state root open to group or others.
+pub mod private_state;
 /// A private tmux server per test, and the path of the binary under test.
 pub mod tmux_server;
 /// The TUI against the in-memory backend: apps from sample data, drawing, snapshots.

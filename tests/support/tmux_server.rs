@@ -91,6 +91,7 @@ pub fn fake_agent(name: &str, log: &Path, boot: Option<&str>) -> SpawnSpec {
         env: vec![("THE_LOOP_WORK_ITEM".into(), "github:octo/repo#1".into())],
         argv,
         remain_on_exit: true,
+        private_files: false,
     }
 }
 

@@ -76,20 +76,8 @@ pub fn write_claude_settings(
     item: &WorkItemRef,
     bin: &Path,
 ) -> io::Result<PathBuf> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    let dir = session_dir(paths, item);
-    for d in [paths.root.join("harness"), dir.clone()] {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&d)?;
-        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700))?;
-    }
-    let file = dir.join(CLAUDE_SETTINGS);
-    let mut bytes = serde_json::to_vec_pretty(&claude_settings(bin)?).map_err(io::Error::other)?;
-    bytes.push(b'\n');
-    crate::fsutil::atomic_write(&file, &bytes)?;
-    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))?;
+    let file = session_dir(paths, item).join(CLAUDE_SETTINGS);
+    crate::fsutil::atomic_write_json(&file, &claude_settings(bin)?)?;
     Ok(file)
 }
 

@@ -1,10 +1,12 @@
 //! SPEC §14.4 and §14.5 end to end: nothing the-loop starts — the tmux server, an
 //! agent's pane, a critic — receives the GitHub token or the webhook secret unless the
-//! operator passes it (`sessions.passEnv`); and the state a full run leaves is the
-//! user's alone (directories 0700, files 0600), including state an older version left
-//! readable.
+//! operator passes it (`sessions.passEnv`); and the state a full run leaves — worktrees
+//! and what agents wrote there included — is the user's alone, including state an
+//! older version left readable.
 
-use crate::support::e2e::{REPO, SECRET, Setup, TOKEN, World, item, real_tmux};
+use crate::support::e2e::{SECRET, Setup, TOKEN, World, item, real_tmux};
+use crate::support::private_state::assert_private_tree;
+use crate::support::workspaces::{Repo, workspace_of};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -189,28 +191,37 @@ async fn critics_run_without_the_token_or_the_webhook_secret() {
     }
 }
 
-/// Every directory under `root` and `root` itself 0700, every other entry 0600.
-fn loose_entries(root: &Path) -> Vec<String> {
-    let mut loose = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(path) = stack.pop() {
-        let meta = std::fs::symlink_metadata(&path).unwrap();
-        let mode = meta.permissions().mode() & 0o777;
-        let want = if meta.is_dir() { 0o700 } else { 0o600 };
-        if mode != want {
-            loose.push(format!("{:o} {}", mode, path.display()));
-        }
-        if meta.is_dir() {
-            stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
-        }
-    }
-    loose.sort();
-    loose
-}
-
+/// SPEC §14.5 and §18.5: a run under a umask that hides nothing — sessions started by
+/// the CLI and by the supervisor, each in a git worktree the-loop made and set up, an
+/// agent that edits its worktree, a comment delivered, a question and its reply through
+/// the operator socket, a hook report, a critic round, one worktree removed and one
+/// kept — leaves nothing under the state root open to group or others, and a restart
+/// keeps it so. State an older version left readable is tightened at start.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_run_leaves_only_private_state_and_tightens_what_was_loose() {
-    let mut w = World::new(Setup::default()).await;
+    let repo = Repo::new();
+    // Setup's output is ignored, so a worktree with only that in it is clean.
+    std::fs::write(repo.clone.join(".git/info/exclude"), "build/\n").unwrap();
+    // What the agent writes into its worktree when told to (a directory and a file).
+    let edit = tempfile::tempdir().unwrap();
+    std::fs::create_dir(edit.path().join("notes")).unwrap();
+    std::fs::write(edit.path().join("notes/agent.txt"), "the agent's work\n").unwrap();
+    let setup = Setup {
+        umask: Some("000"),
+        agent_args: vec![
+            "--edit-on".into(),
+            "EDIT-NOW".into(),
+            "--edit-from".into(),
+            edit.path().display().to_string(),
+        ],
+        repo_yaml: concat!(
+            "    setup:\n",
+            "      - [sh, -c, \"mkdir -p build && echo ready > build/setup.txt\"]\n",
+        )
+        .into(),
+        ..Setup::default()
+    };
+    let mut w = repo.world(setup).await;
     // What an older version left behind: readable by everyone.
     let sessions = w.home.join("sessions");
     std::fs::create_dir_all(&sessions).unwrap();
@@ -231,20 +242,45 @@ async fn a_full_run_leaves_only_private_state_and_tightens_what_was_loose() {
     );
     std::fs::write(&w.config, yaml).unwrap();
 
-    // A full run: a session, the supervisor, a delivered comment, a question, a reply,
-    // a recorded critic round, a restart.
+    // The supervisor starts first, so what the run makes is never tightened by a start.
     w.watched_issue(8);
-    w.start_session(8).await;
+    w.watched_issue(9);
     w.start_supervisor();
     w.wait_cycles(1).await;
-    w.comment(8, "alice", "PRIVATE-STATE-TEXT");
+    // #8: started by the CLI (its worktree made and set up by `sessions start`); #9:
+    // by the supervisor, for an authorized command.
+    w.start_session(8).await;
+    w.comment(9, "alice", "the-loop start");
+    w.wait_event("session.spawned", |e| e["work_item"] == item(9))
+        .await;
+    let tree = workspace_of(&w, 8);
+    assert!(
+        tree.starts_with(&w.home),
+        "worktrees live in the state root"
+    );
+    assert!(tree.join("build/setup.txt").is_file(), "setup ran");
+
+    w.comment(8, "alice", "PRIVATE-STATE-TEXT EDIT-NOW");
     w.wait_pasted("PRIVATE-STATE-TEXT").await;
+    w.wait("the agent's edit", || {
+        tree.join("notes/agent.txt").is_file().then_some(())
+    })
+    .await;
     w.cli(&["ask", "--work-item", &item(8), "--question", "which way?"])
         .assert()
         .success();
     w.cli(&["reply", "--work-item", &item(8), "--text", "left"])
         .assert()
         .success();
+    // Claude Code's hook, as its settings file runs it inside the session.
+    w.cli(&["hook", "claude"])
+        .env("THE_LOOP_WORK_ITEM", item(8))
+        .write_stdin(r#"{"hook_event_name":"Stop","last_assistant_message":"done"}"#)
+        .assert()
+        .success();
+    w.wait_event("session.turn_ended", |e| e["work_item"] == item(8))
+        .await;
+    let tree_arg = tree.display().to_string();
     w.cli(&[
         "critic",
         "run",
@@ -253,29 +289,31 @@ async fn a_full_run_leaves_only_private_state_and_tightens_what_was_loose() {
         "x",
         "--work-item",
         &item(8),
+        "--cwd",
+        &tree_arg,
     ])
     .assert()
     .success();
+    // #9's clean worktree goes; #8's, with the agent's work in it, stays.
+    for n in [9, 8] {
+        w.cli(&["sessions", "stop", &item(n)]).assert().success();
+    }
+    w.wait_event("workspace.removed", |e| e["work_item"] == item(9))
+        .await;
+    w.wait_event("workspace.kept", |e| e["work_item"] == item(8))
+        .await;
     w.signal("-TERM");
     w.wait_exit().await;
+
+    for made in ["poll", "critics", "logs", "workspaces", "sessions"] {
+        assert!(w.home.join(made).is_dir(), "the run made {made}/");
+    }
+    assert!(tree.join("notes/agent.txt").is_file(), "the kept worktree");
+    assert_private_tree(&w.home);
+
     w.start_supervisor();
     w.wait_cycles(1).await;
     w.signal("-TERM");
     w.wait_exit().await;
-
-    assert!(
-        w.home.join("poll").is_dir(),
-        "the run wrote a ledger for {REPO}"
-    );
-    assert!(
-        w.home.join("critics").is_dir(),
-        "the run saved a critic result"
-    );
-    assert!(w.home.join("logs").is_dir(), "the run logged");
-    let loose = loose_entries(&w.home);
-    assert!(
-        loose.is_empty(),
-        "state readable by others:\n{}",
-        loose.join("\n")
-    );
+    assert_private_tree(&w.home);
 }

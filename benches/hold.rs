@@ -282,6 +282,7 @@ async fn look(iterations: usize) {
         env: vec![],
         argv: vec!["sh".into(), "-c".into(), script],
         remain_on_exit: true,
+        private_files: false,
     };
     let pane = tmux.new_session(&spec).await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;

@@ -282,6 +282,13 @@ impl Ledger {
             .pending
             .iter()
             .position(|p| p.parked && p.kind.item_kind() == Some(kind) && p.id == id);
+        let interrupted = Disposition::Failed {
+            error: UNSETTLED.to_string(),
+        };
+        let disposition = match disposition {
+            Disposition::Interrupted => &interrupted,
+            other => other,
+        };
         match disposition {
             Disposition::Failed { error } => {
                 let claim = self.claims.remove(at).unwrap_or_else(|| Claim {

@@ -448,6 +448,9 @@ impl Ledger {
             return Settled::Unknown;
         };
         match disposition {
+            Disposition::Interrupted => Settled::Retry {
+                attempts: self.pending[at].attempts,
+            },
             Disposition::Failed { error } => {
                 let p = &mut self.pending[at];
                 p.attempts += 1;

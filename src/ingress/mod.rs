@@ -75,12 +75,16 @@ pub enum Disposition {
     /// Not settled: a transient failure (tmux did not answer, a paste failed). The
     /// poller retries it on a later cycle, up to `polling.maxRetries`.
     Failed { error: String },
+    /// Not settled, and not a failure: the process stopped before the event was
+    /// handled (a delivery held on a session, SPEC §18.3, when the supervisor stops).
+    /// Fed again on the next start; no attempt is counted.
+    Interrupted,
 }
 
 impl Disposition {
     /// Settled events are recorded and never evaluated again.
     pub fn is_settled(&self) -> bool {
-        !matches!(self, Disposition::Failed { .. })
+        !matches!(self, Disposition::Failed { .. } | Disposition::Interrupted)
     }
 }
 

@@ -438,9 +438,9 @@ impl Dispatcher {
             });
         }
         Box::pin(async move {
-            settled.await.unwrap_or_else(|_| Disposition::Failed {
-                error: "the dispatcher stopped before this event was handled".into(),
-            })
+            // The dispatcher stopped (the supervisor is going down) with the job
+            // queued or held: fed again on the next start, not counted as an attempt.
+            settled.await.unwrap_or(Disposition::Interrupted)
         })
     }
 }

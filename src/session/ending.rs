@@ -111,6 +111,10 @@ impl Sessions {
                 Err(error) => return Err(error.into()),
             }
         }
+        // What waited on the session goes with it, said, never silently.
+        if let Ok(Some(current)) = self.registry.get(&record.work_item) {
+            self.held_replies_ended(&record.work_item, current.hold.replies);
+        }
         self.registry.remove(&record.work_item)?;
         let ledger = self
             .ledger

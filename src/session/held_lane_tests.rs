@@ -345,3 +345,21 @@ async fn replies_held_on_a_session_that_ends_are_reported_not_delivered() {
     assert!(f.pasted(&pane).is_empty());
     assert!(f.record(1).unwrap().hold.replies.is_empty());
 }
+
+#[tokio::test]
+async fn a_reset_reports_the_replies_it_drops() {
+    let f = Fixture::new();
+    let (pane, claude) = f.claude_session(1);
+    claude.dialog.store(true, Ordering::SeqCst);
+    let replier = Replier::new(Arc::clone(&f.sessions));
+    replier.reply(reply_request("never")).await.unwrap_err();
+    f.sessions
+        .reset(&item(1), &crate::session::Origin::cli())
+        .await
+        .unwrap();
+    let failed = f.events_named("session.reply_failed");
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0]["reason"], "session-ended");
+    assert!(f.record(1).is_none());
+    assert!(f.pasted(&pane).is_empty());
+}

@@ -11,6 +11,7 @@
 use super::hold::HeldReply;
 use super::paste_into::{Delivered, Held, PasteError, PastePolicy};
 use super::reply::{Replier, ReplyError, Via};
+use super::sessions::Sessions;
 use crate::events::{Event, EventType, Level};
 use crate::work_item::WorkItemRef;
 
@@ -156,15 +157,22 @@ impl Replier {
 
     /// The session ended with replies queued: each is reported, never delivered.
     fn session_ended(&self, item: &WorkItemRef) {
-        let Ok(Some(dropped)) = self
+        if let Ok(Some(dropped)) = self
             .sessions
             .registry()
             .update(item, |r| std::mem::take(&mut r.hold.replies))
-        else {
-            return;
-        };
-        for reply in dropped {
-            self.sessions.emit(
+        {
+            self.sessions.held_replies_ended(item, dropped);
+        }
+    }
+}
+
+impl Sessions {
+    /// Replies that were held on a session that ended (stopped, closed, reset): each is
+    /// reported (`session.reply_failed`, `session-ended`), never delivered.
+    pub(super) fn held_replies_ended(&self, item: &WorkItemRef, replies: Vec<HeldReply>) {
+        for reply in replies {
+            self.emit(
                 Event::new(
                     Via::parse(&reply.via).source(),
                     EventType::SessionReplyFailed,

@@ -244,3 +244,116 @@ pub(super) fn work_item(repo: &str, number: u64) -> String {
     let (owner, name) = repo.split_once('/').unwrap_or((repo, ""));
     WorkItemRef::new(owner, name, number).to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingress::ledger::{PendingKind, Stamp};
+    use crate::ingress::{Disposition, InboundEvent};
+    use crate::paths::StatePaths;
+    use futures::future::BoxFuture;
+    use serde_json::json;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::sync::oneshot;
+
+    /// Holds every event until the test lets it go; counts what it was fed.
+    #[derive(Default)]
+    struct HeldIngest {
+        fed: AtomicUsize,
+        release: Mutex<Vec<oneshot::Sender<Disposition>>>,
+    }
+
+    impl Ingest for HeldIngest {
+        fn ingest(&self, _event: InboundEvent) -> BoxFuture<'static, Disposition> {
+            self.fed.fetch_add(1, Ordering::SeqCst);
+            let (tx, rx) = oneshot::channel();
+            self.release.lock().unwrap().push(tx);
+            Box::pin(async move { rx.await.unwrap_or(Disposition::Interrupted) })
+        }
+
+        fn holding(&self, _delivery_id: &str) -> bool {
+            true
+        }
+    }
+
+    fn pending(id: u64) -> Pending {
+        Pending {
+            kind: PendingKind::Comment,
+            id,
+            number: 1,
+            updated_at: Stamp(time::OffsetDateTime::UNIX_EPOCH),
+            url: String::new(),
+            attempts: 0,
+            last_error: None,
+            parked: false,
+            gh_event: "issue_comment".into(),
+            action: "created".into(),
+            delivery_id: format!("poll-comment-{id}"),
+            payload: json!({"comment": {"id": id}}),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_held_delivery_does_not_hold_the_cycle_and_is_not_fed_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(dir.path());
+        let store = LedgerStore::new(paths.clone(), EventLog::open(&paths));
+        let (_, saved) = store.update("o/r", |l| {
+            l.pending.push(pending(1));
+        });
+        saved.wait().await.unwrap();
+        let held = Arc::new(HeldIngest::default());
+        let ingest: Arc<dyn Ingest> = held.clone();
+        let in_flight = InFlight::default();
+
+        let (tally, _) = feed(&store, &ingest, &in_flight, "o/r", 3).await;
+        assert_eq!(tally, FeedTally::default(), "returned while held");
+        assert_eq!(in_flight.open(), 1);
+        let (tally, _) = feed(&store, &ingest, &in_flight, "o/r", 3).await;
+        assert_eq!(tally, FeedTally::default());
+        assert_eq!(
+            held.fed.load(Ordering::SeqCst),
+            1,
+            "in flight: not fed again"
+        );
+
+        // The hold clears: settled in the ledger at once, counted by the next feed.
+        let tx = held.release.lock().unwrap().pop().unwrap();
+        tx.send(Disposition::Delivered).unwrap();
+        for _ in 0..200 {
+            if in_flight.open() == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(store.read("o/r", |l| l.pending.is_empty()));
+        let (tally, _) = feed(&store, &ingest, &in_flight, "o/r", 3).await;
+        assert_eq!(tally.delivered, 1);
+        assert_eq!(held.fed.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn an_interrupted_delivery_stays_pending_without_an_attempt() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(dir.path());
+        let store = LedgerStore::new(paths.clone(), EventLog::open(&paths));
+        let (_, saved) = store.update("o/r", |l| l.pending.push(pending(1)));
+        saved.wait().await.unwrap();
+        let held = Arc::new(HeldIngest::default());
+        let ingest: Arc<dyn Ingest> = held.clone();
+        let in_flight = InFlight::default();
+        feed(&store, &ingest, &in_flight, "o/r", 3).await;
+        // The supervisor stops: the dispatcher's side goes away.
+        held.release.lock().unwrap().clear();
+        for _ in 0..200 {
+            if in_flight.open() == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let attempts = store.read("o/r", |l| {
+            l.pending.iter().map(|p| p.attempts).collect::<Vec<_>>()
+        });
+        assert_eq!(attempts, vec![0]);
+    }
+}

@@ -4,8 +4,9 @@
 //!   lane and paste path over the fake tmux, whose pane draws a Claude-like screen;
 //! - **look**: the pre-paste look — one `capture-pane` of a real 160×48 tmux pane and
 //!   its classification — the extra cost per delivery;
-//! - **burst**: 200 comments over 20 held sessions released at once: every delivery
-//!   exactly once and in order, with the time until the last one.
+//! - **burst**: 200 comments over 20 sessions — a harness whose screen is unknown
+//!   (pasted blind, as before §18), Claude ready (looked at), Claude held and released
+//!   at once: every delivery exactly once and in order, and the time until the last.
 //!
 //! `cargo bench --bench hold` (a plain `main`: criterion has no percentiles).
 
@@ -16,7 +17,7 @@ use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use the_loop::config::Config;
+use the_loop::config::{Config, RepoConfig};
 use the_loop::events::{EventLog, Source};
 use the_loop::ingress::{InboundEvent, Ingest};
 use the_loop::paths::StatePaths;
@@ -139,6 +140,11 @@ impl World {
         let dir = tempfile::tempdir().unwrap();
         let mut config = Config::default();
         config.routing.authorized_users = vec!["alice".into()];
+        config.repos = vec![RepoConfig {
+            name: "octo/repo".into(),
+            path: Some(dir.path().display().to_string()),
+            ..RepoConfig::named("octo/repo")
+        }];
         let paths = StatePaths::new(dir.path());
         let events = EventLog::open(&paths);
         let mut settings = Settings::new(&config, None, &paths).unwrap();
@@ -160,12 +166,17 @@ impl World {
 
     /// A Claude session on #`n` behind a dialog.
     fn held_session(&self, n: u64) -> (PaneId, Arc<AtomicBool>) {
+        self.session(n, "claude", true)
+    }
+
+    /// A session of `harness` on #`n`, its screen Claude-like, behind a dialog or not.
+    fn session(&self, n: u64, harness: &str, dialog: bool) -> (PaneId, Arc<AtomicBool>) {
         let item = item(n);
         let pane = self.tmux.fake.add_session(&item.tmux_session_name(), false);
-        let mut record = SessionRecord::new(&item, "claude", std::env::temp_dir());
+        let mut record = SessionRecord::new(&item, harness, std::env::temp_dir());
         record.pane_id = Some(pane.to_string());
         self.sessions.registry().put(&record).unwrap();
-        let dialog = Arc::new(AtomicBool::new(true));
+        let dialog = Arc::new(AtomicBool::new(dialog));
         self.tmux
             .fake
             .set_screen(&pane, claude_screen(dialog.clone()));
@@ -181,6 +192,7 @@ impl World {
     }
 
     async fn wait_held(&self, n: u64) {
+        let deadline = Instant::now() + Duration::from_secs(30);
         while self
             .sessions
             .registry()
@@ -188,6 +200,7 @@ impl World {
             .unwrap()
             .is_none_or(|r| r.hold.events.is_none())
         {
+            assert!(Instant::now() < deadline, "#{n} was never held");
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
@@ -223,29 +236,35 @@ async fn release(iterations: u64) {
     );
 }
 
-async fn burst() {
+/// 200 comments over 20 sessions: `held` ones released at once, or ready ones of
+/// `harness` (`claude`: looked at; `codex`: today's blind path with its submit delay).
+async fn burst(harness: &str, held: bool) {
     let world = World::new();
     let (sessions, per_session) = (20u64, 10u64);
     let mut panes = Vec::new();
     for n in 1..=sessions {
-        panes.push(world.held_session(n));
+        panes.push(world.session(n, harness, held));
     }
     let mut settled = Vec::new();
     let mut id = 0;
-    for round in 0..per_session {
+    let started = Instant::now();
+    for _ in 0..per_session {
         for n in 1..=sessions {
             id += 1;
-            let _ = round;
             settled.push(tokio::spawn(world.dispatcher.ingest(comment(id, n))));
         }
     }
-    for n in 1..=sessions {
-        world.wait_held(n).await;
-    }
-    let started = Instant::now();
-    for (_, dialog) in &panes {
-        dialog.store(false, Ordering::SeqCst);
-    }
+    let started = if held {
+        for n in 1..=sessions {
+            world.wait_held(n).await;
+        }
+        for (_, dialog) in &panes {
+            dialog.store(false, Ordering::SeqCst);
+        }
+        Instant::now()
+    } else {
+        started
+    };
     for s in settled {
         s.await.unwrap();
     }
@@ -263,7 +282,12 @@ async fn burst() {
         exactly_once_in_order &= ids == want;
     }
     println!(
-        "burst: {} comments over {sessions} held sessions released at once: all out in {:.0} ms; exactly once and in order: {exactly_once_in_order}",
+        "burst ({harness}, {}): {} comments over {sessions} sessions, all out in {:.0} ms; exactly once and in order: {exactly_once_in_order}",
+        if held {
+            "held, released at once"
+        } else {
+            "ready"
+        },
         sessions * per_session,
         ms(took)
     );
@@ -320,6 +344,8 @@ fn main() {
     runtime.block_on(async {
         look(200).await;
         release(100).await;
-        burst().await;
+        burst("codex", false).await;
+        burst("claude", false).await;
+        burst("claude", true).await;
     });
 }

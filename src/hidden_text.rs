@@ -120,21 +120,58 @@ pub fn class(c: char) -> Class {
 /// hidden characters inserted anywhere change nothing else, and a second pass changes
 /// nothing.
 pub fn strip_hidden(text: &str) -> Stripped<'_> {
-    if text.is_ascii() || text.chars().all(|c| class(c) == Class::Visible) {
+    let Some(first) = next_not_visible(text) else {
         return Stripped::untouched(text);
-    }
+    };
     let mut out = String::with_capacity(text.len());
     let mut removed = 0;
-    let mut last = None;
-    for c in text.chars() {
-        if kept(last, c) {
+    let mut at = first;
+    let mut rest = text;
+    // Visible runs are copied whole; only the characters between them are judged.
+    while let Some((run, tail)) = rest.split_at_checked(at) {
+        out.push_str(run);
+        let Some(c) = tail.chars().next() else {
+            break;
+        };
+        if kept(out.chars().next_back(), c) {
             out.push(c);
-            last = Some(c);
         } else {
             removed += 1;
         }
+        rest = &tail[c.len_utf8()..];
+        at = next_not_visible(rest).unwrap_or(rest.len());
     }
     Stripped::changed(text, out, removed)
+}
+
+/// The byte offset of the first character of `text` that is not [`Class::Visible`]. All
+/// such characters lie outside ASCII, and most of what people write is ASCII: it is
+/// skipped eight bytes at a time, so a long body costs little more than reading it.
+fn next_not_visible(text: &str) -> Option<usize> {
+    const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+    let mut words = text.as_bytes().chunks_exact(8);
+    let mut offset = 0;
+    for word in words.by_ref() {
+        let word = <[u8; 8]>::try_from(word).unwrap_or([0x80; 8]);
+        if u64::from_le_bytes(word) & HIGH_BITS != 0
+            && let Some(at) = first_not_visible_starting_in(text, offset, &word)
+        {
+            return Some(at);
+        }
+        offset += 8;
+    }
+    first_not_visible_starting_in(text, offset, words.remainder())
+}
+
+/// The first character not [`Class::Visible`] whose first byte is one of `bytes`, which
+/// sit at `offset` in `text` (a character may run on past them).
+fn first_not_visible_starting_in(text: &str, offset: usize, bytes: &[u8]) -> Option<usize> {
+    (offset..offset + bytes.len())
+        .filter(|&at| bytes[at - offset] >= 0xC0) // the first byte of a non-ASCII character
+        .find(|&at| {
+            let c = text.get(at..).and_then(|rest| rest.chars().next());
+            c.is_some_and(|c| class(c) != Class::Visible)
+        })
 }
 
 /// Whether `c` stays after `last`, the character kept before it (`None` at the start).

@@ -283,6 +283,37 @@ fn markdown_bodies_lose_comments_first() {
     check(strip_markdown, cases);
 }
 
+#[test]
+fn the_ascii_skip_finds_every_character_across_word_boundaries() {
+    for pad in 0..20 {
+        let ascii = "a".repeat(pad);
+        assert_eq!(next_not_visible(&ascii), None);
+        assert_eq!(next_not_visible(&format!("{ascii}é—日😀")), None);
+        for hidden in ["\u{200B}", "\u{E0041}", "\u{AD}", "\u{FE0F}", "\u{200D}"] {
+            let text = format!("{ascii}é{ascii}{hidden}{ascii}");
+            assert_eq!(
+                next_not_visible(&text),
+                Some(2 * pad + 2),
+                "{pad} {hidden:?}"
+            );
+        }
+    }
+}
+
+/// The character-by-character reading of [`strip_hidden`]'s rule.
+fn strip_slowly(text: &str) -> (String, usize) {
+    let mut out = String::new();
+    let mut removed = 0;
+    for c in text.chars() {
+        if kept(out.chars().next_back(), c) {
+            out.push(c);
+        } else {
+            removed += 1;
+        }
+    }
+    (out, removed)
+}
+
 /// Hidden characters of every always-removed range, ends included.
 fn hidden_char() -> impl Strategy<Value = char> {
     prop::sample::select(vec![
@@ -314,9 +345,34 @@ fn hidden_char() -> impl Strategy<Value = char> {
 /// Text rich in what the rules look at: scripts, emoji, joiners, selectors, markup.
 fn text() -> impl Strategy<Value = String> {
     let piece = prop::sample::select(vec![
-        "a", "1", "#", " ", "\n", "é", "日", "ب", "क्", "👨", "🏳", "❤", "\u{200C}", "\u{200D}",
-        "\u{FE0F}", "\u{FE00}", "\u{180B}", "\u{20E3}", "<!--", "-->", "<", "!", "?", ">",
-        "&#x200B;", "&", "\u{1b}",
+        "a",
+        "1",
+        "#",
+        " ",
+        "\n",
+        "é",
+        "日",
+        "ب",
+        "क्",
+        "👨",
+        "🏳",
+        "❤",
+        "\u{200C}",
+        "\u{200D}",
+        "\u{FE0F}",
+        "\u{FE00}",
+        "\u{180B}",
+        "\u{20E3}",
+        "<!--",
+        "-->",
+        "<",
+        "!",
+        "?",
+        ">",
+        "&#x200B;",
+        "&",
+        "\u{1b}",
+        "plain ASCII prose, ",
     ]);
     prop_oneof![
         prop::collection::vec(piece, 0..40).prop_map(|p| p.concat()),
@@ -341,6 +397,16 @@ proptest! {
         }
         prop_assert_eq!(strip_hidden(&out.text).removed, 0);
         prop_assert_eq!(out.removed, s.chars().count() - out.text.chars().count());
+    }
+
+    /// The fast path (visible runs copied whole) agrees with the rule read one
+    /// character at a time.
+    #[test]
+    fn stripping_agrees_with_the_slow_reading(s in text()) {
+        let out = strip_hidden(&s);
+        let (slow, removed) = strip_slowly(&s);
+        prop_assert_eq!(out.text.as_ref(), slow.as_str());
+        prop_assert_eq!(out.removed, removed);
     }
 
     /// Hidden characters inserted anywhere are removed, counted, and change nothing

@@ -1,11 +1,12 @@
 //! Text GitHub shows no one but a model reads (SPEC §18.4): invisible and bidirectional
-//! characters, Unicode tag characters ("ASCII smuggling"), variation-selector runs, and
-//! in Markdown bodies HTML comments and character references to such characters. Pure
-//! functions; each says how many characters (Unicode scalar values) it removed, so the
-//! operator can be told that someone tried. See docs/decisions/2026-12-03-hidden-text.md.
+//! characters, Unicode tag characters ("ASCII smuggling"), runs of variation selectors
+//! or joiners, and in Markdown bodies HTML comments and character references to such
+//! characters. Pure functions; each says how many characters (Unicode scalar values) it
+//! removed, so the operator can be told that someone tried. See
+//! docs/decisions/2026-12-03-hidden-text.md.
 //!
-//! Routing and the guards read the raw payload; only the text an agent is shown goes
-//! through here (the excerpt, and `guard::sanitize` before every paste).
+//! Routing and its gates (marker, actor) read the raw payload; only the text an agent is
+//! shown goes through here (the excerpt, and `guard::sanitize` before every paste).
 
 use std::borrow::Cow;
 

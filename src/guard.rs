@@ -1,7 +1,8 @@
 //! The guards that run before anything is pasted (SPEC §3): the self-comment marker,
 //! the authorized-actor allowlist, and the text sanitizer every pane input passes
-//! through (SPEC §14.6). Pure functions.
+//! through (SPEC §14.6, §18.4). Pure functions.
 
+use crate::hidden_text::{self, Stripped};
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -156,9 +157,21 @@ pub fn actor_of<'a>(gh_event: &str, payload: &'a Value) -> Actor<'a> {
 /// some terminals and TUIs treat them as line breaks, so they are written as the one
 /// line break the agent's input box is known to take inside a paste.
 ///
-/// Every text that reaches a pane goes through here: pastes, and the boot and respawn
-/// prompts handed to a harness as argv.
+/// Then the characters no one sees go (SPEC §18.4, [`hidden_text::strip_hidden`]): what
+/// the agent reads is what the person who wrote or approved the text saw. Controls go
+/// first, so a selector or joiner is judged by the characters that reach the pane.
+///
+/// Every text that reaches a pane goes through here: pastes (events, replies, notes),
+/// and the boot and respawn prompts handed to a harness as argv.
 pub fn sanitize(text: &str) -> Cow<'_, str> {
+    let controls_gone = Stripped {
+        text: without_controls(text),
+        removed: 0,
+    };
+    controls_gone.then(hidden_text::strip_hidden).text
+}
+
+fn without_controls(text: &str) -> Cow<'_, str> {
     let touched = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_separator(c);
     if text.chars().any(touched) {
         Cow::Owned(
@@ -413,6 +426,7 @@ mod tests {
 
     mod sanitize {
         use super::super::sanitize;
+        use crate::hidden_text::{Class, class, strip_hidden};
         use proptest::prelude::*;
         use std::borrow::Cow;
 
@@ -429,11 +443,24 @@ mod tests {
                 ("unicode é ✓ 日本 🦀 \u{a0}", "unicode é ✓ 日本 🦀 \u{a0}"),
                 ("```\ncode\n```", "```\ncode\n```"),
                 ("line\u{2028}sep\u{2029}para", "line\nsep\npara"),
+                // SPEC §18.4: what no one sees goes from every paste too.
+                ("ok\u{E0069}\u{E0067}\u{200B}\u{202E}\u{FEFF}.", "ok."),
+                (
+                    "❤\u{FE0F}\u{FE01} 👨\u{200D}👩 a\u{200D}b",
+                    "❤\u{FE0F} 👨\u{200D}👩 ab",
+                ),
+                // Controls go first: the selector then follows its base.
+                ("❤\u{1b}\u{FE0F}", "❤\u{FE0F}"),
+                (
+                    "<!-- kept: a reply is not a Markdown body -->",
+                    "<!-- kept: a reply is not a Markdown body -->",
+                ),
             ];
             for (input, expected) in cases {
                 assert_eq!(sanitize(input), *expected, "input {input:?}");
             }
             assert!(matches!(sanitize("clean\ttext\n"), Cow::Borrowed(_)));
+            assert!(matches!(sanitize("日本 ❤\u{FE0F}"), Cow::Borrowed(_)));
         }
 
         proptest! {
@@ -450,7 +477,9 @@ mod tests {
                     .map(|c| if matches!(c, '\u{2028}' | '\u{2029}') { '\n' } else { c })
                     .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
                     .collect();
-                prop_assert_eq!(out.as_ref(), kept.as_str());
+                let visible = strip_hidden(&kept).text;
+                prop_assert_eq!(out.as_ref(), visible.as_ref());
+                prop_assert!(out.chars().all(|c| class(c) != Class::Hidden));
             }
         }
     }

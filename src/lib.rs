@@ -13,6 +13,7 @@ pub mod fsutil;
 pub mod github;
 pub mod guard;
 pub mod harness;
+pub mod hidden_text;
 pub mod ingress;
 pub mod logging;
 pub mod operator;

@@ -15,12 +15,20 @@
 //!   still say `… (truncated)`, so the agent knows there was text to go and read.
 //! - "Characters" are Unicode scalar values, of the rendered text (escapes included).
 //!
+//! What people never saw is removed before anything is measured (SPEC §18.4,
+//! `hidden_text`): every string loses hidden characters; the bodies GitHub renders as
+//! Markdown (`comment.body`, `review.body`, `check_run.output.summary`) lose HTML
+//! comments and references to hidden characters first. A URL or anchor holding a hidden
+//! character is omitted (cleaning it would point somewhere wrong). [`Excerpt`] counts what
+//! went, for the routed event; the gates never see any of this.
+//!
 //! Speed matters (this runs for every delivered event): the distilled fields borrow from
 //! the payload, long text is sliced at a char boundary rather than copied, sizes are
 //! counted without rendering, and the string is rendered once, at its exact size.
 
 mod json;
 
+use crate::hidden_text::{self, Stripped};
 use json::{Counter, Scalar, Sink};
 use serde_json::{Map, Value};
 
@@ -33,14 +41,51 @@ pub const TEXT_CAP: usize = 500;
 /// Appended to a string that was cut.
 pub const TRUNCATED: &str = "… (truncated)";
 
+/// An event's excerpt, and what its fields lost to SPEC §18.4.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Excerpt {
+    /// Pretty JSON, at most [`MAX_CHARS`] characters.
+    pub text: String,
+    /// Characters (Unicode scalar values) of hidden text removed from the allow-listed
+    /// fields, before any cap.
+    pub hidden_removed: usize,
+}
+
 /// The excerpt of one event, as pretty JSON (2-space indent), at most [`MAX_CHARS`]
 /// characters, with every backtick escaped as `\u0060`. Never fails: a payload with
 /// nothing recognisable renders `{}`.
 pub fn excerpt(event: &str, payload: &Value) -> String {
+    excerpt_counted(event, payload).text
+}
+
+/// How many characters of hidden text the excerpt of this event removes, without
+/// rendering it (for the routed event, which is written before the excerpt is built).
+pub fn hidden_removed(event: &str, payload: &Value) -> usize {
+    payload.as_object().map_or(0, |root| {
+        let mut removed = 0;
+        distil(root, plan(event), &mut removed);
+        removed
+    })
+}
+
+/// [`excerpt`], and how many characters of hidden text it removed.
+pub fn excerpt_counted(event: &str, payload: &Value) -> Excerpt {
     let Some(root) = payload.as_object() else {
-        return "{}".to_string();
+        return Excerpt {
+            text: "{}".to_string(),
+            hidden_removed: 0,
+        };
     };
-    let mut members = distil(root, plan(event));
+    let mut hidden_removed = 0;
+    let members = distil(root, plan(event), &mut hidden_removed);
+    Excerpt {
+        text: fit(members),
+        hidden_removed,
+    }
+}
+
+/// Renders within [`MAX_CHARS`]: halving the prose cap, then dropping fields from the end.
+fn fit(mut members: Vec<Member<'_>>) -> String {
     let mut prose_cap = PROSE_CAP;
     loop {
         let size = measure(&members, prose_cap);
@@ -67,6 +112,8 @@ pub fn excerpt(event: &str, payload: &Value) -> String {
 enum Kind {
     /// Free text: capped at the (shrinking) prose cap.
     Prose,
+    /// Free text GitHub renders as Markdown: [`Kind::Prose`] that loses HTML comments too.
+    Markdown,
     /// A short string: capped at [`TEXT_CAP`].
     Text,
     /// A URL or anchor: shown whole or not at all.
@@ -94,7 +141,7 @@ const fn f(key: &'static str, kind: Kind) -> Field {
     }
 }
 
-use Kind::{Bool, Int, Object, Prose, Text, Whole};
+use Kind::{Bool, Int, Markdown, Object, Prose, Text, Whole};
 
 const AUTHOR: Field = Field {
     key: "author",
@@ -113,7 +160,7 @@ const COMMENT: Field = f(
     Object(&[
         f("path", Whole),
         f("line", Int),
-        f("body", Prose),
+        f("body", Markdown),
         f("html_url", Whole),
         AUTHOR,
     ]),
@@ -122,7 +169,7 @@ const REVIEW: Field = f(
     "review",
     Object(&[
         f("state", Text),
-        f("body", Prose),
+        f("body", Markdown),
         f("html_url", Whole),
         AUTHOR,
     ]),
@@ -165,7 +212,10 @@ const CHECK_RUN: Field = f(
         f("name", Text),
         f("status", Text),
         f("conclusion", Text),
-        f("output", Object(&[f("title", Text), f("summary", Prose)])),
+        f(
+            "output",
+            Object(&[f("title", Text), f("summary", Markdown)]),
+        ),
         f("html_url", Whole),
         f("details_url", Whole),
     ]),
@@ -224,26 +274,53 @@ enum Node<'a> {
     Object(Vec<Member<'a>>),
 }
 
-/// The allow-listed fields of `source`, in table order. Missing, null and wrong-typed
-/// fields contribute nothing; so does a nested object with nothing in it.
-fn distil<'a>(source: &'a Map<String, Value>, fields: &[Field]) -> Vec<Member<'a>> {
+/// The allow-listed fields of `source`, in table order, without hidden text; what that
+/// removed is added to `removed`. Missing, null and wrong-typed fields contribute nothing;
+/// so does a nested object with nothing in it.
+fn distil<'a>(
+    source: &'a Map<String, Value>,
+    fields: &[Field],
+    removed: &mut usize,
+) -> Vec<Member<'a>> {
     let mut members = Vec::with_capacity(fields.len());
     for field in fields {
         let Some(value) = source.get(field.source) else {
             continue;
         };
+        let mut visible = |stripped: Stripped<'a>| {
+            *removed += stripped.removed;
+            stripped.text
+        };
         let node = match (field.kind, value) {
-            (Prose, Value::String(s)) => Node::Leaf(Scalar::Prose(s)),
-            (Text, Value::String(s)) => Node::Leaf(Scalar::Text(s)),
-            (Whole, Value::String(s)) if fits_alone(s) => Node::Leaf(Scalar::Whole(s)),
+            (Prose, Value::String(s)) => {
+                Node::Leaf(Scalar::Prose(visible(hidden_text::strip_hidden(s))))
+            }
+            (Markdown, Value::String(s)) => {
+                Node::Leaf(Scalar::Prose(visible(hidden_text::strip_markdown(s))))
+            }
+            (Text, Value::String(s)) => {
+                Node::Leaf(Scalar::Text(visible(hidden_text::strip_hidden(s))))
+            }
+            (Whole, Value::String(s)) => {
+                // Shown whole or not at all: a hidden character is counted, the value
+                // left out.
+                let hidden = hidden_text::strip_hidden(s).removed;
+                *removed += hidden;
+                if hidden > 0 || !fits_alone(s) {
+                    continue;
+                }
+                Node::Leaf(Scalar::Whole(s))
+            }
             (Int, Value::Number(n)) if n.is_i64() || n.is_u64() => Node::Leaf(Scalar::Int(n)),
             (Bool, Value::Bool(b)) => Node::Leaf(Scalar::Bool(*b)),
             (Kind::Login, Value::Object(user)) => match user.get("login") {
-                Some(Value::String(login)) => Node::Leaf(Scalar::Text(login)),
+                Some(Value::String(login)) => {
+                    Node::Leaf(Scalar::Text(visible(hidden_text::strip_hidden(login))))
+                }
                 _ => continue,
             },
             (Object(table), Value::Object(inner)) => {
-                let children = distil(inner, table);
+                let children = distil(inner, table, removed);
                 if children.is_empty() {
                     continue;
                 }
@@ -347,7 +424,7 @@ mod tests {
     #[test]
     fn drop_last_removes_leaves_then_empty_objects() {
         let payload = json!({"sender": {"login": "a"}, "label": {"name": "x"}});
-        let mut members = distil(payload.as_object().unwrap(), plan("issues"));
+        let mut members = distil(payload.as_object().unwrap(), plan("issues"), &mut 0);
         assert_eq!(members.len(), 2);
         assert!(drop_last(&mut members));
         assert_eq!(members.len(), 1, "the emptied label object goes too");
@@ -359,7 +436,7 @@ mod tests {
     fn whole_values_longer_than_the_budget_are_omitted() {
         let long = "h".repeat(MAX_CHARS);
         let payload = json!({"comment": {"html_url": long, "body": "b"}});
-        let members = distil(payload.as_object().unwrap(), plan("issue_comment"));
+        let members = distil(payload.as_object().unwrap(), plan("issue_comment"), &mut 0);
         let out = render(&members, PROSE_CAP, measure(&members, PROSE_CAP));
         assert_eq!(out, "{\n  \"comment\": {\n    \"body\": \"b\"\n  }\n}");
     }

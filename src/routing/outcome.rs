@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::control::ControlCommand;
+use super::excerpt;
 use super::router::Inbound;
 use crate::events::{Event, EventType, Source};
 use crate::work_item::WorkItemRef;
@@ -157,7 +158,9 @@ impl Outcome {
     /// The event-log record of this decision: `gh_event`, `action`, `delivery_id`,
     /// `work_items`, `actor`, plus `reason` (dropped), `outcome` (routed: `deliver`,
     /// `close`, `spawn-candidate`), `work_item` (the item a control, close or spawn acts
-    /// on), `commands` (ambiguous), `merged` (close).
+    /// on), `commands` (ambiguous), `merged` (close), and `hidden_removed` when the
+    /// excerpt a deliver or spawn-candidate goes on with loses hidden text (SPEC §18.4:
+    /// the operator learns someone tried; the gates above read the raw payload).
     pub fn to_event(&self, inbound: &Inbound<'_>, source: Source) -> Event {
         let non_empty = |s: &str| (!s.is_empty()).then(|| s.to_string());
         let refs = |items: Vec<&WorkItemRef>| {
@@ -169,8 +172,14 @@ impl Outcome {
             .with("delivery_id", non_empty(inbound.delivery_id))
             .with("work_items", refs(self.work_items()))
             .with("actor", self.actor());
+        let hidden = || {
+            let removed = excerpt::hidden_removed(inbound.gh_event, inbound.payload);
+            (removed > 0).then_some(removed)
+        };
         match self {
-            Self::Deliver { .. } => event.with("outcome", "deliver"),
+            Self::Deliver { .. } => event
+                .with("outcome", "deliver")
+                .with_opt("hidden_removed", hidden()),
             Self::Control { item, .. } => event.with("work_item", item.to_string()),
             Self::Ambiguous { commands, .. } => event.with(
                 "commands",
@@ -183,7 +192,8 @@ impl Outcome {
             Self::SpawnCandidate { item, label, .. } => event
                 .with("outcome", "spawn-candidate")
                 .with("work_item", item.to_string())
-                .with("label", label.clone()),
+                .with("label", label.clone())
+                .with_opt("hidden_removed", hidden()),
             Self::Dropped { reason, .. } => event.with("reason", reason.as_str()),
         }
     }

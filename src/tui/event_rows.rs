@@ -159,7 +159,7 @@ pub fn describe(event: &Event, offset: UtcOffset) -> EventRow {
                 "→",
                 RowKind::Routed,
                 "routed".into(),
-                join(&[&actor, what, &arrow(&outcome)]),
+                join(&[&hidden_removed(event), &actor, what, &arrow(&outcome)]),
             )
         }
         T::RoutingDropped => (
@@ -383,6 +383,15 @@ pub fn describe(event: &Event, offset: UtcOffset) -> EventRow {
     EventRow::new(time, glyph, kind, verb, item, rest)
 }
 
+/// SPEC §18.4: the operator learns that someone tried to hide text from people. First in
+/// the row, so a narrow pane cuts the rest before it.
+fn hidden_removed(event: &Event) -> String {
+    match event.fields.get("hidden_removed").and_then(Value::as_u64) {
+        Some(count) if count > 0 => format!("⚠ hidden text removed ({count})"),
+        _ => String::new(),
+    }
+}
+
 fn arrow(outcome: &str) -> String {
     if outcome.is_empty() {
         String::new()
@@ -441,6 +450,24 @@ mod tests {
         );
         assert!(row.matches("mallory") && row.matches("#15") && row.matches("12:01"));
         assert!(!row.matches("alice"));
+    }
+
+    #[test]
+    fn a_routed_row_warns_of_hidden_text() {
+        let routed = ev(EventType::RoutingRouted)
+            .with("work_items", vec!["github:octo/repo#15"])
+            .with("actor", "alice")
+            .with("gh_event", "issue_comment")
+            .with("outcome", "deliver");
+        let row = describe(&routed.clone().with("hidden_removed", 43), UtcOffset::UTC);
+        assert_eq!((row.glyph, row.verb.as_str()), ("→", "routed"));
+        assert_eq!(
+            row.rest,
+            "⚠ hidden text removed (43) @alice issue_comment → deliver"
+        );
+        assert!(row.matches("hidden text"));
+        let row = describe(&routed, UtcOffset::UTC);
+        assert_eq!(row.rest, "@alice issue_comment → deliver");
     }
 
     #[test]

@@ -414,6 +414,28 @@ fn outcomes_become_log_events() {
     assert_eq!(event.work_item(), Some("github:octo/repo#16"));
 }
 
+/// SPEC §18.4: the routed event counts what the excerpt loses to hidden text, only when
+/// something went; the gates read the raw payload, so the marker (an HTML comment the
+/// excerpt would drop) still refuses, and refusals carry no count.
+#[test]
+fn routed_events_count_hidden_text_and_the_gates_read_it_raw() {
+    let alice = config(&["alice"]);
+    let event_for = |body: &str| {
+        let payload = with_comment("issue_comment.created", body);
+        let inbound = Inbound::from_webhook("issue_comment", "d-20", &payload);
+        route(&inbound, &alice, &mut DeliveryDedupe::new()).to_event(&inbound, Source::Webhook)
+    };
+    let event = event_for("fix it\u{E0041}\u{E0042}\u{200B}<!-- and more -->");
+    assert_eq!(event.event, EventType::RoutingRouted);
+    assert_eq!(event.fields["hidden_removed"], json!(3 + 17));
+    let event = event_for("fix it");
+    assert_eq!(event.event, EventType::RoutingRouted);
+    assert!(!event.fields.contains_key("hidden_removed"));
+    let event = event_for(&format!("quoted\u{200B}\n{MARKER}"));
+    assert_eq!(event.fields["reason"], json!("self-authored"));
+    assert!(!event.fields.contains_key("hidden_removed"));
+}
+
 #[test]
 fn marker_anywhere_in_the_body_refuses() {
     let alice = config(&["alice"]);

@@ -1,10 +1,12 @@
 //! The payload excerpt (SPEC §6.2–6.4) against the webhook fixtures, hand-made edge
-//! cases (`excerpt/cases.rs`), arbitrary payloads (`excerpt/properties.rs`), and the
-//! `the-loop excerpt` command (`excerpt/cli.rs`).
+//! cases (`excerpt/cases.rs`), arbitrary payloads (`excerpt/properties.rs`), hidden text
+//! (SPEC §18.4, `excerpt/hidden.rs`), and the `the-loop excerpt` command
+//! (`excerpt/cli.rs`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cases;
 mod cli;
+mod hidden;
 mod properties;
 
 use serde_json::{Value, json};

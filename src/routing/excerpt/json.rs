@@ -3,12 +3,14 @@
 //! measured size and the rendered text cannot disagree.
 
 use super::{TEXT_CAP, TRUNCATED};
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
-/// A leaf value, borrowed from the payload.
+/// A leaf value, borrowed from the payload (text owned only when hidden text was taken
+/// out of it).
 pub(super) enum Scalar<'a> {
-    Prose(&'a str),
-    Text(&'a str),
+    Prose(Cow<'a, str>),
+    Text(Cow<'a, str>),
     Whole(&'a str),
     Int(&'a serde_json::Number),
     Bool(bool),

@@ -5,6 +5,7 @@ use proptest::prelude::*;
 use serde_json::Value;
 use the_loop::config::Keywords;
 use the_loop::guard::sanitize;
+use the_loop::hidden_text::{strip_hidden, strip_markdown};
 use the_loop::routing::excerpt::excerpt;
 use the_loop::routing::{ControlKeywords, ControlMatch};
 
@@ -100,20 +101,23 @@ proptest! {
         );
     }
 
-    /// Nothing is lost through the escapes: a short comment body reads back exactly.
+    /// Nothing is lost through the escapes: a short comment body reads back exactly as
+    /// people see it (less what no one sees, SPEC §18.4).
     #[test]
     fn short_bodies_survive_the_escapes(body in body_text()) {
         let payload = serde_json::json!({"comment": {"body": body, "user": {"login": "alice"}}});
         let parsed: Value = serde_json::from_str(&excerpt("issue_comment", &payload)).unwrap();
-        prop_assert_eq!(parsed["comment"]["body"].as_str(), Some(body.as_str()));
+        let seen = strip_markdown(&body).text;
+        prop_assert_eq!(parsed["comment"]["body"].as_str(), Some(seen.as_ref()));
     }
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(5_000))]
 
-    /// The sanitizer removes exactly the controls, maps the separators to `\n`, keeps
-    /// everything else in order, and is idempotent.
+    /// The sanitizer removes exactly the controls, maps the separators to `\n`, then
+    /// removes what no one sees (SPEC §18.4), keeps everything else in order, and is
+    /// idempotent.
     #[test]
     fn the_sanitizer_removes_exactly_what_it_must(text in prop_oneof![nasty(), any::<String>()]) {
         let clean = sanitize(&text);
@@ -126,7 +130,8 @@ proptest! {
                 c => Some(c),
             })
             .collect();
-        prop_assert_eq!(clean.as_ref(), expected.as_str());
+        let expected = strip_hidden(&expected).text;
+        prop_assert_eq!(clean.as_ref(), expected.as_ref());
         let again = sanitize(&clean).into_owned();
         prop_assert_eq!(again.as_str(), clean.as_ref());
     }

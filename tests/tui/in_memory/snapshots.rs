@@ -260,6 +260,27 @@ fn the_events_filter_narrows_and_scrolling_holds_the_view() {
     snap("filter_no_match_100x30", screen(&app));
 }
 
+/// SPEC §18.4: the routed row of an event that lost hidden text says so, first, in the
+/// narrow pane and zoomed.
+#[test]
+fn a_routed_row_warns_of_hidden_text() {
+    let mut app = sample_app(100, 30);
+    let mut routed = the_loop::events::Event::new(
+        the_loop::events::Source::Webhook,
+        the_loop::events::EventType::RoutingRouted,
+    )
+    .with("work_items", vec!["github:octo/repo#15"])
+    .with("actor", "alice")
+    .with("gh_event", "issue_comment")
+    .with("outcome", "deliver")
+    .with("hidden_removed", 43);
+    routed.ts = "2026-01-31T12:04:58.000Z".into();
+    send(&mut app, Action::Events(vec![routed]));
+    snap("events_hidden_removed_100x30", screen(&app));
+    keys(&mut app, &["4", "z"]);
+    snap("events_hidden_removed_zoomed_100x30", screen(&app));
+}
+
 #[test]
 fn zoom_maximizes_the_focused_pane() {
     let mut app = sample_app(100, 30);

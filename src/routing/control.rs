@@ -79,12 +79,15 @@ impl ControlKeywords {
     /// Finds the keywords in `text`, case-insensitively. A keyword counts only as a whole
     /// word (`xthe-loop start` and `the-loop startx` are not commands), and only in the
     /// comment's own prose (SPEC §14.3): not in a quoted line (`> the-loop stop` quotes
-    /// someone), inline code or a fenced code block (both show a command, not give it).
+    /// someone), inline code or a fenced code block (both show a command, not give it),
+    /// and not in text GitHub shows no one (an HTML comment, SPEC §18.4): a command
+    /// nobody saw is not given.
     pub fn find(&self, text: &str) -> ControlMatch {
         if self.entries.is_empty() || text.is_empty() {
             return ControlMatch::None;
         }
-        let lowered = prose(text).to_lowercase();
+        let shown = crate::hidden_text::strip_markdown(text).text;
+        let lowered = prose(&shown).to_lowercase();
         let mut found: Vec<ControlCommand> = Vec::new();
         for (command, keyword) in &self.entries {
             if !found.contains(command) && contains_bounded(&lowered, keyword) {
@@ -298,6 +301,22 @@ mod tests {
             );
         }
         assert_eq!(prose("a `b` c\n> q\nd"), "a     c\n\nd");
+    }
+
+    #[test]
+    fn a_command_nobody_sees_is_not_given() {
+        let k = defaults();
+        for text in [
+            "<!-- the-loop stop -->",
+            "looks good <!--\nthe-loop stop\n-->",
+            "fine <!-- the-loop stop",
+        ] {
+            assert_eq!(k.find(text), ControlMatch::None, "{text:?}");
+        }
+        assert_eq!(
+            k.find("<!-- note --> the-loop stop"),
+            ControlMatch::Command(ControlCommand::Stop)
+        );
     }
 
     #[test]

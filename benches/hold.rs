@@ -14,7 +14,7 @@
 
 use futures::future::BoxFuture;
 use serde_json::json;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use the_loop::config::{Config, RepoConfig};
@@ -23,14 +23,11 @@ use the_loop::ingress::{InboundEvent, Ingest};
 use the_loop::paths::StatePaths;
 use the_loop::session::screen;
 use the_loop::session::{Dispatcher, Registry, SessionRecord, Sessions, Settings};
-use the_loop::tmux::fake::FakeTmux;
+use the_loop::tmux::fake::{FakeClaude, FakeTmux, RULE};
 use the_loop::tmux::{
     BufferName, Error, Liveness, PaneId, Paste, RealTmux, SessionInfo, Socket, SpawnSpec, Tmux,
 };
 use the_loop::work_item::WorkItemRef;
-
-const RULE: &str =
-    "────────────────────────────────────────────────────────────────────────────────";
 
 /// The fake tmux, noting when each submitting Enter reached a pane.
 struct Timed {
@@ -82,30 +79,6 @@ impl Tmux for Timed {
     fn list_sessions<'a>(&'a self) -> BoxFuture<'a, Result<Vec<SessionInfo>, Error>> {
         self.fake.list_sessions()
     }
-}
-
-/// A Claude-like screen: a dialog while `dialog` is set, else the input box showing an
-/// unsubmitted paste (the last bracketed paste after the last Enter) or nothing.
-fn claude_screen(dialog: Arc<AtomicBool>) -> the_loop::tmux::fake::Screen {
-    Arc::new(move |input: &[u8]| {
-        let text = String::from_utf8_lossy(input);
-        let unsubmitted = match (text.rfind("\x1b[201~"), text.rfind('\r')) {
-            (Some(p), Some(e)) => p > e,
-            (Some(_), None) => true,
-            _ => false,
-        };
-        if dialog.load(Ordering::SeqCst) {
-            return format!(
-                "⏺ Working.\n\n{RULE}\n Bash command\n\n   rm -rf build\n   Clean the build\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and always allow access to project/ from this project\n   3. No\n\n Esc to cancel · Tab to amend · ctrl+e to explain\n"
-            );
-        }
-        let line = if unsubmitted {
-            "❯\u{a0}[Pasted text #1 +3 lines]"
-        } else {
-            "❯\u{a0}"
-        };
-        format!("⏺ Working.\n\n{RULE}\n{line}\n{RULE}\n  ? for shortcuts\n")
-    })
 }
 
 struct World {
@@ -165,22 +138,21 @@ impl World {
     }
 
     /// A Claude session on #`n` behind a dialog.
-    fn held_session(&self, n: u64) -> (PaneId, Arc<AtomicBool>) {
+    fn held_session(&self, n: u64) -> (PaneId, Arc<FakeClaude>) {
         self.session(n, "claude", true)
     }
 
     /// A session of `harness` on #`n`, its screen Claude-like, behind a dialog or not.
-    fn session(&self, n: u64, harness: &str, dialog: bool) -> (PaneId, Arc<AtomicBool>) {
+    fn session(&self, n: u64, harness: &str, dialog: bool) -> (PaneId, Arc<FakeClaude>) {
         let item = item(n);
         let pane = self.tmux.fake.add_session(&item.tmux_session_name(), false);
         let mut record = SessionRecord::new(&item, harness, std::env::temp_dir());
         record.pane_id = Some(pane.to_string());
         self.sessions.registry().put(&record).unwrap();
-        let dialog = Arc::new(AtomicBool::new(dialog));
-        self.tmux
-            .fake
-            .set_screen(&pane, claude_screen(dialog.clone()));
-        (pane, dialog)
+        let claude = Arc::new(FakeClaude::default());
+        claude.dialog.store(dialog, Ordering::SeqCst);
+        self.tmux.fake.set_screen(&pane, claude.screen());
+        (pane, claude)
     }
 
     fn enter_at(&self, pane: &PaneId) -> Option<Instant> {
@@ -216,13 +188,13 @@ async fn release(iterations: u64) {
     let world = World::new();
     let mut samples = Vec::new();
     for n in 1..=iterations {
-        let (pane, dialog) = world.held_session(n);
+        let (pane, claude) = world.held_session(n);
         let settled = world.dispatcher.ingest(comment(n, n));
         let settled = tokio::spawn(settled);
         world.wait_held(n).await;
         // The dialog ends at a random point of the lane's 500 ms look cycle.
         tokio::time::sleep(Duration::from_millis(rand::random::<u64>() % 500)).await;
-        dialog.store(false, Ordering::SeqCst);
+        claude.dialog.store(false, Ordering::SeqCst);
         let cleared = Instant::now();
         settled.await.unwrap();
         samples.push(world.enter_at(&pane).unwrap() - cleared);
@@ -258,8 +230,8 @@ async fn burst(harness: &str, held: bool) {
         for n in 1..=sessions {
             world.wait_held(n).await;
         }
-        for (_, dialog) in &panes {
-            dialog.store(false, Ordering::SeqCst);
+        for (_, claude) in &panes {
+            claude.dialog.store(false, Ordering::SeqCst);
         }
         Instant::now()
     } else {

@@ -5,7 +5,8 @@
 use super::{BufferName, Error, Liveness, PaneId, Paste, SessionInfo, SpawnSpec, Tmux};
 use futures::future::BoxFuture;
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// One recorded call, in order.
@@ -67,7 +68,7 @@ pub struct FakeSession {
 }
 
 /// What a pane shows, drawn from everything pasted into it so far.
-pub type Screen = std::sync::Arc<dyn Fn(&[u8]) -> String + Send + Sync>;
+pub type Screen = Arc<dyn Fn(&[u8]) -> String + Send + Sync>;
 
 #[derive(Default)]
 struct State {
@@ -388,5 +389,68 @@ impl Tmux for FakeTmux {
                 .collect()
         });
         ready(result)
+    }
+}
+
+/// A pane program that draws like Claude Code 2.1.197 (SPEC §18; the real shapes are in
+/// `session::screen`'s fixtures): an input box
+/// between two rules that shows the operator's draft or an unsubmitted paste, a
+/// permission dialog in its place, or nothing drawn yet.
+#[derive(Default)]
+pub struct FakeClaude {
+    pub dialog: AtomicBool,
+    /// Booting: no input box yet.
+    pub undrawn: AtomicBool,
+    pub draft: Mutex<String>,
+    /// The next paste brings a dialog up before its Enter.
+    pub dialog_on_paste: AtomicBool,
+}
+
+/// Claude Code's rule above and below its input box.
+pub const RULE: &str = "────────────────────────────────────────────────────────────";
+
+impl FakeClaude {
+    pub fn screen(self: &Arc<Self>) -> Screen {
+        let me = Arc::clone(self);
+        Arc::new(move |input| me.draw(input))
+    }
+
+    /// Whether the pane holds a paste with no Enter after it.
+    pub fn unsubmitted(input: &[u8]) -> bool {
+        let input = String::from_utf8_lossy(input);
+        match (input.rfind("\x1b[201~"), input.rfind('\r')) {
+            (Some(paste), Some(enter)) => paste > enter,
+            (Some(_), None) => true,
+            _ => false,
+        }
+    }
+
+    fn draw(&self, input: &[u8]) -> String {
+        let unsubmitted = Self::unsubmitted(input);
+        if unsubmitted && self.dialog_on_paste.swap(false, Ordering::SeqCst) {
+            self.dialog.store(true, Ordering::SeqCst);
+        }
+        let transcript = "⏺ Working on the retry cap.\n\n";
+        if self.undrawn.load(Ordering::SeqCst) {
+            return "Welcome to Claude Code\n".into();
+        }
+        if self.dialog.load(Ordering::SeqCst) {
+            return format!(
+                "{transcript}{RULE}\n Bash command\n\n   rm -rf build\n   Clean the build\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and always allow access to project/ from this project\n   3. No\n\n Esc to cancel · Tab to amend · ctrl+e to explain\n"
+            );
+        }
+        let draft = self
+            .draft
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let line = if !draft.is_empty() {
+            format!("❯\u{a0}{draft}")
+        } else if unsubmitted {
+            "❯\u{a0}[Pasted text #1 +3 lines]".into()
+        } else {
+            "❯\u{a0}".into()
+        };
+        format!("{transcript}{RULE}\n{line}\n{RULE}\n  ? for shortcuts\n")
     }
 }

@@ -10,8 +10,7 @@
 
 use crate::support::claude_world::{ClaudeWorld, item};
 use crate::support::fake_model::Turn;
-use crate::support::tmux_server::BIN;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// The dialog Claude Code draws for a Bash call that needs permission.
@@ -102,6 +101,9 @@ async fn a_comment_during_a_dialog_waits_for_the_operator_and_survives_a_restart
     let delivered = world.events_named("dispatch.succeeded");
     assert_eq!(delivered.len(), 1, "{delivered:#?}");
     assert!(world.listed()["held"].is_null());
+    // Sessions, hooks, a supervisor's ledger and socket, a held delivery: all private
+    // (SPEC §18.5).
+    crate::support::private_state::assert_private_tree(&world.state);
 }
 
 /// `the-loop reply` while a dialog is up queues the reply and waits (`--wait`); it goes
@@ -114,22 +116,16 @@ async fn a_reply_during_a_dialog_waits_for_the_answer() {
     world.start().await;
     into_a_dialog(&world).await;
 
-    let reply = Command::new(BIN)
-        .args(["reply", "--work-item", &item().to_string()])
-        .args([
+    let item = item().to_string();
+    let reply = world
+        .command(&[
+            "reply",
+            "--work-item",
+            &item,
             "--text",
             "HERON: five retries.",
-            "--no-comment",
-            "--wait",
-            "180",
         ])
-        .env("THE_LOOP_HOME", &world.state)
-        .env("THE_LOOP_CONFIG", &world.config)
-        .env_remove("GH_TOKEN")
-        .env_remove("GITHUB_TOKEN")
-        .env_remove("THE_LOOP_TMUX_SOCKET")
-        .env_remove("TMUX")
-        .env_remove("TMUX_PANE")
+        .args(["--no-comment", "--wait", "180"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -142,7 +138,7 @@ async fn a_reply_during_a_dialog_waits_for_the_answer() {
     assert!(!ran(&world), "the dialog was answered by the reply");
     assert!(requests_with(&world, "HERON").is_empty());
 
-    let out = world.cli(&["sessions", "approve", &item().to_string()]);
+    let out = world.cli(&["sessions", "approve", &item]);
     assert!(out.status.success(), "{out:?}");
     let out = reply.wait_with_output().unwrap();
     assert!(out.status.success(), "{out:?}");

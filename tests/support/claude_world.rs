@@ -225,7 +225,13 @@ tui: {{notify: none}}
 
     /// `the-loop ARGS` against this world's state and config, outside any tmux.
     pub fn cli(&self, args: &[&str]) -> std::process::Output {
-        Command::new(BIN)
+        self.command(args).output().unwrap()
+    }
+
+    /// [`Self::cli`], not started yet (to run it in the background).
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(BIN);
+        command
             .args(args)
             .env("THE_LOOP_HOME", &self.state)
             .env("THE_LOOP_CONFIG", &self.config)
@@ -234,9 +240,8 @@ tui: {{notify: none}}
             .env_remove("GH_TOKEN")
             .env_remove("GITHUB_TOKEN")
             .env_remove("TMUX")
-            .env_remove("TMUX_PANE")
-            .output()
-            .unwrap()
+            .env_remove("TMUX_PANE");
+        command
     }
 
     /// The item's row of `sessions list --json`.

@@ -86,8 +86,11 @@ impl ControlKeywords {
         if self.entries.is_empty() || text.is_empty() {
             return ControlMatch::None;
         }
-        let shown = crate::hidden_text::strip_markdown(text).text;
-        let lowered = prose(&shown).to_lowercase();
+        // Quotes and code first: `<!--` inside code is literal text, not a comment.
+        let prose = prose(text);
+        let lowered = crate::hidden_text::strip_markdown(&prose)
+            .text
+            .to_lowercase();
         let mut found: Vec<ControlCommand> = Vec::new();
         for (command, keyword) in &self.entries {
             if !found.contains(command) && contains_bounded(&lowered, keyword) {

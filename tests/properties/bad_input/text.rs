@@ -13,7 +13,8 @@ fn keywords() -> ControlKeywords {
     ControlKeywords::new(&Keywords::default())
 }
 
-/// Prose with no Markdown of its own (no backtick, tilde or quote marker).
+/// Prose with no Markdown of its own (no backtick, tilde or quote marker, and no raw
+/// HTML: `<!--` or `<?` hides what follows from people, and so from the keyword scan).
 fn plain() -> impl Strategy<Value = String> {
     prop_oneof![
         proptest::sample::select(vec![
@@ -27,7 +28,7 @@ fn plain() -> impl Strategy<Value = String> {
             "ok.",
         ])
         .prop_map(String::from),
-        "[^`~>]{0,40}",
+        "[^`~><]{0,40}",
     ]
 }
 

@@ -12,10 +12,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use futures::future::BoxFuture;
 use serde_json::json;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use the_loop::config::{Config, RepoConfig};
 use the_loop::events::{EventLog, Source};
@@ -24,66 +23,12 @@ use the_loop::paths::StatePaths;
 use the_loop::session::screen;
 use the_loop::session::{Dispatcher, Registry, SessionRecord, Sessions, Settings};
 use the_loop::tmux::fake::{FakeClaude, FakeTmux, RULE};
-use the_loop::tmux::{
-    BufferName, Error, Liveness, PaneId, Paste, RealTmux, SessionInfo, Socket, SpawnSpec, Tmux,
-};
+use the_loop::tmux::{PaneId, RealTmux, Socket, SpawnSpec, Tmux};
 use the_loop::work_item::WorkItemRef;
-
-/// The fake tmux, noting when each submitting Enter reached a pane.
-struct Timed {
-    fake: FakeTmux,
-    enters: Mutex<Vec<(String, Instant)>>,
-}
-
-impl Tmux for Timed {
-    fn create_session<'a>(&'a self, spec: &'a SpawnSpec) -> BoxFuture<'a, Result<PaneId, Error>> {
-        self.fake.create_session(spec)
-    }
-    fn probe<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<Liveness, Error>> {
-        self.fake.probe(name)
-    }
-    fn kill_session<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Result<(), Error>> {
-        self.fake.kill_session(name)
-    }
-    fn paste_text<'a>(
-        &'a self,
-        buffer: &'a BufferName,
-        data: &'a [u8],
-        pane: &'a PaneId,
-        paste: Paste,
-    ) -> BoxFuture<'a, Result<(), Error>> {
-        if data == b"\r" {
-            self.enters
-                .lock()
-                .unwrap()
-                .push((pane.to_string(), Instant::now()));
-        }
-        self.fake.paste_text(buffer, data, pane, paste)
-    }
-    fn delete_buffer<'a>(&'a self, buffer: &'a BufferName) -> BoxFuture<'a, Result<(), Error>> {
-        self.fake.delete_buffer(buffer)
-    }
-    fn capture_pane<'a>(
-        &'a self,
-        pane: &'a PaneId,
-        with_escapes: bool,
-    ) -> BoxFuture<'a, Result<String, Error>> {
-        self.fake.capture_pane(pane, with_escapes)
-    }
-    fn window_activity<'a>(&'a self, pane: &'a PaneId) -> BoxFuture<'a, Result<u64, Error>> {
-        self.fake.window_activity(pane)
-    }
-    fn pane_pid<'a>(&'a self, pane: &'a PaneId) -> BoxFuture<'a, Result<u32, Error>> {
-        self.fake.pane_pid(pane)
-    }
-    fn list_sessions<'a>(&'a self) -> BoxFuture<'a, Result<Vec<SessionInfo>, Error>> {
-        self.fake.list_sessions()
-    }
-}
 
 struct World {
     _dir: tempfile::TempDir,
-    tmux: Arc<Timed>,
+    tmux: Arc<FakeTmux>,
     sessions: Arc<Sessions>,
     dispatcher: Dispatcher,
 }
@@ -122,10 +67,7 @@ impl World {
         let events = EventLog::open(&paths);
         let mut settings = Settings::new(&config, None, &paths).unwrap();
         settings.claude_config = None;
-        let tmux = Arc::new(Timed {
-            fake: FakeTmux::new(),
-            enters: Mutex::new(Vec::new()),
-        });
+        let tmux = Arc::new(FakeTmux::new());
         let registry = Registry::new(&paths, events.clone(), Source::Dispatch);
         let sessions = Arc::new(Sessions::new(tmux.clone(), registry, events, settings));
         let dispatcher = Dispatcher::new(Arc::clone(&sessions), &config, &paths).unwrap();
@@ -145,22 +87,19 @@ impl World {
     /// A session of `harness` on #`n`, its screen Claude-like, behind a dialog or not.
     fn session(&self, n: u64, harness: &str, dialog: bool) -> (PaneId, Arc<FakeClaude>) {
         let item = item(n);
-        let pane = self.tmux.fake.add_session(&item.tmux_session_name(), false);
+        let pane = self.tmux.add_session(&item.tmux_session_name(), false);
         let mut record = SessionRecord::new(&item, harness, std::env::temp_dir());
         record.pane_id = Some(pane.to_string());
         self.sessions.registry().put(&record).unwrap();
         let claude = Arc::new(FakeClaude::default());
         claude.dialog.store(dialog, Ordering::SeqCst);
-        self.tmux.fake.set_screen(&pane, claude.screen());
+        self.tmux.set_screen(&pane, claude.screen());
         (pane, claude)
     }
 
+    /// When the first submitting Enter reached `pane`.
     fn enter_at(&self, pane: &PaneId) -> Option<Instant> {
-        let enters = self.tmux.enters.lock().unwrap();
-        enters
-            .iter()
-            .find(|(p, _)| p == pane.as_str())
-            .map(|(_, at)| *at)
+        self.tmux.enters(pane).first().copied()
     }
 
     async fn wait_held(&self, n: u64) {
@@ -243,7 +182,7 @@ async fn burst(harness: &str, held: bool) {
     let took = started.elapsed();
     let mut exactly_once_in_order = true;
     for (i, (pane, _)) in panes.iter().enumerate() {
-        let input = String::from_utf8(world.tmux.fake.pane_input(pane)).unwrap();
+        let input = String::from_utf8(world.tmux.pane_input(pane)).unwrap();
         let ids: Vec<u64> = input
             .match_indices("COMMENT-")
             .map(|(at, _)| input[at + 8..at + 14].parse().unwrap())

@@ -111,10 +111,6 @@ impl Sessions {
                 Err(error) => return Err(error.into()),
             }
         }
-        // What waited on the session goes with it, said, never silently.
-        if let Ok(Some(current)) = self.registry.get(&record.work_item) {
-            self.held_replies_ended(&record.work_item, current.hold.replies);
-        }
         self.registry.remove(&record.work_item)?;
         let ledger = self
             .ledger
@@ -151,14 +147,18 @@ impl Sessions {
             });
         }
         let was_running = self.end_harness(&record).await?;
-        let record = self
+        // What waited on the session goes with it: said, never delivered (SPEC §18.3).
+        let (record, dropped) = self
             .registry
             .update(&record.work_item, |r| {
                 r.status = Status::Closed;
                 r.last_event_at = Some(crate::time::now_ts());
-                r.clone()
+                let dropped = std::mem::take(&mut r.hold.replies);
+                r.hold.unsubmitted = None;
+                (r.clone(), dropped)
             })?
-            .unwrap_or(record);
+            .unwrap_or((record, Vec::new()));
+        self.held_replies_ended(&record.work_item, dropped);
         Ok(Ended {
             record,
             was_running,

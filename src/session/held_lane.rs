@@ -124,19 +124,13 @@ impl Inner {
             since: h.since.clone(),
             waiting: h.waiting,
         });
-        let (registry, work_item) = (self.sessions.registry().clone(), item.clone());
-        let written = tokio::task::spawn_blocking(move || {
-            registry.update(&work_item, |r| r.hold.events = events)
-        })
-        .await;
-        match written {
-            Ok(Ok(_)) => {}
-            Ok(Err(error)) => {
-                tracing::warn!(%item, "the hold was not recorded on the session: {error}")
-            }
-            Err(error) => {
-                tracing::warn!(%item, "the hold was not recorded on the session: {error}")
-            }
+        let written = self
+            .sessions
+            .registry()
+            .update_async(item, |r| r.hold.events = events)
+            .await;
+        if let Err(error) = written {
+            tracing::warn!(%item, "the hold was not recorded on the session: {error}");
         }
     }
 }

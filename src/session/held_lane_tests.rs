@@ -178,16 +178,22 @@ async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
+/// A comment by alice on #1 behind a dialog: its settlement, once the lane holds it.
+async fn held_comment(f: &Fixture, id: u64, body: &str) -> tokio::task::JoinHandle<Disposition> {
+    let settled = tokio::spawn(f.dispatcher.ingest(comment_by("alice", id, 1, body)));
+    eventually("the hold", || {
+        f.record(1).is_some_and(|r| r.hold.events.is_some())
+    })
+    .await;
+    settled
+}
+
 #[tokio::test]
 async fn a_held_event_keeps_its_lane_and_goes_out_once_in_order_when_the_dialog_is_answered() {
     let f = Fixture::new();
     let (pane, claude) = f.claude_session(1);
     claude.dialog.store(true, Ordering::SeqCst);
-    let first = tokio::spawn(f.dispatcher.ingest(comment_by("alice", 1, 1, "first")));
-    eventually("the hold", || {
-        !f.events_named("session.delivery_held").is_empty()
-    })
-    .await;
+    let first = held_comment(&f, 1, "first").await;
     let second = tokio::spawn(f.dispatcher.ingest(comment_by("alice", 2, 1, "second")));
     eventually("both waiting", || {
         f.record(1)
@@ -228,11 +234,7 @@ async fn a_stop_queued_behind_a_held_event_ends_it_as_session_ended() {
     let f = Fixture::new();
     let (pane, claude) = f.claude_session(1);
     claude.dialog.store(true, Ordering::SeqCst);
-    let held = tokio::spawn(f.dispatcher.ingest(comment_by("alice", 1, 1, "first")));
-    eventually("the hold", || {
-        !f.events_named("session.delivery_held").is_empty()
-    })
-    .await;
+    let held = held_comment(&f, 1, "first").await;
     let stop = f
         .dispatcher
         .ingest(comment_by("alice", 2, 1, "@the-loop stop"))
@@ -307,14 +309,7 @@ async fn a_reply_never_jumps_an_event_held_before_it() {
     let f = Fixture::new();
     let (pane, claude) = f.claude_session(1);
     claude.dialog.store(true, Ordering::SeqCst);
-    let event = tokio::spawn(
-        f.dispatcher
-            .ingest(comment_by("alice", 1, 1, "the comment")),
-    );
-    eventually("the hold", || {
-        f.record(1).is_some_and(|r| r.hold.events.is_some())
-    })
-    .await;
+    let event = held_comment(&f, 1, "the comment").await;
     let replier = Replier::new(Arc::clone(&f.sessions));
     let error = replier.reply(reply_request("the reply")).await.unwrap_err();
     assert!(matches!(error, ReplyError::Held { .. }), "{error:?}");
@@ -326,40 +321,31 @@ async fn a_reply_never_jumps_an_event_held_before_it() {
     assert!(pasted[0].contains("the comment") && pasted[1].contains("the reply"));
 }
 
+/// A stop or a reset ends the session: each reply held on it is reported, never
+/// delivered, and nothing reaches the pane.
 #[tokio::test]
 async fn replies_held_on_a_session_that_ends_are_reported_not_delivered() {
-    let f = Fixture::new();
-    let (pane, claude) = f.claude_session(1);
-    claude.dialog.store(true, Ordering::SeqCst);
-    let replier = Replier::new(Arc::clone(&f.sessions));
-    replier.reply(reply_request("too late")).await.unwrap_err();
-    f.sessions
-        .stop(&item(1), &crate::session::Origin::cli())
-        .await
-        .unwrap();
-    claude.dialog.store(false, Ordering::SeqCst);
-    assert_eq!(replier.release_held(&item(1)).await, 0);
-    let failed = f.events_named("session.reply_failed");
-    assert_eq!(failed.len(), 1, "{failed:?}");
-    assert_eq!(failed[0]["reason"], "session-ended");
-    assert!(f.pasted(&pane).is_empty());
-    assert!(f.record(1).unwrap().hold.replies.is_empty());
-}
-
-#[tokio::test]
-async fn a_reset_reports_the_replies_it_drops() {
-    let f = Fixture::new();
-    let (pane, claude) = f.claude_session(1);
-    claude.dialog.store(true, Ordering::SeqCst);
-    let replier = Replier::new(Arc::clone(&f.sessions));
-    replier.reply(reply_request("never")).await.unwrap_err();
-    f.sessions
-        .reset(&item(1), &crate::session::Origin::cli())
-        .await
-        .unwrap();
-    let failed = f.events_named("session.reply_failed");
-    assert_eq!(failed.len(), 1, "{failed:?}");
-    assert_eq!(failed[0]["reason"], "session-ended");
-    assert!(f.record(1).is_none());
-    assert!(f.pasted(&pane).is_empty());
+    for reset in [false, true] {
+        let f = Fixture::new();
+        let (pane, claude) = f.claude_session(1);
+        claude.dialog.store(true, Ordering::SeqCst);
+        let replier = Replier::new(Arc::clone(&f.sessions));
+        replier.reply(reply_request("too late")).await.unwrap_err();
+        let origin = crate::session::Origin::cli();
+        if reset {
+            f.sessions.reset(&item(1), &origin).await.unwrap();
+        } else {
+            f.sessions.stop(&item(1), &origin).await.unwrap();
+        }
+        claude.dialog.store(false, Ordering::SeqCst);
+        assert_eq!(replier.release_held(&item(1)).await, 0);
+        let failed = f.events_named("session.reply_failed");
+        assert_eq!(failed.len(), 1, "reset {reset}: {failed:?}");
+        assert_eq!(failed[0]["reason"], "session-ended");
+        assert!(f.pasted(&pane).is_empty());
+        match f.record(1) {
+            Some(record) => assert!(!reset && record.hold.replies.is_empty()),
+            None => assert!(reset, "a stop keeps the record"),
+        }
+    }
 }

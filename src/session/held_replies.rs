@@ -9,7 +9,7 @@
 //! `session-ended`), never delivered.
 
 use super::hold::HeldReply;
-use super::paste_into::{Delivered, Held, PasteError, PastePolicy};
+use super::paste_into::{Held, PasteError, PastePolicy};
 use super::reply::{Replier, ReplyError, Via};
 use super::sessions::Sessions;
 use crate::events::{Event, EventType, Level};
@@ -24,35 +24,24 @@ impl Replier {
         held: Held,
         via: Via,
     ) -> ReplyError {
-        let (registry, work_item, queued) = (
-            self.sessions.registry().clone(),
-            item.clone(),
-            reply.clone(),
-        );
-        let saved = tokio::task::spawn_blocking(move || {
-            registry.update(&work_item, |r| {
+        let queued = reply.clone();
+        let saved = self
+            .sessions
+            .registry()
+            .update_async(item, |r| {
                 r.hold.replies.push(queued);
                 r.hold.summary().map_or(1, |s| s.count)
             })
-        })
-        .await;
+            .await;
         let waiting = match saved {
-            Ok(Ok(Some(waiting))) => waiting,
-            Ok(Ok(None)) => {
+            Ok(Some(waiting)) => waiting,
+            Ok(None) => {
                 let error = ReplyError::NoSession(item.to_string());
                 self.refused(item, &reply.actor, via, &error);
                 return error;
             }
-            Ok(Err(error)) => {
+            Err(error) => {
                 let error = ReplyError::Registry(error);
-                self.refused(item, &reply.actor, via, &error);
-                return error;
-            }
-            Err(join) => {
-                let error = ReplyError::PasteFailed {
-                    item: item.to_string(),
-                    error: format!("the held reply could not be queued: {join}"),
-                };
                 self.refused(item, &reply.actor, via, &error);
                 return error;
             }
@@ -118,51 +107,37 @@ impl Replier {
                             .with("held_seconds", held_seconds(&next.since))
                             .with("reply_id", next.id.as_str()),
                     );
-                    let Delivered { pane, bytes, .. } = pasted.delivered;
-                    self.delivered(
-                        &pasted.work_item,
-                        pane,
-                        bytes,
-                        &next.actor,
-                        via,
-                        next.comment,
-                        &next.reply,
-                    )
-                    .await;
+                    self.delivered(pasted, &next.actor, via, next.comment, &next.reply)
+                        .await;
                 }
                 Err(error) => match *error {
                     PasteError::Held(_, held) => {
                         if held.reason != next.reason {
                             let id = next.id.clone();
-                            let _ = self.sessions.registry().update(item, |r| {
-                                if let Some(q) = r.hold.replies.iter_mut().find(|q| q.id == id) {
-                                    q.reason = held.reason;
-                                }
-                            });
+                            let noted = self
+                                .sessions
+                                .registry()
+                                .update_async(item, move |r| {
+                                    let queued = r.hold.replies.iter_mut().find(|q| q.id == id);
+                                    if let Some(q) = queued {
+                                        q.reason = held.reason;
+                                    }
+                                })
+                                .await;
+                            if let Err(error) = noted {
+                                tracing::warn!(%item, "a held reply's reason not recorded: {error}");
+                            }
                         }
                         return released;
                     }
-                    PasteError::Closed(_) | PasteError::NoSession(_) => {
-                        self.session_ended(item);
-                        return released;
-                    }
+                    // Ended: `Sessions::end` reported what the queue held.
+                    PasteError::Closed(_) | PasteError::NoSession(_) => return released,
                     other => {
                         tracing::debug!(%item, "a held reply waits on: {}", ReplyError::from(other));
                         return released;
                     }
                 },
             }
-        }
-    }
-
-    /// The session ended with replies queued: each is reported, never delivered.
-    fn session_ended(&self, item: &WorkItemRef) {
-        if let Ok(Some(dropped)) = self
-            .sessions
-            .registry()
-            .update(item, |r| std::mem::take(&mut r.hold.replies))
-        {
-            self.sessions.held_replies_ended(item, dropped);
         }
     }
 }

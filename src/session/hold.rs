@@ -83,19 +83,24 @@ impl std::str::FromStr for HoldReason {
 /// Whether a paste may land now: `None` to paste, else why not. The screen decides
 /// first; a reported `awaiting-permission` holds too, even before the dialog is drawn.
 pub fn decide(look: &Look, reported: Option<&Reported>) -> Option<HoldReason> {
-    let awaiting = reported.is_some_and(|r| r.state == ReportedState::AwaitingPermission);
-    match look.dialog {
-        Some(Dialog::Permission) => return Some(HoldReason::PermissionDialog),
-        _ if awaiting => return Some(HoldReason::PermissionDialog),
-        // The trust screen, a menu, a question the model asks: the harness is not at
-        // its input box (Enter would choose an option).
-        Some(Dialog::Other) => return Some(HoldReason::NotReady),
-        None => {}
-    }
-    match &look.input {
+    dialog(look, reported).or(match &look.input {
         InputBox::Empty => None,
         InputBox::Holds(_) => Some(HoldReason::OperatorDraft),
         InputBox::NotDrawn => Some(HoldReason::NotReady),
+    })
+}
+
+/// Whether a dialog stands in the way, whatever the box holds: the Enter after a
+/// paste asks only this (the box then holds the paste).
+pub fn dialog(look: &Look, reported: Option<&Reported>) -> Option<HoldReason> {
+    let awaiting = reported.is_some_and(|r| r.state == ReportedState::AwaitingPermission);
+    match look.dialog {
+        Some(Dialog::Permission) => Some(HoldReason::PermissionDialog),
+        _ if awaiting => Some(HoldReason::PermissionDialog),
+        // The trust screen, a menu, a question the model asks: the harness is not at
+        // its input box (Enter would choose an option).
+        Some(Dialog::Other) => Some(HoldReason::NotReady),
+        None => None,
     }
 }
 
@@ -122,8 +127,7 @@ impl Hold {
 
     /// What waits, for people and `sessions list --json` (`held`): `None` when nothing.
     pub fn summary(&self) -> Option<HeldSummary> {
-        let oldest_reply = self.replies.iter().min_by(|a, b| a.since.cmp(&b.since));
-        let (reason, since) = match (&self.events, oldest_reply) {
+        let (reason, since) = match (&self.events, self.replies.first()) {
             (Some(e), Some(r)) if r.since < e.since => (r.reason, r.since.clone()),
             (Some(e), _) => (e.reason, e.since.clone()),
             (None, Some(r)) => (r.reason, r.since.clone()),

@@ -91,9 +91,11 @@ pub(crate) struct PastePolicy<'a> {
     /// tmux not answering whether the pane runs: paste into the recorded pane; else
     /// refuse.
     paste_blind: bool,
-    /// Recorded on the session (none when empty); names a paste a dialog interrupted
-    /// (`hold.unsubmitted`).
+    /// Recorded on the session (none when empty).
     delivery_id: &'a str,
+    /// Names the paste while a dialog keeps it in the box unsubmitted
+    /// (`hold.unsubmitted`): the event's delivery id, a reply's id.
+    key: &'a str,
 }
 
 impl<'a> PastePolicy<'a> {
@@ -106,6 +108,7 @@ impl<'a> PastePolicy<'a> {
             respawn: Some(inputs),
             paste_blind: true,
             delivery_id: &inputs.delivery_id,
+            key: &inputs.delivery_id,
         }
     }
 
@@ -117,13 +120,9 @@ impl<'a> PastePolicy<'a> {
             check_first: true,
             respawn: None,
             paste_blind: false,
-            delivery_id: id,
+            delivery_id: "",
+            key: id,
         }
-    }
-
-    /// Whether the delivery is recorded on the session (events are; replies are not).
-    fn recorded(&self) -> bool {
-        self.respawn.is_some()
     }
 }
 
@@ -266,12 +265,7 @@ impl Sessions {
                 }
             }
         };
-        let recorded = if policy.recorded() {
-            policy.delivery_id
-        } else {
-            ""
-        };
-        self.record_delivery(&record.work_item, &delivered.pane, recorded, then)
+        self.record_delivery(&record.work_item, &delivered.pane, policy.delivery_id, then)
             .await;
         Ok(Pasted {
             work_item: record.work_item,
@@ -353,7 +347,7 @@ impl Sessions {
                 respawned: None,
             });
         };
-        let key = policy.delivery_id;
+        let key = policy.key;
         let ours_in_box = !key.is_empty() && record.hold.unsubmitted.as_deref() == Some(key);
         let bytes = if ours_in_box {
             crate::guard::sanitize(text).len()
@@ -431,12 +425,8 @@ impl Sessions {
                 return Shown::Held(HoldReason::NotReady);
             };
             let look = screen::look(&now);
-            match look.dialog {
-                Some(screen::Dialog::Permission) => {
-                    return Shown::Held(HoldReason::PermissionDialog);
-                }
-                Some(screen::Dialog::Other) => return Shown::Held(HoldReason::NotReady),
-                None => {}
+            if let Some(reason) = hold::dialog(&look, None) {
+                return Shown::Held(reason);
             }
             if screen::shows_paste(&now, &clean, marker) {
                 // The hook may have said so before the dialog is drawn.
@@ -446,17 +436,10 @@ impl Sessions {
                     .ok()
                     .flatten()
                     .and_then(|r| r.reported);
-                return match hold::decide(&look, reported.as_ref()) {
-                    Some(HoldReason::PermissionDialog) => Shown::Held(HoldReason::PermissionDialog),
-                    _ => Shown::Ready,
-                };
+                return hold::dialog(&look, reported.as_ref()).map_or(Shown::Ready, Shown::Held);
             }
             if tokio::time::Instant::now() >= deadline {
-                return match look.input {
-                    screen::InputBox::Empty => Shown::Gone,
-                    screen::InputBox::Holds(_) => Shown::Held(HoldReason::OperatorDraft),
-                    screen::InputBox::NotDrawn => Shown::Held(HoldReason::NotReady),
-                };
+                return hold::decide(&look, None).map_or(Shown::Gone, Shown::Held);
             }
             tokio::time::sleep(timings.poll).await;
         }
@@ -476,16 +459,13 @@ impl Sessions {
 
     /// Records (or clears) the paste a dialog stopped before its Enter.
     async fn set_unsubmitted(&self, item: &WorkItemRef, key: Option<&str>) {
-        let (registry, item, key) = (self.registry.clone(), item.clone(), key.map(str::to_string));
-        let work_item = item.clone();
-        let saved = tokio::task::spawn_blocking(move || {
-            registry.update(&item, |r| r.hold.unsubmitted = key)
-        })
-        .await;
-        match saved {
-            Ok(Ok(_)) => {}
-            Ok(Err(error)) => tracing::warn!(%work_item, "held paste not recorded: {error}"),
-            Err(error) => tracing::warn!(%work_item, "held paste not recorded: {error}"),
+        let key = key.map(str::to_string);
+        let saved = self
+            .registry
+            .update_async(item, |r| r.hold.unsubmitted = key)
+            .await;
+        if let Err(error) = saved {
+            tracing::warn!(%item, "held paste not recorded: {error}");
         }
     }
 
@@ -499,27 +479,18 @@ impl Sessions {
         delivery_id: &str,
         then: impl FnOnce(&mut SessionRecord) + Send + 'static,
     ) {
-        let (registry, item, pane, delivery_id) = (
-            self.registry.clone(),
-            item.clone(),
-            pane.to_string(),
-            delivery_id.to_string(),
-        );
-        let work_item = item.clone();
-        let saved = tokio::task::spawn_blocking(move || {
-            registry.update(&item, |r| {
+        let (pane, delivery_id) = (pane.to_string(), delivery_id.to_string());
+        let saved = self
+            .registry
+            .update_async(item, move |r| {
                 r.record_delivery(&delivery_id);
                 r.pane_id = Some(pane);
                 then(r);
             })
-        })
-        .await;
-        let error = match saved {
-            Ok(Ok(_)) => return,
-            Ok(Err(error)) => error.to_string(),
-            Err(error) => error.to_string(),
-        };
-        tracing::warn!(%work_item, "delivery not recorded on the session: {error}");
+            .await;
+        if let Err(error) = saved {
+            tracing::warn!(%item, "delivery not recorded on the session: {error}");
+        }
     }
 }
 

@@ -288,6 +288,25 @@ impl Registry {
         Ok(Some(out))
     }
 
+    /// [`Self::update`] off the async runtime (an fsync'd write, SPEC §15.6), for the
+    /// paste path and the hold bookkeeping.
+    pub async fn update_async<R: Send + 'static>(
+        &self,
+        item: &WorkItemRef,
+        change: impl FnOnce(&mut SessionRecord) -> R + Send + 'static,
+    ) -> Result<Option<R>, RegistryError> {
+        let (registry, work_item) = (self.clone(), item.clone());
+        tokio::task::spawn_blocking(move || registry.update(&work_item, change))
+            .await
+            .unwrap_or_else(|join| {
+                Err(io_error(
+                    "update",
+                    &self.path_of(item),
+                    io::Error::other(join.to_string()),
+                ))
+            })
+    }
+
     /// Forgets `item`'s record; true when there was one.
     pub fn remove(&self, item: &WorkItemRef) -> Result<bool, RegistryError> {
         let Some(found) = self.get(item)? else {

@@ -17,7 +17,7 @@
 //! went, never the text.
 
 use super::hold::{HeldReply, HoldReason};
-use super::paste_into::{Delivered, Held, PasteError, PastePolicy};
+use super::paste_into::{Delivered, Held, PasteError, PastePolicy, Pasted};
 use super::paste_lock::PasteLockError;
 use super::registry::RegistryError;
 use super::sessions::Sessions;
@@ -265,7 +265,7 @@ impl Replier {
         let text = reply_text(&request.text).ok_or(ReplyError::EmptyText)?;
         let actor = claimed_actor(request.actor.as_deref());
         let id = reply_id();
-        let (item, pane, bytes) = match self.paste(&item, &text, &id).await {
+        let pasted = match self.paste(&item, &text, &id).await {
             Ok(done) => done,
             Err(Pasting::Held(item, held)) => {
                 let queued = HeldReply {
@@ -286,30 +286,24 @@ impl Replier {
             }
         };
         Ok(self
-            .delivered(
-                &item,
-                pane,
-                bytes,
-                &actor,
-                request.via,
-                request.comment,
-                &text,
-            )
+            .delivered(pasted, &actor, request.via, request.comment, &text)
             .await)
     }
 
     /// The report and `session.reply_sent` of a reply that reached the agent.
-    #[allow(clippy::too_many_arguments)]
     pub(super) async fn delivered(
         &self,
-        item: &WorkItemRef,
-        pane: PaneId,
-        bytes: usize,
+        pasted: Pasted,
         actor: &str,
         via: Via,
         comment: bool,
         text: &str,
     ) -> Replied {
+        let Pasted {
+            work_item: item,
+            delivered: Delivered { pane, bytes, .. },
+        } = pasted;
+        let item = &item;
         let report = if comment {
             self.report(item, actor, via, text).await
         } else {
@@ -344,23 +338,15 @@ impl Replier {
     /// The checks that need the session, then the paste, under the paste lock: the
     /// one paste into a session, under the reply's policy (no respawn, no paste
     /// without the lock or while tmux does not answer).
-    async fn paste(
-        &self,
-        item: &WorkItemRef,
-        text: &str,
-        id: &str,
-    ) -> Result<(WorkItemRef, PaneId, usize), Pasting> {
+    async fn paste(&self, item: &WorkItemRef, text: &str, id: &str) -> Result<Pasted, Pasting> {
         let policy = PastePolicy::reply(self.lock_wait, id);
-        let pasted = self
-            .sessions
+        self.sessions
             .paste_into(item, |item| framed(item, text), &policy)
             .await
             .map_err(|error| match *error {
                 PasteError::Held(item, held) => Pasting::Held(item, held),
                 error => Pasting::Refused(ReplyError::from(error)),
-            })?;
-        let Delivered { pane, bytes, .. } = pasted.delivered;
-        Ok((pasted.work_item, pane, bytes))
+            })
     }
 
     async fn report(&self, item: &WorkItemRef, actor: &str, via: Via, text: &str) -> Report {

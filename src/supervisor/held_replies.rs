@@ -3,8 +3,8 @@
 //! socket, a viewer, `the-loop reply`), they go out once the session can take a paste.
 //!
 //! The records are scanned for queued replies every [`SCAN`]; a session found with some
-//! is looked at every `Timings::hold_check` (500 ms) until its queue is empty, and only
-//! then.
+//! is looked at every `Timings::hold_check` (500 ms) until the next scan finds its queue
+//! empty, and only then.
 
 use super::polling::stopped;
 use crate::session::{Registry, Replier};
@@ -24,14 +24,10 @@ pub(crate) async fn release(replier: Replier, registry: Registry, mut stop: watc
             held = queued(&registry).await;
             next_scan = Instant::now() + SCAN;
         }
-        let mut still = Vec::new();
-        for item in held.drain(..) {
-            replier.release_held(&item).await;
-            if has_queued(&registry, &item) {
-                still.push(item);
-            }
+        // A session whose queue empties is dropped by the next scan.
+        for item in &held {
+            replier.release_held(item).await;
         }
-        held = still;
         let wait = if held.is_empty() {
             next_scan.saturating_duration_since(Instant::now())
         } else {
@@ -63,8 +59,4 @@ async fn queued(registry: &Registry) -> Vec<WorkItemRef> {
             Vec::new()
         }
     }
-}
-
-fn has_queued(registry: &Registry, item: &WorkItemRef) -> bool {
-    matches!(registry.get(item), Ok(Some(r)) if !r.hold.replies.is_empty())
 }

@@ -65,6 +65,8 @@ pub struct FakeSession {
     pub spec: Option<SpawnSpec>,
     /// Everything pasted into the pane, as the program in it would read it.
     pub input: Vec<u8>,
+    /// When each submitting Enter (a plain `\r` paste) reached the pane.
+    pub enters: Vec<std::time::Instant>,
 }
 
 /// What a pane shows, drawn from everything pasted into it so far.
@@ -120,6 +122,7 @@ impl FakeTmux {
                 dead,
                 spec: None,
                 input: Vec::new(),
+                enters: Vec::new(),
             },
         );
         pane
@@ -149,6 +152,16 @@ impl FakeTmux {
             .values()
             .find(|s| &s.pane == pane)
             .map(|s| s.input.clone())
+            .unwrap_or_default()
+    }
+
+    /// When each submitting Enter reached a pane.
+    pub fn enters(&self, pane: &PaneId) -> Vec<std::time::Instant> {
+        self.lock()
+            .sessions
+            .values()
+            .find(|s| &s.pane == pane)
+            .map(|s| s.enters.clone())
             .unwrap_or_default()
     }
 
@@ -237,6 +250,7 @@ impl Tmux for FakeTmux {
                         dead: false,
                         spec: Some(spec.clone()),
                         input: Vec::new(),
+                        enters: Vec::new(),
                     },
                 );
                 Ok(pane)
@@ -308,6 +322,9 @@ impl Tmux for FakeTmux {
                 session.input.extend_from_slice(b"\x1b[201~");
             } else {
                 session.input.extend_from_slice(data);
+                if data == b"\r" {
+                    session.enters.push(std::time::Instant::now());
+                }
             }
             state.buffers.remove(buffer.as_str());
             Ok(())

@@ -120,31 +120,73 @@ pub const MAX_RESUBMITS: u32 = 2;
 /// How long a harness gets to take a submit before its input box is looked at.
 pub const SUBMIT_CHECK_WAIT: Duration = Duration::from_millis(300);
 
+/// How long a paste may stay in the box after the Enter before it is taken as lost.
+pub const SUBMIT_GRACE: Duration = Duration::from_secs(2);
+
+/// How long [`confirm_submitted`] waits, and how often it looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubmitCheck {
+    /// Before the first look.
+    pub wait: Duration,
+    /// How long the paste may stay in the box, the harness reporting no prompt,
+    /// before Enter is pressed again.
+    pub grace: Duration,
+    /// Between looks.
+    pub poll: Duration,
+}
+
+impl SubmitCheck {
+    /// One look after `wait`, no grace: the paste still in the box is pressed again.
+    pub fn once(wait: Duration) -> Self {
+        Self {
+            wait,
+            grace: Duration::ZERO,
+            poll: Duration::ZERO,
+        }
+    }
+}
+
 /// Makes sure a delivery's submit was taken, for a harness whose input box shows a
 /// paste as `marker` until it is submitted (Claude Code's `[Pasted text #1 +12 lines]`).
 /// A harness busy with the paste when the `\r` arrives (a loaded machine) can take the
 /// `\r` on an empty box and keep the paste unsubmitted. While the box still shows the
-/// marker, Enter is pressed again, at most [`MAX_RESUBMITS`] times. An extra Enter on an
-/// empty box does nothing. Returns how often it pressed; a screen that cannot be read is
-/// left alone.
+/// marker for `check.grace`, Enter is pressed again, at most [`MAX_RESUBMITS`] times.
+///
+/// `taken` says whether the harness reported a prompt submitted since the Enter
+/// (its hooks): then nothing is pressed, whatever the box shows. Claude Code 2.1.197
+/// takes an Enter that lands while its turn is ending, and still shows the paste in
+/// the box; a second Enter would send it twice (decision `2026-12-02-submit-check`).
+/// Returns how often it pressed; a screen that cannot be read is left alone.
 pub async fn confirm_submitted<T: Tmux + ?Sized>(
     tmux: &T,
     pane: &PaneId,
     marker: &str,
-    wait: Duration,
+    check: SubmitCheck,
+    mut taken: impl FnMut() -> bool,
 ) -> u32 {
     let mut pressed = 0;
     loop {
-        tokio::time::sleep(wait).await;
-        let screen = match tmux.capture_pane(pane, false).await {
-            Ok(screen) => screen,
-            Err(error) => {
-                tracing::debug!(%pane, "submit not checked: {error}");
+        tokio::time::sleep(check.wait).await;
+        let deadline = tokio::time::Instant::now() + check.grace;
+        loop {
+            let screen = match tmux.capture_pane(pane, false).await {
+                Ok(screen) => screen,
+                Err(error) => {
+                    tracing::debug!(%pane, "submit not checked: {error}");
+                    return pressed;
+                }
+            };
+            if !holds_paste(&screen, marker) {
                 return pressed;
             }
-        };
-        if !holds_paste(&screen, marker) {
-            return pressed;
+            if taken() {
+                tracing::warn!(%pane, "the harness took the submit but still shows the paste in its input box; not pressing Enter again (clear the box by hand)");
+                return pressed;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(check.poll).await;
         }
         if pressed == MAX_RESUBMITS {
             tracing::warn!(%pane, "the paste is still in the input box after {pressed} more Enter presses; press Enter in the pane");

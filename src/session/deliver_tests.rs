@@ -176,7 +176,14 @@ async fn a_submit_left_in_the_box_is_pressed_again_at_most_twice() {
     let rule = "─".repeat(20);
     let text = format!("\n{rule}\n❯\u{a0}[Pasted text #1 +3 lines]\n{rule}\n");
     deliver(&tmux, &pane, &text, NONE).await.unwrap();
-    let pressed = confirm_submitted(&tmux, &pane, "[Pasted text #", NONE).await;
+    let pressed = confirm_submitted(
+        &tmux,
+        &pane,
+        "[Pasted text #",
+        SubmitCheck::once(NONE),
+        || false,
+    )
+    .await;
     assert_eq!(pressed, MAX_RESUBMITS);
     let submits = tmux
         .calls()
@@ -196,12 +203,26 @@ async fn a_taken_submit_or_an_unreadable_screen_is_left_alone() {
     let pane = live_pane(&tmux);
     deliver(&tmux, &pane, "hello\nworld", NONE).await.unwrap();
     assert_eq!(
-        confirm_submitted(&tmux, &pane, "[Pasted text #", NONE).await,
+        confirm_submitted(
+            &tmux,
+            &pane,
+            "[Pasted text #",
+            SubmitCheck::once(NONE),
+            || false
+        )
+        .await,
         0
     );
     tmux.fail(Op::Capture, Failure::Timeout);
     assert_eq!(
-        confirm_submitted(&tmux, &pane, "[Pasted text #", NONE).await,
+        confirm_submitted(
+            &tmux,
+            &pane,
+            "[Pasted text #",
+            SubmitCheck::once(NONE),
+            || false
+        )
+        .await,
         0
     );
     let plain = tmux
@@ -218,4 +239,36 @@ async fn a_taken_submit_or_an_unreadable_screen_is_left_alone() {
         })
         .count();
     assert_eq!(plain, 1, "only the delivery's own submit");
+}
+
+/// Claude Code can take an Enter and still show the paste in its box (an Enter that
+/// lands while its turn ends): once the harness reports the prompt, nothing more is
+/// pressed, or the paste would go out twice.
+#[tokio::test]
+async fn a_submit_the_harness_reported_is_never_pressed_again() {
+    let tmux = FakeTmux::new();
+    let pane = live_pane(&tmux);
+    let rule = "─".repeat(20);
+    let text = format!("\n{rule}\n❯\u{a0}[Pasted text #1 +3 lines]\n{rule}\n");
+    deliver(&tmux, &pane, &text, NONE).await.unwrap();
+    let check = SubmitCheck {
+        wait: NONE,
+        grace: Duration::from_secs(60),
+        poll: Duration::from_millis(1),
+    };
+    // The report arrives on the third look.
+    let mut looks = 0;
+    let pressed = confirm_submitted(&tmux, &pane, "[Pasted text #", check, || {
+        looks += 1;
+        looks >= 3
+    })
+    .await;
+    assert_eq!(pressed, 0);
+    assert_eq!(looks, 3);
+    let submits = tmux
+        .calls()
+        .iter()
+        .filter(|c| matches!(c, Call::PasteText { data, paste: Paste::Plain, .. } if data == b"\r"))
+        .count();
+    assert_eq!(submits, 1, "only the delivery's own submit");
 }

@@ -17,6 +17,8 @@
 use super::hooks::{Reported, ReportedState};
 use super::screen::{Dialog, InputBox, Look};
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use time::OffsetDateTime;
 
 /// Why a delivery waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -102,6 +104,19 @@ pub fn dialog(look: &Look, reported: Option<&Reported>) -> Option<HoldReason> {
         Some(Dialog::Other) => Some(HoldReason::NotReady),
         None => None,
     }
+}
+
+/// How much longer a paste waits for the harness to finish ending its turn: `Some`
+/// while the report of the turn's end (`idle`) is younger than `settle`. Claude Code
+/// runs its `Stop` hooks then, and an Enter that lands meanwhile is taken while the
+/// paste stays in the box (decision `2026-12-02-submit-check`).
+pub fn settling(reported: &Reported, settle: Duration, now: OffsetDateTime) -> Option<Duration> {
+    if reported.state != ReportedState::Idle {
+        return None;
+    }
+    let at = crate::time::parse_ts(&reported.at)?;
+    let age = Duration::try_from(now - at).unwrap_or(Duration::ZERO);
+    settle.checked_sub(age).filter(|left| !left.is_zero())
 }
 
 /// What waits on a session, in its record (`hold`).
@@ -208,7 +223,40 @@ mod tests {
             permission: None,
             last_tool: None,
             conversation: None,
+            prompts: 0,
         }
+    }
+
+    #[test]
+    fn a_paste_waits_out_only_a_fresh_turn_end() {
+        let at = crate::time::parse_ts("2026-12-03T10:00:00Z").unwrap();
+        let settle = Duration::from_millis(500);
+        let after = |ms: i64| at + time::Duration::milliseconds(ms);
+        let idle = reported(ReportedState::Idle);
+        assert_eq!(
+            settling(&idle, settle, after(120)),
+            Some(Duration::from_millis(380))
+        );
+        assert_eq!(settling(&idle, settle, after(500)), None);
+        assert_eq!(settling(&idle, settle, after(9_000)), None);
+        // A clock that went back waits the whole settle, no more.
+        assert_eq!(settling(&idle, settle, after(-3_000)), Some(settle));
+        for busy in [
+            ReportedState::Working,
+            ReportedState::AwaitingPermission,
+            ReportedState::Exited,
+        ] {
+            assert_eq!(
+                settling(&reported(busy), settle, after(10)),
+                None,
+                "{busy:?}"
+            );
+        }
+        let garbled = Reported {
+            at: "yesterday".into(),
+            ..idle
+        };
+        assert_eq!(settling(&garbled, settle, after(10)), None);
     }
 
     #[test]

@@ -18,8 +18,9 @@
 //! A reply never respawns: the agent that asked is gone, and a fresh one would not know
 //! the question. tmux not answering never leads to a respawn either way.
 
-use super::deliver::{DeliverError, confirm_submitted, deliver, paste_text, submit};
+use super::deliver::{DeliverError, SubmitCheck, confirm_submitted, deliver, paste_text, submit};
 use super::hold::{self, HoldReason};
+use super::hooks::Reported;
 use super::paste_lock::{self, PasteLock, PasteLockError};
 use super::registry::{RegistryError, SessionRecord, Status};
 use super::screen;
@@ -349,11 +350,12 @@ impl Sessions {
         };
         let key = policy.key;
         let ours_in_box = !key.is_empty() && record.hold.unsubmitted.as_deref() == Some(key);
+        let reported = self.settled_report(&record.work_item).await;
         let bytes = if ours_in_box {
             crate::guard::sanitize(text).len()
         } else {
             let look = screen::look(&self.capture(pane).await?);
-            if let Some(reason) = hold::decide(&look, record.reported.as_ref()) {
+            if let Some(reason) = hold::decide(&look, reported.as_ref()) {
                 return Err(Stopped::Held(Held {
                     reason,
                     pasted: false,
@@ -390,22 +392,60 @@ impl Sessions {
                 }));
             }
         }
+        let prompts = || {
+            self.registry
+                .get(&record.work_item)
+                .ok()
+                .flatten()
+                .and_then(|r| r.reported)
+                .map_or(0, |r| r.prompts)
+        };
+        let before = prompts();
         submit(self.tmux.as_ref(), pane).await?;
         if ours_in_box {
             self.set_unsubmitted(&record.work_item, None).await;
         }
-        confirm_submitted(
-            self.tmux.as_ref(),
-            pane,
-            marker,
-            settings.timings.submit_check,
-        )
+        let check = SubmitCheck {
+            wait: settings.timings.submit_check,
+            grace: settings.timings.submit_grace,
+            poll: settings.timings.poll,
+        };
+        confirm_submitted(self.tmux.as_ref(), pane, marker, check, || {
+            prompts() > before
+        })
         .await;
         Ok(Delivered {
             pane: pane.clone(),
             bytes,
             respawned: None,
         })
+    }
+
+    /// What the harness last reported, once a turn-end report is `Timings::settle`
+    /// old. Claude Code 2.1.197 ends a turn by running its `Stop` hooks; an Enter that
+    /// lands meanwhile is taken, yet the paste stays in the box, where the next Enter
+    /// (the operator's, or the submit check's) sends it again. Waits at most twice
+    /// `settle`: a harness that keeps reporting turn ends is not waited out forever.
+    async fn settled_report(&self, item: &WorkItemRef) -> Option<Reported> {
+        let settle = self.settings().timings.settle;
+        let deadline = tokio::time::Instant::now() + settle * 2;
+        loop {
+            let reported = self
+                .registry
+                .get(item)
+                .ok()
+                .flatten()
+                .and_then(|r| r.reported);
+            let wait = reported
+                .as_ref()
+                .and_then(|r| hold::settling(r, settle, time::OffsetDateTime::now_utc()));
+            match wait {
+                Some(wait) if tokio::time::Instant::now() + wait <= deadline => {
+                    tokio::time::sleep(wait).await;
+                }
+                _ => return reported,
+            }
+        }
     }
 
     /// After a paste into an empty box: looks until the box shows it with no dialog up

@@ -23,6 +23,13 @@ pub struct Timings {
     /// After a submit, how long the harness gets to take it before its input box is
     /// looked at (`deliver::confirm_submitted`).
     pub submit_check: Duration,
+    /// How long a paste may stay in the box after the submit, with no prompt reported
+    /// by the harness, before Enter is pressed again (`deliver::SubmitCheck::grace`).
+    pub submit_grace: Duration,
+    /// A harness whose screen is known is pasted into only once its last turn-end
+    /// report is this old: Claude Code mishandles an Enter that lands while it ends a
+    /// turn (decision `2026-12-02-submit-check`).
+    pub settle: Duration,
     /// After a paste into a harness whose screen is known, how long it gets to show in
     /// the input box before the delivery gives up on it (SPEC §18.2).
     pub paste_show: Duration,
@@ -39,6 +46,8 @@ impl Default for Timings {
             spawn_settle: Duration::from_secs(10),
             poll: Duration::from_millis(100),
             submit_check: super::deliver::SUBMIT_CHECK_WAIT,
+            submit_grace: super::deliver::SUBMIT_GRACE,
+            settle: Duration::from_millis(500),
             paste_show: Duration::from_secs(5),
             hold_check: Duration::from_millis(500),
         }

@@ -213,6 +213,8 @@ impl Fixture {
             spawn_settle: Duration::ZERO,
             poll: Duration::from_millis(5),
             submit_check: Duration::ZERO,
+            submit_grace: Duration::ZERO,
+            settle: Duration::ZERO,
             paste_show: Duration::from_millis(200),
             hold_check: Duration::from_millis(20),
         };

@@ -20,7 +20,7 @@ use the_loop::config::SessionsConfig;
 use the_loop::guard::sanitize;
 use the_loop::harness::CLAUDE_PASTE_MARKER;
 use the_loop::harness::Harness;
-use the_loop::session::deliver::{confirm_submitted, deliver};
+use the_loop::session::deliver::{SubmitCheck, confirm_submitted, deliver};
 use the_loop::session::screen::holds_paste;
 use the_loop::tmux::{BufferName, PaneId, Paste, RealTmux, Tmux};
 
@@ -154,7 +154,8 @@ async fn a_paste_left_unsubmitted_is_submitted_once_by_the_check() {
         &tmux,
         &pane,
         CLAUDE_PASTE_MARKER,
-        Duration::from_millis(300),
+        SubmitCheck::once(Duration::from_millis(300)),
+        || false,
     )
     .await;
     assert!(pressed >= 1, "the check pressed Enter");

@@ -8,23 +8,25 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support::claude_world::{ClaudeWorld, item};
+use crate::support::claude_world::{ClaudeWorld, PATIENCE, item};
 use crate::support::fake_model::Turn;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
+use the_loop::session::{DeliveryFailure, PromptInputs};
 
 /// The dialog Claude Code draws for a Bash call that needs permission.
 const DIALOG: &str = "Do you want to proceed?";
 
-/// The agent-loop requests whose newest message carries `needle`: a user turn, or —
-/// submitted while a tool ran — Claude's "The user sent a new message while you were
-/// working" system message. Each text reaches the model in exactly one such request.
+/// The agent-loop requests whose fresh messages (after the model's last answer) carry
+/// `needle`: a user turn, or — submitted while a tool ran — Claude's "The user sent a
+/// new message while you were working" system message. Each text reaches the model in
+/// exactly one such request.
 fn requests_with(world: &ClaudeWorld, needle: &str) -> Vec<String> {
     world
         .model
         .agent_requests()
         .iter()
-        .filter_map(|r| r.newest_message_text())
+        .filter_map(|r| r.fresh_text())
         .filter(|t| t.contains(needle))
         .collect()
 }
@@ -194,4 +196,71 @@ async fn a_comment_never_goes_out_with_the_operators_draft() {
     world.wait_cycles(2).await;
     assert_eq!(requests_with(&world, "OSPREY").len(), 1);
     assert_eq!(requests_with(&world, "LAPWING").len(), 1);
+}
+
+/// Claude Code takes an Enter that lands while it ends a turn, yet keeps showing the
+/// paste in its box; a second Enter sends it again. A delivery right behind the
+/// operator's message waits for the turn's end to settle, and never presses Enter on
+/// a paste Claude reported submitted: every message reaches the model once, alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_right_behind_the_operators_message_goes_out_once() {
+    let Some(world) = ClaudeWorld::new().await else {
+        return;
+    };
+    world.start().await;
+    let target = format!("={}:", item().tmux_session_name());
+    const ROUNDS: usize = 8;
+    for round in 0..ROUNDS {
+        let draft = format!("note WREN{round}X");
+        world.tmux.raw(&["send-keys", "-t", &target, "-l", &draft]);
+        world.wait_screen(&draft).await;
+        world.tmux.raw(&["send-keys", "-t", &target, "Enter"]);
+        // As the supervisor's lane does: try again while the draft is in the box.
+        let inputs = PromptInputs {
+            event: "issue_comment".into(),
+            action: "created".into(),
+            delivery_id: format!("d-{round}"),
+            repository: "octo/repo".into(),
+            excerpt: serde_json::json!({
+                "comment": {"user": {"login": "alice"}, "body": format!("PLOVER{round}X")},
+            })
+            .to_string(),
+        };
+        let start = Instant::now();
+        loop {
+            match world.sessions.deliver_event(&item(), &inputs).await {
+                Ok(_) => break,
+                Err(DeliveryFailure::Held(..)) if start.elapsed() < PATIENCE => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("delivery {round} failed: {e}\n{}", world.screen()),
+            }
+        }
+        wait_request_with(&world, &format!("PLOVER{round}X")).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let newest: Vec<String> = world
+        .model
+        .agent_requests()
+        .iter()
+        .filter_map(|r| r.fresh_text())
+        .collect();
+    for round in 0..ROUNDS {
+        for tag in [format!("WREN{round}X"), format!("PLOVER{round}X")] {
+            let carrying: Vec<&String> = newest.iter().filter(|t| t.contains(&tag)).collect();
+            assert_eq!(
+                carrying.len(),
+                1,
+                "{tag} reached the model as: {carrying:#?}"
+            );
+            assert!(
+                !carrying[0].contains(if tag.starts_with('W') {
+                    "PLOVER"
+                } else {
+                    "WREN"
+                }),
+                "{tag} went out with another message: {carrying:#?}"
+            );
+        }
+    }
 }

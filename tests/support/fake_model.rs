@@ -86,22 +86,32 @@ impl Recorded {
         last_user_text(&self.body)
     }
 
-    /// The text of the newest message, whatever its role: Claude Code sends a message
-    /// submitted while a tool runs as a `system` message ("The user sent a new message
-    /// while you were working: …") rather than a user turn.
-    pub fn newest_message_text(&self) -> Option<String> {
-        let message = self.body["messages"].as_array()?.last()?;
-        match &message["content"] {
-            Value::String(s) => Some(s.clone()),
-            Value::Array(blocks) => Some(
-                blocks
-                    .iter()
-                    .filter_map(|b| b["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            ),
-            _ => None,
-        }
+    /// The text of every message after the model's last answer, whatever its role:
+    /// what this request brought the model. Claude Code sends a message submitted while
+    /// a tool runs as a `system` message ("The user sent a new message while you were
+    /// working: …") rather than a user turn, and now and then appends a `system`
+    /// reminder after the user's message.
+    pub fn fresh_text(&self) -> Option<String> {
+        let messages = self.body["messages"].as_array()?;
+        let fresh = messages
+            .iter()
+            .rposition(|m| m["role"] == "assistant")
+            .map_or(0, |i| i + 1);
+        let texts: Vec<String> = messages[fresh..]
+            .iter()
+            .filter_map(|message| match &message["content"] {
+                Value::String(s) => Some(s.clone()),
+                Value::Array(blocks) => Some(
+                    blocks
+                        .iter()
+                        .filter_map(|b| b["text"].as_str())
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ),
+                _ => None,
+            })
+            .collect();
+        (!texts.is_empty()).then(|| texts.join("\n"))
     }
 
     /// `(tool_use_id, output)` of every `tool_result` block in the last user message.

@@ -113,6 +113,14 @@ pub struct Reported {
     /// The harness's own conversation id, as it reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation: Option<String>,
+    /// How many prompts the harness has reported submitted: a delivery that sees it
+    /// grow after its Enter knows the Enter was taken (`deliver::confirm_submitted`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prompts: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One report, reduced to what moves the state.
@@ -170,6 +178,7 @@ pub fn apply(
         permission: None,
         last_tool: None,
         conversation: None,
+        prompts: 0,
     });
     next.harness = harness.to_string();
     next.at = now.to_string();
@@ -181,6 +190,7 @@ pub fn apply(
             ReportedState::Idle
         }
         Signal::PromptSubmitted => {
+            next.prompts += 1;
             // A new prompt: the dialog was answered (denied, with Esc) in the pane.
             resolve_pending(&mut next, &mut out);
             ReportedState::Working

@@ -46,6 +46,7 @@ fn a_tool_needing_permission_as_claude_reports_it() {
     // PostToolUse, Stop.
     let (r, out) = run(vec![Signal::PromptSubmitted, bash("toolu_1", "ls")]);
     assert_eq!(r.state, ReportedState::Working);
+    assert_eq!(r.prompts, 1);
     assert!(out.is_empty());
 
     let (r, out) = run(vec![
@@ -253,5 +254,31 @@ fn summaries_are_one_sanitized_line_of_at_most_200_chars() {
         wide.chars().count(),
         SUMMARY_CHARS,
         "cut by characters, not bytes"
+    );
+}
+
+#[test]
+fn every_submitted_prompt_is_counted_and_nothing_else_is() {
+    let (r, _) = run(vec![
+        Signal::PromptSubmitted,
+        bash("toolu_1", "ls"),
+        Signal::ToolFinished {
+            id: Some("toolu_1".into()),
+        },
+        Signal::TurnEnded,
+        Signal::PromptSubmitted,
+        Signal::TurnEnded,
+        Signal::IdleReminder,
+    ]);
+    assert_eq!(r.prompts, 2);
+    let stored = serde_json::to_value(&r).unwrap();
+    assert_eq!(stored["prompts"], 2);
+    let (fresh, _) = run(vec![Signal::TurnEnded]);
+    assert!(
+        serde_json::to_value(&fresh)
+            .unwrap()
+            .get("prompts")
+            .is_none(),
+        "an old record reads the same"
     );
 }

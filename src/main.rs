@@ -3,6 +3,11 @@ use std::process::ExitCode;
 use the_loop::cli::{Cli, Command};
 
 fn main() -> ExitCode {
+    // git asking the running binary for the token of one push (SPEC §19.4): answered
+    // before anything else, with no file touched and nothing logged.
+    if let Some(code) = the_loop::workspace::push::answer_askpass() {
+        return ExitCode::from(code);
+    }
     // Parse first: `--help` and usage errors must stay instant and touch no files.
     let cli = Cli::parse();
     if matches!(cli.command, Command::Tui(_)) {

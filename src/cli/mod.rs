@@ -11,9 +11,11 @@ pub mod excerpt_cmd;
 pub mod exec_env_cmd;
 pub mod fake_agent;
 pub mod hook_cmd;
+pub mod propose_cmd;
 pub mod reply_cmd;
 pub mod run_cmd;
 pub mod sessions_cmd;
+pub mod ship_cmd;
 pub mod tui_cmd;
 
 use crate::runtime;
@@ -52,6 +54,8 @@ pub enum Command {
     Critic(critic_cmd::CriticCommand),
     /// Ask the operator a question (run by an agent inside its session).
     Ask(ask_cmd::AskArgs),
+    /// Ask the operator to ship this session's work (run by an agent inside its session).
+    Propose(propose_cmd::ProposeArgs),
     /// Answer into a session: paste a reply into the agent's pane.
     Reply(reply_cmd::ReplyArgs),
     /// Run the supervisor without a screen: poll, serve webhooks, dispatch.
@@ -136,6 +140,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Events(args) => events_cmd::run(args, &ctx),
         Command::Critic(cmd) => critic_cmd::run(cmd, &ctx),
         Command::Ask(args) => ask_cmd::run(args, &ctx),
+        Command::Propose(args) => propose_cmd::run(args, &ctx),
         Command::Reply(args) => reply_cmd::run(args, &ctx),
         Command::Run(args) => run_cmd::run(args, &ctx),
         Command::Sessions(cmd) => sessions_cmd::run(cmd, &ctx),

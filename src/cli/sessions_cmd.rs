@@ -84,6 +84,9 @@ pub enum SessionsCommand {
         #[arg(value_name = "REF")]
         work_item: String,
     },
+    /// Push the session's branch and open its pull request (a draft unless --ready),
+    /// after showing what goes out (SPEC §19.4). Asks unless --yes.
+    Ship(super::ship_cmd::ShipArgs),
 }
 
 pub fn run(cmd: SessionsCommand, ctx: &Ctx) -> CliResult {
@@ -190,6 +193,7 @@ pub fn run(cmd: SessionsCommand, ctx: &Ctx) -> CliResult {
             let item = parse_ref(&work_item)?;
             runtime.block_on(answer(&sessions, &item, Decision::Denied))
         }
+        SessionsCommand::Ship(args) => super::ship_cmd::ship(args, &loaded, sessions, &runtime),
     }
 }
 
@@ -343,6 +347,14 @@ fn json_row(record: &SessionRecord, seen: &SessionActivity) -> Value {
             "requestedAt": p.requested_at,
         })),
         "held": record.hold.summary(),
+        "pullRequest": record.pull_request,
+        "shipRequest": record.ship_request.as_ref().map(|r| json!({
+            "id": r.id,
+            "title": r.title,
+            "branch": r.branch,
+            "head": r.head,
+            "requestedAt": r.requested_at,
+        })),
         "idleSeconds": seen.idle_seconds,
         "tmuxSession": record.tmux_session,
         "pane": seen.pane.as_ref().map(ToString::to_string).or_else(|| record.pane_id.clone()),

@@ -29,6 +29,7 @@ pub struct Config {
     pub events: EventsConfig,
     pub sessions: SessionsConfig,
     pub workspaces: WorkspacesConfig,
+    pub ship: ShipConfig,
     pub server: ServerConfig,
     pub tui: TuiConfig,
     /// Critic entries stay raw here: an invalid entry is listed with its error rather
@@ -143,6 +144,20 @@ fn default_setup_timeout() -> u64 {
 pub struct WorkspacesConfig {
     /// `""` = `<state>/worktrees`; a leading `~` is expanded.
     pub root: String,
+}
+
+/// How a session's work goes out (SPEC §19.4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ShipConfig {
+    /// A pull request the-loop opens is a draft unless the request says `--ready`.
+    pub draft: bool,
+}
+
+impl Default for ShipConfig {
+    fn default() -> Self {
+        Self { draft: true }
+    }
 }
 
 fn default_label() -> String {

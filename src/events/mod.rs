@@ -108,6 +108,11 @@ event_types! {
     WorkspaceRemoved => "workspace.removed",
     WorkspaceKept => "workspace.kept",
     WorkspaceTrustFailed => "workspace.trust_failed",
+    ShipRequested => "ship.requested",
+    ShipRefused => "ship.refused",
+    ShipPushed => "ship.pushed",
+    ShipPrOpened => "ship.pr_opened",
+    ShipFailed => "ship.failed",
 }
 
 impl std::fmt::Display for EventType {

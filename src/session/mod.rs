@@ -26,6 +26,7 @@ mod respawn;
 pub mod screen;
 mod sessions;
 pub mod settings;
+pub mod ship;
 pub mod signal;
 mod spawn;
 #[cfg(test)]

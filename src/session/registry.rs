@@ -105,6 +105,15 @@ pub struct SessionRecord {
     /// What waits for the session's input box to be ready (SPEC §18; `session::hold`).
     #[serde(default, skip_serializing_if = "crate::session::hold::Hold::is_empty")]
     pub hold: crate::session::hold::Hold,
+    /// The agent's open request to ship its work (SPEC §19.3; `session::ship`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ship_request: Option<crate::session::ship::ShipRequest>,
+    /// The last push the operator's ship made, so a retry does not push again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pushed: Option<crate::session::ship::Pushed>,
+    /// The pull request the session's work went to (SPEC §19.4 step 6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull_request: Option<crate::session::ship::LinkedPull>,
     /// Fields written by another version, kept untouched.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -131,6 +140,9 @@ impl SessionRecord {
             workspace_kept: None,
             reported: None,
             hold: Default::default(),
+            ship_request: None,
+            pushed: None,
+            pull_request: None,
             extra: Map::new(),
         }
     }

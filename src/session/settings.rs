@@ -78,6 +78,8 @@ pub struct Settings {
     pub claude_config: Option<PathBuf>,
     /// What setup commands get of the environment (SPEC §14.4).
     pub child_env: crate::secrets::ChildEnv,
+    /// `ship.draft`: a pull request the-loop opens starts as a draft (SPEC §19.4).
+    pub ship_draft: bool,
 }
 
 impl Settings {
@@ -100,6 +102,7 @@ impl Settings {
             workspaces_root: crate::workspace::root_dir(&config.workspaces, paths),
             claude_config: crate::workspace::trust::config_file(),
             child_env: config.child_env(),
+            ship_draft: config.ship.draft,
         })
     }
 

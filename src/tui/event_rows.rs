@@ -379,6 +379,39 @@ pub fn describe(event: &Event, offset: UtcOffset) -> EventRow {
             format!("({})", s("reason")),
         ),
         T::WorkspaceTrustFailed => ("▲", RowKind::Failed, "trust not marked".into(), err()),
+        T::ShipRequested => (
+            "⇪",
+            RowKind::Question,
+            "ship requested".into(),
+            format!("{} “{}”", s("branch"), s("title")),
+        ),
+        T::ShipRefused => ("▲", RowKind::Failed, "ship refused".into(), s("message")),
+        T::ShipPushed => (
+            "⇪",
+            RowKind::Session,
+            "pushed".into(),
+            format!("{} {}", s("branch"), s("sha").get(..12).unwrap_or("")),
+        ),
+        T::ShipPrOpened => (
+            "⇪",
+            RowKind::Session,
+            "pull request opened".into(),
+            format!(
+                "#{} {}",
+                event
+                    .fields
+                    .get("number")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0),
+                s("url")
+            ),
+        ),
+        T::ShipFailed => (
+            "✗",
+            RowKind::Failed,
+            format!("ship failed ({})", s("step")),
+            err(),
+        ),
     };
     EventRow::new(time, glyph, kind, verb, item, rest)
 }

@@ -188,6 +188,7 @@ impl Workspaces {
             branch_created: false,
             base,
             upstream: None,
+            remote_url: self.remote_url(top, remote.as_deref()).await,
             remote,
             setup_done: true,
             created_at: crate::time::now_ts(),
@@ -319,6 +320,7 @@ impl Workspaces {
             branch_created,
             base,
             upstream,
+            remote_url: self.remote_url(top, remote.as_deref()).await,
             remote,
             setup_done: false,
             created_at: crate::time::now_ts(),
@@ -387,6 +389,15 @@ impl Workspaces {
             [one] if self.valid_branch(top, one).await.is_ok() => Plan::Pull((*one).to_string()),
             _ => Plan::ForkPull,
         }
+    }
+
+    /// `remote`'s URL as configured (`None` without a remote, or when git cannot say).
+    async fn remote_url(&self, top: &Path, remote: Option<&str>) -> Option<String> {
+        self.git
+            .line(top, &["remote", "get-url", "--push", remote?])
+            .await
+            .ok()
+            .flatten()
     }
 
     /// `origin` when the repository has it, else its only remote.

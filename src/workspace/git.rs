@@ -137,6 +137,27 @@ impl Git {
         }
     }
 
+    /// As [`Git::ok_within`], with `env` set for this one command (a push's askpass and
+    /// token, `workspace::push`): nothing else ever sees them.
+    pub(crate) async fn ok_with_env(
+        &self,
+        dir: &Path,
+        args: &[&str],
+        timeout: Duration,
+        env: &[(String, String)],
+    ) -> Result<String, GitError> {
+        let out = self.run_env(dir, args, timeout, DEFAULT_CAP, env).await?;
+        if out.success {
+            Ok(out.stdout)
+        } else {
+            Err(GitError::Failed {
+                command: describe(dir, args),
+                code: out.code,
+                stderr: tail(&out.stderr),
+            })
+        }
+    }
+
     /// The first line of stdout when the command succeeds and prints one; `None` when it
     /// fails (a `rev-parse --verify --quiet` that finds nothing). Only a git that could
     /// not run is an error.
@@ -160,6 +181,17 @@ impl Git {
         args: &[&str],
         timeout: Duration,
         cap: usize,
+    ) -> Result<Output, GitError> {
+        self.run_env(dir, args, timeout, cap, &[]).await
+    }
+
+    async fn run_env(
+        &self,
+        dir: &Path,
+        args: &[&str],
+        timeout: Duration,
+        cap: usize,
+        env: &[(String, String)],
     ) -> Result<Output, GitError> {
         let command = describe(dir, args);
         let mut argv: Vec<OsString> = vec!["-C".into(), dir.as_os_str().to_owned()];
@@ -185,7 +217,9 @@ impl Git {
                 ("LC_ALL", "C"),
             ]
             .map(|(k, v)| (k.to_string(), v.to_string()))
-            .to_vec(),
+            .into_iter()
+            .chain(env.iter().cloned())
+            .collect(),
             remove: REDIRECTING_VARS.to_vec(),
             child_env: crate::secrets::ChildEnv::default(),
             timeout,

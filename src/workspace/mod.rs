@@ -24,6 +24,7 @@ mod create;
 mod ending;
 pub mod git;
 mod process;
+pub mod push;
 mod setup;
 pub mod status;
 pub mod store;

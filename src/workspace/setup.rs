@@ -150,6 +150,7 @@ mod tests {
             base: "refs/heads/main".into(),
             upstream: None,
             remote: None,
+            remote_url: None,
             setup_done: false,
             created_at: String::new(),
             kept: None,

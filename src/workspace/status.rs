@@ -54,6 +54,56 @@ pub async fn status(git: &Git, record: &WorkspaceRecord) -> Result<Status, Strin
     })
 }
 
+/// What a range of commits changes: files, lines added and removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Numstat {
+    pub files: usize,
+    pub insertions: usize,
+    pub deletions: usize,
+}
+
+/// `git diff --numstat base...head`: what `head` changes since it left `base` (binary
+/// files count as files, with no lines).
+pub async fn numstat(git: &Git, dir: &Path, base: &str, head: &str) -> Result<Numstat, String> {
+    let range = format!("{base}...{head}");
+    let out = git
+        .capped(
+            dir,
+            &[
+                "diff",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--numstat",
+                &range,
+                "--",
+            ],
+            1024 * 1024,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    if !out.success {
+        return Err(format!(
+            "git diff --numstat {range} failed: {}",
+            out.stderr.trim()
+        ));
+    }
+    Ok(out.stdout.lines().filter(|l| !l.trim().is_empty()).fold(
+        Numstat::default(),
+        |mut sum, line| {
+            let mut cols = line.split('\t');
+            let mut count = || {
+                cols.next()
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .unwrap_or(0)
+            };
+            sum.insertions += count();
+            sum.deletions += count();
+            sum.files += 1;
+            sum
+        },
+    ))
+}
+
 /// What a diff view or a review prompt is filled with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Changes {

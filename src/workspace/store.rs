@@ -64,6 +64,10 @@ pub struct WorkspaceRecord {
     pub upstream: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<String>,
+    /// The remote's URL when the worktree was made, before any agent ran in it: a
+    /// push goes there and nowhere else (SPEC §19.4; `push`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_url: Option<String>,
     /// Every `repos[].setup` command succeeded (a new start runs them again until then).
     pub setup_done: bool,
     pub created_at: String,
@@ -205,6 +209,7 @@ mod tests {
             base: "refs/remotes/origin/main".into(),
             upstream: None,
             remote: Some("origin".into()),
+            remote_url: None,
             setup_done: false,
             created_at: "2026-12-01T00:00:00.000Z".into(),
             kept: None,

@@ -295,7 +295,11 @@ impl Client {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(super) async fn token(&self) -> Option<&Token> {
+    /// The token this client authenticates with (resolving it if needed). Crate-private:
+    /// the one caller outside the client is the ship path, which hands it to one `git
+    /// push` through a credential helper's environment (SPEC §19.4 step 2). [`Token`]
+    /// prints as a hash only; never log [`Token::expose`].
+    pub(crate) async fn token(&self) -> Option<&Token> {
         self.token
             .get_or_init(|| async {
                 match &self.resolver {
@@ -400,6 +404,24 @@ mod tests {
             describe(&Method::GET, &u),
             "GET /api/v3/repos/o/r/issues?page=2"
         );
+    }
+
+    #[tokio::test]
+    async fn the_token_is_the_one_it_authenticates_with() {
+        let c = Client::builder("http://127.0.0.1:9")
+            .token(Some(" ghp_clientunit_token "))
+            .build()
+            .unwrap();
+        assert_eq!(
+            c.token().await.map(Token::expose),
+            Some("ghp_clientunit_token")
+        );
+        assert!(!format!("{c:?}").contains("ghp_clientunit_token"));
+        let anon = Client::builder("http://127.0.0.1:9")
+            .token(None)
+            .build()
+            .unwrap();
+        assert!(anon.token().await.is_none());
     }
 
     #[test]

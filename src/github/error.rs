@@ -68,6 +68,23 @@ fn secs_until(t: OffsetDateTime) -> i64 {
 }
 
 impl Error {
+    /// The HTTP status GitHub answered, when the call ended in one (`None`: no answer,
+    /// no token, a rate-limit block, an undecodable answer).
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Error::Unauthorized { .. } => Some(401),
+            Error::NotFound { .. } => Some(404),
+            Error::Http { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// GitHub refused to open a pull request because one is already open for its head
+    /// branch (422 `A pull request already exists for owner:branch.`).
+    pub fn is_pull_request_exists(&self) -> bool {
+        matches!(self, Error::Http { status: 422, message, .. } if message.contains("pull request already exists"))
+    }
+
     /// Worth retrying on a later cycle (as opposed to a configuration problem).
     pub fn is_transient(&self) -> bool {
         match self {

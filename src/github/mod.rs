@@ -3,7 +3,8 @@
 //!
 //! - [`Client`]: token from `GH_TOKEN` / `GITHUB_TOKEN` / `gh auth token`, conditional
 //!   GETs with an [`EtagCache`], `Link` pagination, rate-limit reading ([`RateInfo`])
-//!   and bounded retries with backoff; typed calls in `api.rs`.
+//!   and bounded retries with backoff; typed calls in `api.rs`, pull requests in
+//!   `pulls.rs`.
 //! - [`models`]: accessors over GitHub-shaped JSON.
 //! - [`sim`]: an axum server speaking the same endpoints, with scriptable faults.
 
@@ -13,6 +14,7 @@ mod error;
 pub mod etag;
 pub mod models;
 mod pages;
+mod pulls;
 mod rate;
 mod send;
 pub mod sim;
@@ -22,5 +24,6 @@ pub use api::{CreatedComment, repo_path};
 pub use client::{Client, ClientBuilder, DEFAULT_TIMEOUT, Fetched, RequestCounters};
 pub use error::Error;
 pub use etag::EtagCache;
+pub use pulls::{NewPull, PullSummary};
 pub use rate::{RateInfo, RetryPolicy};
 pub use token::{Token, TokenResolver};

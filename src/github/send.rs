@@ -200,18 +200,56 @@ fn client_error(status: StatusCode, what: String, message: String, token: Option
     }
 }
 
-/// GitHub's `message` field of an error body, else the start of the text.
+/// GitHub's `message` field of an error body, with the details of a 422's `errors`
+/// after it (`Validation Failed: A pull request already exists for octo:b.`), else the
+/// start of the text.
 fn github_message(text: &str) -> String {
     if let Ok(v) = serde_json::from_str::<Value>(text)
         && let Some(m) = v.get("message").and_then(Value::as_str)
     {
-        return m.to_string();
+        let details: Vec<String> = v
+            .get("errors")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(error_detail)
+            .collect();
+        if details.is_empty() {
+            return m.to_string();
+        }
+        return format!("{m}: {}", details.join("; "))
+            .chars()
+            .take(MAX_MESSAGE)
+            .collect();
     }
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return "(no message)".to_string();
     }
     trimmed.chars().take(300).collect()
+}
+
+/// An error message is cut here (GitHub's own are short; a proxy's page is not).
+const MAX_MESSAGE: usize = 600;
+
+/// One entry of a 422's `errors`: its `message` when it has one, else
+/// `resource.field code` (`PullRequest.head invalid`); GitHub sometimes sends a string.
+fn error_detail(e: &Value) -> Option<String> {
+    if let Some(text) = e.as_str() {
+        return Some(text.to_string());
+    }
+    if let Some(m) = e.get("message").and_then(Value::as_str) {
+        return Some(m.to_string());
+    }
+    let code = e.get("code").and_then(Value::as_str)?;
+    let field = e.get("field").and_then(Value::as_str);
+    let resource = e.get("resource").and_then(Value::as_str);
+    Some(match (resource, field) {
+        (Some(r), Some(f)) => format!("{r}.{f} {code}"),
+        (None, Some(f)) => format!("{f} {code}"),
+        (Some(r), None) => format!("{r} {code}"),
+        (None, None) => code.to_string(),
+    })
 }
 
 fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
@@ -236,6 +274,18 @@ mod tests {
             "Bad credentials"
         );
         assert_eq!(github_message("  "), "(no message)");
+        assert_eq!(
+            github_message(
+                r#"{"message":"Validation Failed","errors":[{"resource":"PullRequest","code":"custom","message":"A pull request already exists for octo:b."}]}"#
+            ),
+            "Validation Failed: A pull request already exists for octo:b."
+        );
+        assert_eq!(
+            github_message(
+                r#"{"message":"Validation Failed","errors":[{"resource":"PullRequest","field":"head","code":"invalid"},"x"]}"#
+            ),
+            "Validation Failed: PullRequest.head invalid; x"
+        );
         assert_eq!(github_message(&"x".repeat(500)).len(), 300);
     }
 }

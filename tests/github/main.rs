@@ -1,4 +1,4 @@
-//! The GitHub client against wiremock, and the simulated GitHub itself.
+//! The GitHub client against wiremock, and the simulated GitHub itself; pull requests.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -6,4 +6,5 @@
 mod support;
 
 mod github_client;
+mod github_pulls;
 mod github_sim;

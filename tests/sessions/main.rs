@@ -1,5 +1,6 @@
 //! Sessions against real tmux on private sockets: the paste path, the `sessions` CLI
-//! and the dispatcher, ask and reply end to end, and workspaces (real git).
+//! and the dispatcher, ask and reply end to end, workspaces (real git), and the tests'
+//! git remote over HTTP.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -8,5 +9,6 @@ mod support;
 
 mod ask_reply;
 mod e2e_workspaces;
+mod git_remote;
 mod lifecycle;
 mod tmux_paste;

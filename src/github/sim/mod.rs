@@ -15,10 +15,12 @@
 
 mod clock;
 mod gate;
+mod pulls;
 mod routes;
 mod shapes;
 mod state;
 
+pub use pulls::SimPull;
 use state::{ItemFields, PullInfo, ScriptedFault, SimState};
 use std::collections::BTreeMap;
 use std::ops::Deref;
@@ -297,6 +299,7 @@ impl SimControl {
         let mut fields = spec.issue.fields;
         fields.pull = Some(PullInfo {
             head_ref: spec.head_ref,
+            base_ref: "main".into(),
             head_sha: String::new(),
             draft: spec.draft,
             merged_at: None,

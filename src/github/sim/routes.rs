@@ -1,10 +1,10 @@
 //! The simulated GitHub's endpoints: those of SPEC §4.1 plus comment creation and
-//! editing, with GitHub's filters, sort orders and `Link` pagination. Everything around
+//! editing (the pull-request listing and creation are in `pulls.rs`), with GitHub's filters, sort orders and `Link` pagination. Everything around
 //! the answers (token, budget, ETags, faults, log) is in `gate.rs`.
 
-use super::shapes;
 use super::state::{Issue, Repo, SimState, Threaded};
 use super::{SimError, gate, lock};
+use super::{pulls, shapes};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{OriginalUri, Path, Query, State};
@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use time::OffsetDateTime;
 
 pub(crate) type Shared = Arc<Mutex<SimState>>;
-type Params = Query<HashMap<String, String>>;
+pub(super) type Params = Query<HashMap<String, String>>;
 type ItemPath = Path<(String, String, String)>;
 
 pub(crate) fn router(shared: Shared) -> Router {
@@ -46,7 +46,10 @@ pub(crate) fn router(shared: Shared) -> Router {
             "/repos/{owner}/{repo}/commits/{sha}/check-runs",
             get(list_check_runs),
         )
-        .route("/repos/{owner}/{repo}/pulls", get(list_pulls))
+        .route(
+            "/repos/{owner}/{repo}/pulls",
+            get(pulls::list_pulls).post(pulls::create_pull),
+        )
         .route(
             "/repos/{owner}/{repo}/pulls/comments",
             get(list_repo_review_comments),
@@ -70,10 +73,10 @@ pub(crate) fn error(status: StatusCode, message: &str) -> Response {
 }
 
 /// A failed lookup inside a handler (small, unlike a `Response`).
-struct ApiError(StatusCode, String);
+pub(super) struct ApiError(pub(super) StatusCode, pub(super) String);
 
 impl ApiError {
-    fn not_found() -> Self {
+    pub(super) fn not_found() -> Self {
         Self(StatusCode::NOT_FOUND, "Not Found".into())
     }
 }
@@ -88,7 +91,7 @@ fn sim_error(e: SimError) -> ApiError {
     ApiError(StatusCode::NOT_FOUND, e.to_string())
 }
 
-fn json(status: StatusCode, value: Value) -> Response {
+pub(super) fn json(status: StatusCode, value: Value) -> Response {
     (status, axum::Json(value)).into_response()
 }
 
@@ -111,7 +114,7 @@ fn since_param(params: &HashMap<String, String>) -> Result<Option<OffsetDateTime
     }
 }
 
-fn descending(params: &HashMap<String, String>, default_desc: bool) -> bool {
+pub(super) fn descending(params: &HashMap<String, String>, default_desc: bool) -> bool {
     match params.get("direction").map(String::as_str) {
         Some("asc") => false,
         Some("desc") => true,
@@ -121,7 +124,7 @@ fn descending(params: &HashMap<String, String>, default_desc: bool) -> bool {
 
 /// One page of `items` and, when there is more than one page, a `Link` header whose
 /// URLs repeat the request's query with `page` replaced.
-fn paginate<T>(
+pub(super) fn paginate<T>(
     items: Vec<T>,
     params: &HashMap<String, String>,
     uri: &Uri,
@@ -175,7 +178,7 @@ fn paginate<T>(
     (slice, (!links.is_empty()).then(|| links.join(", ")))
 }
 
-fn list_response(values: Vec<Value>, link: Option<String>) -> Response {
+pub(super) fn list_response(values: Vec<Value>, link: Option<String>) -> Response {
     let mut r = json(StatusCode::OK, Value::Array(values));
     if let Some(link) = link.and_then(|l| HeaderValue::from_str(&l).ok()) {
         r.headers_mut().insert(header::LINK, link);
@@ -183,7 +186,11 @@ fn list_response(values: Vec<Value>, link: Option<String>) -> Response {
     r
 }
 
-fn find_repo<'a>(s: &'a SimState, owner: &str, repo: &str) -> Result<&'a Repo, ApiError> {
+pub(super) fn find_repo<'a>(
+    s: &'a SimState,
+    owner: &str,
+    repo: &str,
+) -> Result<&'a Repo, ApiError> {
     s.repo(&format!("{owner}/{repo}"))
         .ok_or_else(ApiError::not_found)
 }
@@ -276,40 +283,6 @@ async fn get_issue(
         StatusCode::OK,
         shapes::issue(&s, r, issue, comment_count(r, issue.number)),
     )
-}
-
-async fn list_pulls(
-    State(shared): State<Shared>,
-    Path((owner, repo)): Path<(String, String)>,
-    Query(params): Params,
-    OriginalUri(uri): OriginalUri,
-) -> Response {
-    let s = lock(&shared);
-    let r = or_respond!(find_repo(&s, &owner, &repo));
-    let state = params.get("state").map_or("open", String::as_str);
-    let mut items: Vec<&Issue> = r
-        .issues
-        .values()
-        .filter(|i| i.pull.is_some())
-        .filter(|i| match state {
-            "closed" => !i.open,
-            "all" => true,
-            _ => i.open,
-        })
-        .collect();
-    match params.get("sort").map(String::as_str) {
-        Some("updated") => items.sort_by_key(|i| (i.updated_at, i.number)),
-        _ => items.sort_by_key(|i| (i.created_at, i.number)),
-    }
-    if descending(&params, true) {
-        items.reverse();
-    }
-    let (page, link) = paginate(items, &params, &uri, &s.api_base);
-    let values = page
-        .into_iter()
-        .map(|i| shapes::pull(&s, r, i, false))
-        .collect();
-    list_response(values, link)
 }
 
 async fn get_pull(State(shared): State<Shared>, Path((owner, repo, number)): ItemPath) -> Response {

@@ -214,8 +214,8 @@ pub(crate) fn pull(s: &SimState, repo: &Repo, issue: &Issue, single: bool) -> Va
             "repo": repo_json.clone()
         },
         "base": {
-            "label": format!("{}:main", repo.owner),
-            "ref": "main",
+            "label": format!("{}:{}", repo.owner, info.base_ref),
+            "ref": info.base_ref,
             "sha": format!("{:040x}", repo.id),
             "user": user(s, &repo.owner),
             "repo": repo_json
@@ -347,7 +347,7 @@ pub(crate) fn check_run(s: &SimState, repo: &Repo, run: &CheckRun) -> Value {
                 "id": i.id + 4000,
                 "number": i.number,
                 "head": {"ref": i.pull.as_ref().map(|p| p.head_ref.clone()), "sha": run.head_sha, "repo": repo_ref},
-                "base": {"ref": "main", "sha": format!("{:040x}", repo.id), "repo": repo_ref}
+                "base": {"ref": i.pull.as_ref().map(|p| p.base_ref.clone()), "sha": format!("{:040x}", repo.id), "repo": repo_ref}
             })
         })
         .collect();

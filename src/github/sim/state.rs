@@ -13,6 +13,8 @@ const RATE_WINDOW: time::Duration = time::Duration::hours(1);
 #[derive(Debug, Clone)]
 pub(crate) struct PullInfo {
     pub head_ref: String,
+    /// The branch it merges into (`main` unless opened through the API with another).
+    pub base_ref: String,
     /// The head commit; `push_commit` moves it. Empty: derived from the PR's id.
     pub head_sha: String,
     pub draft: bool,
@@ -155,6 +157,8 @@ pub(crate) struct SimState {
     next_id: u64,
     pub bot_login: String,
     pub required_token: Option<String>,
+    /// Where the branches of a repository are known (`None`: any head is accepted).
+    pub branches: Option<super::pulls::Branches>,
     pub rate: RateBudget,
     pub poll_interval: Option<u64>,
     pub faults: VecDeque<ScriptedFault>,
@@ -177,6 +181,7 @@ impl SimState {
             next_id: 1000,
             bot_login: "the-loop-operator".into(),
             required_token: None,
+            branches: None,
             rate: RateBudget {
                 limit: 5000,
                 remaining: 5000,

@@ -11,4 +11,5 @@ mod ask_reply;
 mod e2e_workspaces;
 mod git_remote;
 mod lifecycle;
+mod ship;
 mod tmux_paste;

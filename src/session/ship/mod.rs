@@ -22,11 +22,14 @@ use crate::events::{Event, EventType, Level, Source};
 use crate::github::{Client, NewPull, PullSummary};
 use crate::work_item::WorkItemRef;
 use crate::workspace::push::{self, Credentials, PushError};
-use crate::workspace::status::numstat;
 use crate::workspace::{Git, Kind, WorkspaceRecord};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::Arc;
+
+mod request;
+pub use request::propose;
+use request::{preview, worktree_of};
 
 /// A request's title is one line of at most this many characters.
 pub const MAX_TITLE_CHARS: usize = 256;
@@ -386,8 +389,7 @@ impl Shipper {
         if done {
             return Ok(false);
         }
-        let token = self.github.token().await;
-        let credentials = token.as_ref().map(|token| Credentials {
+        let credentials = self.github.token().await.map(|token| Credentials {
             token,
             askpass: &self.askpass,
         });
@@ -549,146 +551,6 @@ pub fn framed_note(item: &WorkItemRef, note: &str) -> String {
     format!("Note from the-loop about your work on {item}:\n\n{note}")
 }
 
-/// Records `proposal` as `item`'s ship request (replacing any), `ship.requested`.
-pub async fn propose(
-    sessions: &Sessions,
-    item: &WorkItemRef,
-    proposal: &Proposal,
-    source: Source,
-) -> Result<(ShipRequest, Preview), Refusal> {
-    let title = one_line(&crate::guard::sanitize(&proposal.title));
-    let chars = title.chars().count();
-    if chars == 0 {
-        return Err(Refusal::NoTitle);
-    }
-    if chars > MAX_TITLE_CHARS {
-        return Err(Refusal::TitleTooLong { chars });
-    }
-    let body = crate::guard::sanitize(&proposal.body).trim().to_string();
-    let chars = body.chars().count();
-    if chars > MAX_BODY_CHARS {
-        return Err(Refusal::BodyTooLong { chars });
-    }
-    let (record, workspace) = worktree_of(sessions, item)?;
-    let git = sessions.workspaces().git().clone();
-    let shown = preview(&git, &record, &workspace).await?;
-    let request = ShipRequest {
-        id: uuid::Uuid::new_v4().simple().to_string()[..12].to_string(),
-        title,
-        body,
-        draft: proposal.draft,
-        branch: shown.branch.clone(),
-        head: shown.head.clone(),
-        requested_at: crate::time::now_ts(),
-    };
-    let stored = request.clone();
-    match sessions
-        .registry()
-        .update_async(item, move |r| r.ship_request = Some(stored))
-        .await
-    {
-        Ok(Some(())) => {}
-        Ok(None) => return Err(Refusal::NoSession(item.clone())),
-        Err(error) => return Err(Refusal::Record(error.to_string())),
-    }
-    sessions.emit(
-        Event::new(source, EventType::ShipRequested)
-            .with("work_item", record.work_item.to_string())
-            .with("request_id", request.id.as_str())
-            .with("title", request.title.as_str())
-            .with("branch", request.branch.as_str())
-            .with("head", request.head.as_str())
-            .with("commits", shown.ahead)
-            .with("files", shown.files)
-            .with("insertions", shown.insertions)
-            .with("deletions", shown.deletions),
-    );
-    let shown = Preview {
-        request: Some(request.clone()),
-        ..shown
-    };
-    Ok((request, shown))
-}
-
-fn worktree_of(
-    sessions: &Sessions,
-    item: &WorkItemRef,
-) -> Result<(SessionRecord, WorkspaceRecord), Refusal> {
-    let record = sessions
-        .registry()
-        .get(item)
-        .ok()
-        .flatten()
-        .filter(|r| r.status.is_open())
-        .ok_or_else(|| Refusal::NoSession(item.clone()))?;
-    let workspace = sessions
-        .workspaces()
-        .record(item)
-        .ok()
-        .flatten()
-        .filter(|_| record.workspace.is_some())
-        .ok_or_else(|| Refusal::Shared(record.work_item.clone()))?;
-    if workspace.kind == Kind::ForkPull {
-        return Err(Refusal::ForkBranch {
-            item: record.work_item.clone(),
-            branch: workspace.branch.clone(),
-        });
-    }
-    Ok((record, workspace))
-}
-
-/// The worktree as it is now: branch, head, ahead, diffstat, dirt, request, verdict.
-async fn preview(
-    git: &Git,
-    record: &SessionRecord,
-    workspace: &WorkspaceRecord,
-) -> Result<Preview, Refusal> {
-    let dir = &workspace.dir;
-    let fail = |e: crate::workspace::GitError| Refusal::Git(e.to_string());
-    let on = git
-        .line(dir, &["symbolic-ref", "--quiet", "--short", "HEAD"])
-        .await
-        .map_err(fail)?;
-    let head = git
-        .line(dir, &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
-        .await
-        .map_err(fail)?
-        .unwrap_or_default();
-    if on.as_deref() != Some(workspace.branch.as_str()) {
-        return Err(Refusal::OffBranch {
-            branch: workspace.branch.clone(),
-            head: on.unwrap_or_else(|| format!("detached at {}", short(&head))),
-        });
-    }
-    let status = crate::workspace::status::status(git, workspace)
-        .await
-        .map_err(Refusal::Git)?;
-    let stat = numstat(git, dir, &workspace.base, &head)
-        .await
-        .map_err(Refusal::Git)?;
-    let request = record.ship_request.clone();
-    Ok(Preview {
-        work_item: record.work_item.clone(),
-        branch: workspace.branch.clone(),
-        head: head.clone(),
-        base: workspace.base_label().to_string(),
-        ahead: status.ahead,
-        files: stat.files,
-        insertions: stat.insertions,
-        deletions: stat.deletions,
-        dirty: status.changed_files,
-        request,
-        verdict: verdict(&record.work_item, &head),
-        pull: record.pull_request.clone(),
-    })
-}
-
-/// The latest critic round on `head` for `item`, from the event log's recent past.
-fn verdict(item: &WorkItemRef, head: &str) -> String {
-    let _ = (item, head);
-    "no critic round on this commit".to_string()
-}
-
 /// `refs/remotes/origin/main` → `main`: the branch a pull request is based on.
 fn base_branch(base: &str) -> String {
     let short = crate::workspace::store::short_ref(base);
@@ -731,5 +593,4 @@ fn plural(n: usize) -> &'static str {
 }
 
 #[cfg(test)]
-#[path = "ship_tests.rs"]
 mod tests;

@@ -1,0 +1,152 @@
+//! Shipping end to end (SPEC §19.6): a real git remote over HTTP (`git http-backend`
+//! behind a local server that requires the token, so only the credential path can make
+//! the push work), the simulated GitHub, real tmux and the real binary: the agent
+//! proposes, the operator ships, the shown head lands on the remote, one draft pull
+//! request opens, the session gets its note — and the token is in no argv, no URL and
+//! no git config on the way.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support::e2e::{Setup, TOKEN, World, item};
+use crate::support::git_remote::{Auth, GitRemote};
+use crate::support::workspaces::workspace_of;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+fn git(dir: &Path, args: &[&str], env: &[(String, String)]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .envs(env.iter().cloned())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Every process's argv that holds `needle`, sampled until `stop`.
+fn sample_cmdlines(
+    needle: &'static str,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<(usize, Vec<String>)> {
+    std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut samples = 0;
+        while !stop.load(Ordering::SeqCst) {
+            for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+                if let Ok(raw) = std::fs::read(entry.path().join("cmdline")) {
+                    let line = String::from_utf8_lossy(&raw).replace('\0', " ");
+                    if line.contains(needle) {
+                        seen.push(line);
+                    }
+                }
+            }
+            samples += 1;
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        (samples, seen)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proposal_ships_through_the_token_only_and_opens_one_draft() {
+    let remote = GitRemote::start(TOKEN);
+    remote.create_repo("octo/repo");
+    let dir = tempfile::tempdir().unwrap();
+    let checkout = dir.path().join("checkout");
+    git(
+        dir.path(),
+        &["clone", "-q", &remote.url("octo/repo"), "checkout"],
+        &remote.auth_env(),
+    );
+    let w = World::new(Setup {
+        repo_path: Some(checkout.clone()),
+        ..Setup::default()
+    })
+    .await;
+    w.watched_issue(7);
+    w.start_session(7).await;
+    let worktree = workspace_of(&w, 7);
+    std::fs::write(worktree.join("cap.rs"), "const CAP: u32 = 5;\n").unwrap();
+    git(&worktree, &["add", "cap.rs"], &[]);
+    git(&worktree, &["commit", "-q", "-m", "Cap retries"], &[]);
+    let head = git(&worktree, &["rev-parse", "HEAD"], &[]);
+
+    let proposed = w
+        .cli(&[
+            "propose",
+            "--title",
+            "Cap retries at 5",
+            "--body",
+            "The cap.",
+        ])
+        .env("THE_LOOP_WORK_ITEM", item(7))
+        .output()
+        .unwrap();
+    assert!(proposed.status.success(), "{proposed:?}");
+    let requested = w.events_named("ship.requested");
+    assert_eq!(requested.len(), 1);
+    assert_eq!(requested[0]["head"], head.as_str());
+    assert_eq!(w.session(7).unwrap()["shipRequest"]["head"], head.as_str());
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = sample_cmdlines(TOKEN, Arc::clone(&stop));
+    let shipped = w
+        .cli(&["sessions", "ship", &item(7), "--yes"])
+        .output()
+        .unwrap();
+    stop.store(true, Ordering::SeqCst);
+    let (samples, leaked) = sampler.join().unwrap();
+    assert!(shipped.status.success(), "{shipped:?}");
+    assert!(samples > 10, "sampled {samples} times");
+    assert!(leaked.is_empty(), "the token in an argv: {leaked:#?}");
+
+    assert_eq!(
+        remote.branch_sha("octo/repo", "the-loop/issue-7"),
+        Some(head.clone())
+    );
+    let pushes: Vec<_> = remote
+        .requests()
+        .into_iter()
+        .filter(|r| r.is_push())
+        .collect();
+    assert!(
+        pushes
+            .iter()
+            .any(|r| r.auth == Auth::Valid && r.status == 200),
+        "{pushes:#?}"
+    );
+    let pulls = w.sim.control().pulls("octo/repo");
+    assert_eq!(pulls.len(), 1, "{pulls:#?}");
+    let pull = &pulls[0];
+    assert_eq!(pull.head, "the-loop/issue-7");
+    assert!(pull.draft);
+    assert!(pull.body.contains("The cap.\n\nCloses #7"), "{}", pull.body);
+    assert_eq!(
+        pull.body.matches("<!-- the-loop:agent-comment -->").count(),
+        1
+    );
+    let url = String::from_utf8_lossy(&shipped.stdout).trim().to_string();
+    assert!(url.ends_with(&format!("/pull/{}", pull.number)), "{url}");
+    assert_eq!(w.session(7).unwrap()["pullRequest"]["number"], pull.number);
+    assert_eq!(w.events_named("ship.pushed").len(), 1);
+    assert_eq!(w.events_named("ship.pr_opened").len(), 1);
+    assert_eq!(w.pasted_count("Pushed 1 commit to the-loop/issue-7"), 1);
+
+    // Nowhere on disk or in the remote's URL either.
+    for config in [checkout.join(".git/config"), worktree.join(".git")] {
+        let text = std::fs::read_to_string(&config).unwrap_or_default();
+        assert!(!text.contains(TOKEN), "{}: {text}", config.display());
+    }
+    let url = git(&checkout, &["remote", "get-url", "origin"], &[]);
+    assert!(!url.contains(TOKEN) && !url.contains('@'), "{url}");
+    let events = std::fs::read_to_string(w.state().join("events.jsonl")).unwrap_or_default();
+    assert!(!events.contains(TOKEN));
+}

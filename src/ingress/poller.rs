@@ -52,6 +52,11 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(600);
 /// leave the watched list. Called once per cycle.
 pub type SessionsFn = Arc<dyn Fn() -> Vec<WorkItemRef> + Send + Sync>;
 
+/// "Which pull requests sessions follow": the ones shipping opened for a session (SPEC
+/// §19.4 step 6). Read while open whatever the repo's label, so their reviews and
+/// comments reach the session. Called once per cycle.
+pub type LinkedFn = SessionsFn;
+
 /// What one cycle did (also logged as `poll.cycle`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CycleReport {
@@ -80,6 +85,7 @@ pub struct Poller {
     events: EventLog,
     ingest: Arc<dyn Ingest>,
     sessions: SessionsFn,
+    linked: LinkedFn,
     ledgers: LedgerStore,
     /// Repos whose persisted ETags were handed to the client.
     synced: HashSet<String>,
@@ -102,6 +108,7 @@ impl Poller {
             events,
             ingest,
             sessions: Arc::new(Vec::new),
+            linked: Arc::new(Vec::new),
             synced: HashSet::new(),
             in_flight: settle::InFlight::default(),
         }
@@ -110,6 +117,12 @@ impl Poller {
     /// Where "items with a session" come from (default: none).
     pub fn with_sessions(mut self, sessions: SessionsFn) -> Self {
         self.sessions = sessions;
+        self
+    }
+
+    /// Where "pull requests sessions follow" come from (default: none).
+    pub fn with_linked(mut self, linked: LinkedFn) -> Self {
+        self.linked = linked;
         self
     }
 
@@ -148,19 +161,25 @@ impl Poller {
         let allowlist = Allowlist::new(&config.routing.authorized_users);
         let keywords = ControlKeywords::new(&config.routing.keywords);
         let all_sessions = (self.sessions)();
+        let all_linked = (self.linked)();
         let mut report = CycleReport {
             repos: config.repos.len(),
             ..CycleReport::default()
         };
         for rc in &config.repos {
-            let sessions: BTreeSet<u64> = all_sessions
-                .iter()
-                .filter(|r| r.repo_full_name().eq_ignore_ascii_case(&rc.name))
-                .map(|r| r.number)
-                .collect();
+            let of_repo = |items: &[WorkItemRef]| -> BTreeSet<u64> {
+                items
+                    .iter()
+                    .filter(|r| r.repo_full_name().eq_ignore_ascii_case(&rc.name))
+                    .map(|r| r.number)
+                    .collect()
+            };
+            let sessions = of_repo(&all_sessions);
+            let linked = of_repo(&all_linked);
             let repo = Repo {
                 rc,
                 sessions: &sessions,
+                linked: &linked,
                 allowlist: &allowlist,
                 keywords: &keywords,
                 max_retries: config.polling.max_retries,
@@ -213,7 +232,7 @@ impl Poller {
         }
         settle::retry_notices(&self.client, &self.ledgers, name).await;
 
-        match fetch::fetch(&self.client, r.rc, &plan, r.sessions).await {
+        match fetch::fetch(&self.client, r.rc, &plan, r.sessions, r.linked).await {
             Ok(snap) => {
                 for e in &snap.lookup_errors {
                     self.report_error(name, e, report);
@@ -226,6 +245,7 @@ impl Poller {
                     allowlist: r.allowlist,
                     keywords: r.keywords,
                     sessions: r.sessions,
+                    linked: r.linked,
                     etags,
                 };
                 let applied = self.ledgers.modify(name, |l| apply::apply(l, snap, ctx));
@@ -301,6 +321,7 @@ impl Poller {
 struct Repo<'a> {
     rc: &'a RepoConfig,
     sessions: &'a BTreeSet<u64>,
+    linked: &'a BTreeSet<u64>,
     allowlist: &'a Allowlist,
     keywords: &'a ControlKeywords,
     max_retries: u32,

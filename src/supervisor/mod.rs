@@ -306,7 +306,11 @@ impl Parts {
             poll_ingest.clone(),
         )
         .with_ledgers(self.ledgers.clone())
-        .with_sessions(Arc::new(move || items_with_open_sessions(&registry)));
+        .with_sessions(Arc::new({
+            let registry = registry.clone();
+            move || items_with_open_sessions(&registry)
+        }))
+        .with_linked(Arc::new(move || linked_pulls(&registry)));
         let poll = Arc::new(PollLoop::new(
             poller,
             poll_ingest,
@@ -536,6 +540,25 @@ fn items_with_open_sessions(registry: &Registry) -> Vec<crate::work_item::WorkIt
             Vec::new()
         }
     }
+}
+
+/// The pull requests shipping opened for open sessions (SPEC §19.4 step 6): the poller
+/// reads them whatever the repo's label, so their reviews reach the session.
+fn linked_pulls(registry: &Registry) -> Vec<crate::work_item::WorkItemRef> {
+    registry
+        .list()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.status.is_open())
+        .filter_map(|r| {
+            let pull = r.pull_request?;
+            Some(crate::work_item::WorkItemRef::new(
+                &r.work_item.owner,
+                &r.work_item.repo,
+                pull.number,
+            ))
+        })
+        .collect()
 }
 
 /// How long the start waits for `GET /user` before asking in the background instead.

@@ -14,6 +14,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use the_loop::github::sim::ReviewState;
 
 fn git(dir: &Path, args: &[&str], env: &[(String, String)]) -> String {
     let out = Command::new("git")
@@ -66,7 +67,7 @@ async fn a_proposal_ships_through_the_token_only_and_opens_one_draft() {
         &["clone", "-q", &remote.url("octo/repo"), "checkout"],
         &remote.auth_env(),
     );
-    let w = World::new(Setup {
+    let mut w = World::new(Setup {
         repo_path: Some(checkout.clone()),
         ..Setup::default()
     })
@@ -147,6 +148,25 @@ async fn a_proposal_ships_through_the_token_only_and_opens_one_draft() {
     }
     let url = git(&checkout, &["remote", "get-url", "origin"], &[]);
     assert!(!url.contains(TOKEN) && !url.contains('@'), "{url}");
-    let events = std::fs::read_to_string(w.state().join("events.jsonl")).unwrap_or_default();
+    let events = std::fs::read_to_string(w.state().join("events.jsonl")).unwrap();
     assert!(!events.contains(TOKEN));
+
+    // The new pull request is linked to the session: a review on it reaches the agent,
+    // though it carries no label.
+    w.start_supervisor();
+    w.wait_cycles(1).await;
+    w.sim
+        .add_review(
+            "octo/repo",
+            pull.number,
+            "alice",
+            ReviewState::ChangesRequested,
+            "HERON: rename the constant",
+        )
+        .unwrap();
+    w.wait_event("dispatch.succeeded", |e| {
+        e["work_item"] == item(7).as_str() && e["gh_event"] == "pull_request_review"
+    })
+    .await;
+    assert_eq!(w.pasted_count("HERON: rename the constant"), 1);
 }

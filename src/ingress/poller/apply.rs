@@ -24,6 +24,8 @@ pub(super) struct Ctx<'a> {
     pub keywords: &'a ControlKeywords,
     /// Numbers of this repo's items that have a session.
     pub sessions: &'a BTreeSet<u64>,
+    /// Pull requests sessions follow (`Poller::with_linked`).
+    pub linked: &'a BTreeSet<u64>,
     /// The client's ETags for this repo after the fetch (already pruned).
     pub etags: EtagCache,
 }
@@ -143,14 +145,14 @@ fn upsert(ledger: &mut Ledger, ctx: &Ctx<'_>, raw: &Value) {
     let Some(n) = models::number(raw) else {
         return;
     };
-    let watched = ctx.rc.watches(raw);
+    let watched = super::fetch::watches(ctx.rc, raw, ctx.linked);
     let item = shape::trim_item(raw);
     match ledger.items.get_mut(&n) {
         Some(entry) => {
             entry.item = item;
             entry.watched = watched;
         }
-        None if watched || ctx.sessions.contains(&n) => {
+        None if watched || ctx.sessions.contains(&n) || ctx.linked.contains(&n) => {
             ledger.items.insert(n, ItemEntry::new(item, watched));
         }
         None => {}

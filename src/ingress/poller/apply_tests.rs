@@ -77,6 +77,7 @@ struct Fixture {
     allow: Allowlist,
     kw: ControlKeywords,
     sessions: BTreeSet<u64>,
+    linked: BTreeSet<u64>,
 }
 
 impl Fixture {
@@ -93,6 +94,7 @@ impl Fixture {
             allow: Allowlist::new(&["alice".to_string()]),
             kw: ControlKeywords::new(&Keywords::default()),
             sessions: BTreeSet::new(),
+            linked: BTreeSet::new(),
         }
     }
 
@@ -105,6 +107,7 @@ impl Fixture {
                 allowlist: &self.allow,
                 keywords: &self.kw,
                 sessions: &self.sessions,
+                linked: &self.linked,
                 etags: EtagCache::default(),
             },
         )
@@ -258,6 +261,48 @@ fn a_close_is_queued_once_per_closing_and_only_with_a_session() {
     f.sessions.clear();
     f.apply(&mut ledger, snapshot(220, Listing::Since(None)));
     assert!(ledger.pending.is_empty());
+}
+
+#[test]
+fn a_pull_request_a_session_follows_is_read_without_the_label_while_open() {
+    let mut f = Fixture::new();
+    let mut ledger = baselined_ledger(&f);
+    let pull = |state: &str, updated: i64| {
+        let mut p = item(42, state, &[], updated);
+        p["pull_request"] = json!({"url": "https://api.github.com/repos/o/r/pulls/42"});
+        p
+    };
+    f.apply(
+        &mut ledger,
+        snapshot(200, Listing::Since(Some(vec![pull("open", 150)]))),
+    );
+    assert!(
+        !ledger.items.contains_key(&42),
+        "no label, not followed: not read"
+    );
+
+    f.linked.insert(42);
+    let mut snap = snapshot(
+        210,
+        Listing::Full(Some(vec![item(15, "open", &["the-loop"], 10)])),
+    );
+    snap.lookups = vec![pull("open", 160)];
+    f.apply(&mut ledger, snap);
+    assert!(
+        ledger.items[&42].watched,
+        "followed: read whatever its label"
+    );
+    assert!(ledger.items[&15].watched);
+
+    f.apply(
+        &mut ledger,
+        snapshot(220, Listing::Since(Some(vec![pull("closed", 170)]))),
+    );
+    assert!(
+        ledger.items.get(&42).is_none_or(|e| !e.watched),
+        "a closed pull request is no longer read"
+    );
+    assert!(ledger.pending.is_empty(), "and its close is no session's");
 }
 
 #[test]

@@ -187,12 +187,27 @@ impl Snapshot {
     }
 }
 
-fn upsert(view: &mut BTreeMap<u64, Known>, rc: &RepoConfig, item: &Value) {
+/// Whether the poller reads an item's conversation: the repo's watch says so, or it is
+/// an open pull request a session follows — the one shipping opened for it (SPEC §19.4
+/// step 6: it carries no label), or the session's own.
+pub(super) fn watches(rc: &RepoConfig, item: &Value, followed: &BTreeSet<u64>) -> bool {
+    rc.watches(item)
+        || (models::number(item).is_some_and(|n| followed.contains(&n))
+            && models::is_pull_request(item)
+            && item["state"].as_str() == Some("open"))
+}
+
+fn upsert(
+    view: &mut BTreeMap<u64, Known>,
+    rc: &RepoConfig,
+    item: &Value,
+    followed: &BTreeSet<u64>,
+) {
     let Some(n) = models::number(item) else {
         return;
     };
     let k = view.entry(n).or_default();
-    k.watched = rc.watches(item);
+    k.watched = watches(rc, item, followed);
     k.is_pr = models::is_pull_request(item);
     k.comments = item["comments"].as_u64().unwrap_or(1);
     k.updated_at = models::updated_at(item);
@@ -203,6 +218,7 @@ pub(super) async fn fetch(
     rc: &RepoConfig,
     plan: &Plan,
     sessions: &BTreeSet<u64>,
+    linked: &BTreeSet<u64>,
 ) -> Result<Snapshot, Error> {
     let repo = rc.name.as_str();
     let fmt = models::format_timestamp;
@@ -242,15 +258,15 @@ pub(super) async fn fetch(
                     left_silently.push(*n);
                 }
             }
-            items.iter().for_each(|i| upsert(&mut view, rc, i));
+            items.iter().for_each(|i| upsert(&mut view, rc, i, linked));
         }
-        Listing::Since(Some(items)) => items.iter().for_each(|i| upsert(&mut view, rc, i)),
+        Listing::Since(Some(items)) => items.iter().for_each(|i| upsert(&mut view, rc, i, linked)),
         Listing::Full(None) | Listing::Since(None) => {}
     }
 
     // Items with a session the ledger cannot vouch for: look them up once (closure).
     let to_look_up: Vec<u64> = sessions
-        .iter()
+        .union(linked)
         .copied()
         .filter(|n| !view.contains_key(n) || left_silently.contains(n))
         .collect();
@@ -259,7 +275,7 @@ pub(super) async fn fetch(
     for n in to_look_up {
         match client.get_issue(repo, n).await {
             Ok(item) => {
-                upsert(&mut view, rc, &item);
+                upsert(&mut view, rc, &item, linked);
                 lookups.push(item);
             }
             Err(e @ Error::RateLimited { .. }) => return Err(e),

@@ -77,11 +77,18 @@ pub async fn run_round_until(
     let header = prepared.header().clone();
     let started = Instant::now();
     let work_item = request.work_item.as_ref().map(ToString::to_string);
+    // The commit the round reviews, so a ship can show the verdict on what goes out
+    // (SPEC §19.3).
+    let head = match (recorder, &request.cwd) {
+        (Some(_), Some(cwd)) => reviewed_head(cwd).await,
+        _ => None,
+    };
     if let Some(recorder) = recorder {
         let _ = recorder.events.emit(
             Event::new(Source::Critic, EventType::CriticStarted)
                 .with("critic", spec.name.as_str())
                 .with_opt("work_item", work_item.clone())
+                .with_opt("head", head.clone())
                 .with_opt("harness", spec.harness.clone())
                 .with_opt("model", spec.model.clone()),
         );
@@ -124,12 +131,21 @@ pub async fn run_round_until(
     };
     let _ = recorder
         .events
-        .emit(finished_event(&envelope, work_item, saved.as_ref()));
+        .emit(finished_event(&envelope, work_item, saved.as_ref()).with_opt("head", head));
     Ok(Round {
         envelope,
         saved,
         save_error,
     })
+}
+
+/// `HEAD` of the git repository at `cwd`, when there is one.
+async fn reviewed_head(cwd: &std::path::Path) -> Option<String> {
+    crate::workspace::Git::default()
+        .line(cwd, &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
+        .await
+        .ok()
+        .flatten()
 }
 
 fn finished_event(

@@ -269,6 +269,13 @@ fn work_item_rounds_are_saved_and_logged_and_output_file_gets_the_same() {
         script("fail.sh")
     ));
     let copy = home.dir.path().join("out/envelope.json");
+    // The round reviews a git working tree: the commit it reviewed is recorded.
+    let tree = home.dir.path().join("tree");
+    std::fs::create_dir_all(&tree).unwrap();
+    let git = the_loop::workspace::test_repo::git;
+    git(&tree, &["init", "-q"]);
+    git(&tree, &["commit", "-q", "--allow-empty", "-m", "one"]);
+    let head = git(&tree, &["rev-parse", "HEAD"]).trim().to_string();
     let out = home.run(&[
         "critic",
         "run",
@@ -277,6 +284,8 @@ fn work_item_rounds_are_saved_and_logged_and_output_file_gets_the_same() {
         "x",
         "--work-item",
         "github:octo/repo#15",
+        "--cwd",
+        tree.to_str().unwrap(),
         "--output-file",
         copy.to_str().unwrap(),
     ]);
@@ -314,6 +323,8 @@ fn work_item_rounds_are_saved_and_logged_and_output_file_gets_the_same() {
     assert!(finished["duration_seconds"].is_number());
     assert_eq!(finished["path"], saved[0].display().to_string());
     assert_eq!(events[0]["work_item"], "github:octo/repo#15");
+    assert_eq!(finished["head"], head.as_str());
+    assert_eq!(events[0]["head"], head.as_str());
 
     // Without --work-item nothing is recorded.
     let home = Home::new(&format!(

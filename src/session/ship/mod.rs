@@ -285,7 +285,13 @@ impl Shipper {
     /// What shipping `item` would push now, or why it cannot.
     pub async fn preview(&self, item: &WorkItemRef) -> Result<Preview, Refusal> {
         let (record, workspace) = self.worktree_of(item)?;
-        preview(&self.git(), &record, &workspace).await
+        preview(
+            &self.git(),
+            self.sessions.events().path(),
+            &record,
+            &workspace,
+        )
+        .await
     }
 
     /// Ships `order` (SPEC §19.4), each step recorded; see the module docs.
@@ -322,7 +328,7 @@ impl Shipper {
         let item = &order.work_item;
         let (record, workspace) = self.worktree_of(item)?;
         let git = self.git();
-        let shown = preview(&git, &record, &workspace).await?;
+        let shown = preview(&git, self.sessions.events().path(), &record, &workspace).await?;
         if shown.dirty > 0 {
             return Err(Refusal::Dirty { count: shown.dirty }.into());
         }

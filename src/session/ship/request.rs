@@ -34,7 +34,7 @@ pub async fn propose(
     }
     let (record, workspace) = worktree_of(sessions, item)?;
     let git = sessions.workspaces().git().clone();
-    let shown = preview(&git, &record, &workspace).await?;
+    let shown = preview(&git, sessions.events().path(), &record, &workspace).await?;
     let request = ShipRequest {
         id: uuid::Uuid::new_v4().simple().to_string()[..12].to_string(),
         title,
@@ -103,6 +103,7 @@ pub(super) fn worktree_of(
 /// The worktree as it is now: branch, head, ahead, diffstat, dirt, request, verdict.
 pub(super) async fn preview(
     git: &Git,
+    log: &std::path::Path,
     record: &SessionRecord,
     workspace: &WorkspaceRecord,
 ) -> Result<Preview, Refusal> {
@@ -141,13 +142,41 @@ pub(super) async fn preview(
         deletions: stat.deletions,
         dirty: status.changed_files,
         request,
-        verdict: verdict(&record.work_item, &head),
+        verdict: verdict_on(log, &record.work_item, &head),
         pull: record.pull_request.clone(),
     })
 }
 
-/// The latest critic round on `head` for `item`, from the event log's recent past.
-fn verdict(item: &WorkItemRef, head: &str) -> String {
-    let _ = (item, head);
-    "no critic round on this commit".to_string()
+/// The latest recorded round on `item` that reviewed `head`, as the operator reads it
+/// before shipping: `review: ok`, `review: failed (exit 1)`, or that there is none.
+/// Reads the newest rounds of the log (rotated files too).
+fn verdict_on(log: &std::path::Path, item: &crate::work_item::WorkItemRef, head: &str) -> String {
+    let filter = crate::events::Filter {
+        type_glob: glob::Pattern::new(EventType::CriticFinished.as_str()).ok(),
+        work_item: Some(item.clone()),
+        ..Default::default()
+    };
+    let rounds = crate::events::tail_retained(log, 200, &filter)
+        .map(|t| t.records)
+        .unwrap_or_default();
+    let latest = rounds
+        .iter()
+        .rev()
+        .map(|r| &r.event)
+        .find(|e| e.str_field("head") == Some(head));
+    match latest {
+        None => "no critic round on this commit".into(),
+        Some(e) => {
+            let name = e.str_field("critic").unwrap_or("critic");
+            if e.fields.get("ok").and_then(serde_json::Value::as_bool) == Some(true) {
+                format!("{name}: ok")
+            } else {
+                let code = e
+                    .fields
+                    .get("exit_code")
+                    .and_then(serde_json::Value::as_i64);
+                format!("{name}: failed (exit {})", code.unwrap_or(-1))
+            }
+        }
+    }
 }

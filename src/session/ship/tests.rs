@@ -396,3 +396,27 @@ fn the_pull_request_body_closes_the_issue() {
     );
     assert_eq!(base_branch("refs/heads/trunk"), "trunk");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_preview_shows_the_latest_critic_round_on_the_shown_head() {
+    let w = world().await;
+    let head = w.commit("a.rs", "a\n");
+    let round = |sha: &str, ok: bool, code: i64| {
+        Event::new(Source::Critic, EventType::CriticFinished)
+            .with("critic", "review")
+            .with("work_item", item(7).to_string())
+            .with("head", sha)
+            .with("ok", ok)
+            .with("exit_code", code)
+    };
+    let verdict = || async { w.shipper().preview(&item(7)).await.unwrap().verdict };
+    assert_eq!(verdict().await, "no critic round on this commit");
+    w.f.sessions.emit(round(&head, false, 1));
+    assert_eq!(verdict().await, "review: failed (exit 1)");
+    w.f.sessions.emit(round(&head, true, 0));
+    w.f.sessions
+        .emit(round("0123456789abcdef0123456789abcdef01234567", false, 2));
+    assert_eq!(verdict().await, "review: ok", "the latest on this head");
+    w.commit("b.rs", "b\n");
+    assert_eq!(verdict().await, "no critic round on this commit");
+}

@@ -79,12 +79,14 @@ async fn run() {
             .unwrap();
     }
 
-    let mut config = Config::default();
-    config.repos = vec![RepoConfig {
-        name: "octo/repo".into(),
-        path: Some(checkout.display().to_string()),
-        ..RepoConfig::named("octo/repo")
-    }];
+    let mut config = Config {
+        repos: vec![RepoConfig {
+            name: "octo/repo".into(),
+            path: Some(checkout.display().to_string()),
+            ..RepoConfig::named("octo/repo")
+        }],
+        ..Config::default()
+    };
     config.sessions.harness = "agent".into();
     config.sessions.harnesses.insert(
         "agent".into(),
@@ -95,7 +97,7 @@ async fn run() {
         },
     );
     config.sessions.tmux.submit_delay_ms = 0;
-    let paths = StatePaths::new(&dir.path().join("state"));
+    let paths = StatePaths::new(dir.path().join("state"));
     let events = EventLog::open(&paths);
     let mut settings = Settings::new(&config, None, &paths).unwrap();
     settings.claude_config = None;

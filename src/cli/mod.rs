@@ -2,6 +2,7 @@
 //! One file per subcommand; each exposes `run(args, &Ctx) -> CliResult`.
 
 pub mod ask_cmd;
+pub mod comment_cmd;
 pub mod completions;
 pub mod config_cmd;
 pub mod critic_cmd;
@@ -52,6 +53,8 @@ pub enum Command {
     Critic(critic_cmd::CriticCommand),
     /// Ask the operator a question (run by an agent inside its session).
     Ask(ask_cmd::AskArgs),
+    /// Post a comment on GitHub (run by an agent inside its session, on its own item).
+    Comment(comment_cmd::CommentArgs),
     /// Answer into a session: paste a reply into the agent's pane.
     Reply(reply_cmd::ReplyArgs),
     /// Run the supervisor without a screen: poll, serve webhooks, dispatch.
@@ -136,6 +139,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Events(args) => events_cmd::run(args, &ctx),
         Command::Critic(cmd) => critic_cmd::run(cmd, &ctx),
         Command::Ask(args) => ask_cmd::run(args, &ctx),
+        Command::Comment(args) => comment_cmd::run(args, &ctx),
         Command::Reply(args) => reply_cmd::run(args, &ctx),
         Command::Run(args) => run_cmd::run(args, &ctx),
         Command::Sessions(cmd) => sessions_cmd::run(cmd, &ctx),

@@ -105,6 +105,11 @@ pub struct SessionRecord {
     /// What waits for the session's input box to be ready (SPEC §18; `session::hold`).
     #[serde(default, skip_serializing_if = "crate::session::hold::Hold::is_empty")]
     pub hold: crate::session::hold::Hold,
+    /// When the session's agent last tried to comment (`the-loop comment`), Unix
+    /// milliseconds, the last minute's only: its rate limit (SPEC §19.2,
+    /// `session::comment`), seen by every process that comments for it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recent_comments: Vec<u64>,
     /// Fields written by another version, kept untouched.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -131,6 +136,7 @@ impl SessionRecord {
             workspace_kept: None,
             reported: None,
             hold: Default::default(),
+            recent_comments: Vec::new(),
             extra: Map::new(),
         }
     }

@@ -68,7 +68,7 @@ pub enum CommentError {
     )]
     NoSession { item: WorkItemRef },
     #[error(
-        "the session on {item} already made {limit} comments in the last minute (sessions.commentsPerMinute: {limit}); wait {wait_secs}s before commenting again (nothing was posted)"
+        "the session on {item} made {limit} comments (or attempts) in the last minute, its limit (sessions.commentsPerMinute: {limit}); wait {wait_secs}s before commenting again (nothing was posted)"
     )]
     RateLimited {
         item: WorkItemRef,

@@ -157,7 +157,7 @@ fn the_record_admits_within_the_limits_and_counts_each_attempt() {
     assert!(
         refused
             .to_string()
-            .contains("3 comments in the last minute"),
+            .contains("3 comments (or attempts) in the last minute"),
         "{refused}"
     );
     assert!(refused.to_string().contains("wait 59s"), "{refused}");

@@ -6,7 +6,8 @@
 //!
 //! In order, nothing posted unless every step passes:
 //! 1. the body is sanitized ([`guard::sanitize_markdown`]: controls and what GitHub
-//!    would not show a reader) and must not be empty;
+//!    would not show a reader), must not be empty, and must not hold a secret the-loop
+//!    keeps (the token an agent might have read from a file: never posted);
 //! 2. under the session record's lock: the item has an open session; the body stamped
 //!    with the marker and an attribution line naming the harness (and model when it
 //!    reported one, [`guard::attribution_for`]) fits in [`MAX_COMMENT_CHARS`]; the
@@ -83,6 +84,10 @@ pub enum CommentError {
         item: WorkItemRef,
         why: String,
     },
+    #[error(
+        "the comment holds a secret the-loop keeps (the GitHub token or the webhook secret); nothing was posted"
+    )]
+    Secret,
     #[error("the comment could not be posted on {item}: {error}")]
     GitHub { item: WorkItemRef, error: String },
     #[error("the session registry could not be read: {0}")]
@@ -106,6 +111,7 @@ impl CommentError {
             Self::NoSession { .. } => "no-session",
             Self::RateLimited { .. } => "rate-limited",
             Self::NotInThread { .. } => "bad-reply-to",
+            Self::Secret => "secret",
             Self::GitHub { .. } => "github",
             Self::Registry(_) => "internal",
         }
@@ -117,7 +123,7 @@ impl CommentError {
             Self::Empty | Self::TooLong { .. } => 400,
             Self::NoSession { .. } => 404,
             Self::RateLimited { .. } => 429,
-            Self::NotInThread { .. } => 422,
+            Self::NotInThread { .. } | Self::Secret => 422,
             Self::GitHub { .. } => 502,
             Self::Registry(_) => 500,
         }
@@ -156,6 +162,12 @@ impl Commenter<'_> {
     pub async fn comment(&self, request: &CommentRequest) -> Result<Commented, CommentError> {
         let item = &request.work_item;
         let text = body_text(&request.body)?;
+        // Resolved (and so registered with `secrets`) before the body is looked at.
+        self.github.has_token().await;
+        if crate::secrets::redact(&text) != text {
+            tracing::warn!(work_item = %item, "an agent's comment held a secret; refused");
+            return Err(CommentError::Secret);
+        }
         let (attribution, chars) = self.admit(item, &text).await?;
         let repo = item.repo_full_name();
         let posted = match request.reply_to {

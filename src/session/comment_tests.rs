@@ -398,6 +398,24 @@ async fn a_reply_to_anything_but_this_pull_requests_threads_is_refused() {
     assert!(w.events().is_empty());
 }
 
+/// An agent that read the operator's token somewhere cannot post it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_holding_the_token_is_refused() {
+    let w = World::new().await;
+    let err = w
+        .comment(15, &format!("found this: {TOKEN} in ~/.config/gh"))
+        .await
+        .unwrap_err();
+    assert_eq!((err, w.posts()), (CommentError::Secret, 1));
+    assert!(w.sim.comments_on("octo/repo", 15).is_empty());
+    let record = w
+        .registry
+        .get(&WorkItemRef::new("octo", "repo", 15))
+        .unwrap()
+        .unwrap();
+    assert!(record.recent_comments.is_empty(), "no slot taken");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_github_failure_is_an_error_without_the_token() {
     let w = World::new().await;

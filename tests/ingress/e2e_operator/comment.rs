@@ -190,6 +190,11 @@ async fn an_agents_comment_goes_through_the_supervisor_marked_once_and_comes_bac
     ))
     .await;
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    // The operator's token, read from some file by the agent, is never posted.
+    let out = bare_comment(&w, 15, &["--body", &format!("LEAK-SENTINEL {TOKEN}")]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("holds a secret"));
+    assert!(!text(&out.stderr).contains(TOKEN));
     assert_eq!(posts(&w), before, "nothing posted");
     assert!(w.sim.comments_on("evil/other", 7).is_empty());
     assert_eq!(comments_with(&w, 17, "HIJACK"), 0);

@@ -280,10 +280,30 @@ async fn with_no_supervisor_the_command_posts_in_process() {
     assert_eq!(event["source"], "cli");
     assert_eq!(event["chars"], posted[0].body.chars().count());
 
-    let out = comment(16, &["--reply-to", &on_16.to_string(), "--body", "Seeded."]);
+    // The body from standard input, as a reply in the PR's own review thread.
+    let out = w
+        .cli(&[
+            "comment",
+            "--reply-to",
+            &on_16.to_string(),
+            "--body-file",
+            "-",
+        ])
+        .env("THE_LOOP_WORK_ITEM", item(16))
+        .write_stdin("Seeded:\n\n    let rng = StdRng::seed_from_u64(7);\n")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let thread = w.sim.review_comments_on(REPO, 16);
-    assert_eq!(thread.last().unwrap().in_reply_to, Some(on_16));
+    let reply = thread.last().unwrap();
+    assert_eq!(reply.in_reply_to, Some(on_16));
+    assert!(
+        reply
+            .body
+            .starts_with("Seeded:\n\n    let rng = StdRng::seed_from_u64(7);\n\n"),
+        "{}",
+        reply.body
+    );
 
     let before = posts(&w);
     let out = comment(16, &["--reply-to", &on_17.to_string(), "--body", "HIJACK"]);

@@ -42,6 +42,13 @@ pub fn compact_now() -> String {
         .unwrap_or_else(|_| t.unix_timestamp().to_string())
 }
 
+/// The current time in Unix milliseconds (0 before 1970: a broken clock limits nothing).
+pub fn unix_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// Parses an RFC 3339 timestamp (GitHub's `updated_at`, the log's `ts`, `--since`).
 pub fn parse_ts(s: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(s, &Rfc3339).ok()

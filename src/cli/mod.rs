@@ -2,6 +2,7 @@
 //! One file per subcommand; each exposes `run(args, &Ctx) -> CliResult`.
 
 pub mod ask_cmd;
+pub mod comment_cmd;
 pub mod completions;
 pub mod config_cmd;
 pub mod critic_cmd;
@@ -56,6 +57,8 @@ pub enum Command {
     Ask(ask_cmd::AskArgs),
     /// Ask the operator to ship this session's work (run by an agent inside its session).
     Propose(propose_cmd::ProposeArgs),
+    /// Post a comment on GitHub (run by an agent inside its session, on its own item).
+    Comment(comment_cmd::CommentArgs),
     /// Answer into a session: paste a reply into the agent's pane.
     Reply(reply_cmd::ReplyArgs),
     /// Run the supervisor without a screen: poll, serve webhooks, dispatch.
@@ -141,6 +144,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Critic(cmd) => critic_cmd::run(cmd, &ctx),
         Command::Ask(args) => ask_cmd::run(args, &ctx),
         Command::Propose(args) => propose_cmd::run(args, &ctx),
+        Command::Comment(args) => comment_cmd::run(args, &ctx),
         Command::Reply(args) => reply_cmd::run(args, &ctx),
         Command::Run(args) => run_cmd::run(args, &ctx),
         Command::Sessions(cmd) => sessions_cmd::run(cmd, &ctx),

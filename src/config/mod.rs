@@ -267,6 +267,13 @@ impl Default for EventsConfig {
 /// `sessions.holdNotifySeconds` unless configured.
 pub const DEFAULT_HOLD_NOTIFY_SECONDS: u64 = 60;
 
+/// `sessions.commentsPerMinute` unless configured (SPEC §19.2).
+pub const DEFAULT_COMMENTS_PER_MINUTE: u32 = 6;
+
+/// The most `sessions.commentsPerMinute` may allow: GitHub itself slows an account
+/// down at about 80 new comments a minute.
+pub const MAX_COMMENTS_PER_MINUTE: u32 = 60;
+
 /// The built-in harness names `sessions.harness` may name (their adapters: the `harness` module).
 pub const BUILT_IN_HARNESSES: &[&str] = &["claude", "codex", "cursor"];
 
@@ -287,6 +294,9 @@ pub struct SessionsConfig {
     pub trust_workspaces: bool,
     /// A delivery held this long notifies like a question (SPEC §18.3); 0 never does.
     pub hold_notify_seconds: u64,
+    /// How many comments one session's agent may post (`the-loop comment`) in any
+    /// minute (SPEC §19.2).
+    pub comments_per_minute: u32,
 }
 
 impl Default for SessionsConfig {
@@ -300,6 +310,7 @@ impl Default for SessionsConfig {
             tmux: TmuxConfig::default(),
             trust_workspaces: true,
             hold_notify_seconds: DEFAULT_HOLD_NOTIFY_SECONDS,
+            comments_per_minute: DEFAULT_COMMENTS_PER_MINUTE,
         }
     }
 }

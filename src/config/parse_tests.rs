@@ -305,6 +305,20 @@ fn semantic_rules_are_located_like_type_errors() {
             "must be greater than 0",
         ),
         (
+            "sessions:\n  commentsPerMinute: 0\n",
+            2,
+            22,
+            "sessions.commentsPerMinute",
+            "must be between 1 and 60",
+        ),
+        (
+            "sessions:\n  commentsPerMinute: 61\n",
+            2,
+            22,
+            "sessions.commentsPerMinute",
+            "must be between 1 and 60",
+        ),
+        (
             "sessions:\n  passEnv: [GH_TOKEN, 'GH_TOKEN=ghp_x']\n",
             2,
             23,
@@ -390,6 +404,10 @@ polling:
     assert_eq!(config.sessions.hold_notify_seconds, 60);
     let off = parse_str("sessions: {holdNotifySeconds: 0}\n", Path::new(FILE)).unwrap();
     assert_eq!(off.sessions.hold_notify_seconds, 0);
+    // An agent posts at most 6 comments a minute unless told otherwise.
+    assert_eq!(config.sessions.comments_per_minute, 6);
+    let more = parse_str("sessions: {commentsPerMinute: 20}\n", Path::new(FILE)).unwrap();
+    assert_eq!(more.sessions.comments_per_minute, 20);
 
     let exposed = "server: {listen: '0.0.0.0:8787', exposed: true}\n";
     assert!(parse_str(exposed, Path::new(FILE)).is_ok());

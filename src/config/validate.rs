@@ -259,6 +259,16 @@ fn check_sessions(config: &Config, out: &mut Vec<Problem>) {
             ));
         }
     }
+    if !(1..=super::MAX_COMMENTS_PER_MINUTE).contains(&sessions.comments_per_minute) {
+        out.push(Problem::new(
+            KeyPath::parse("sessions.commentsPerMinute"),
+            format!(
+                "must be between 1 and {} (comments one session may post in a minute); the default is {}",
+                super::MAX_COMMENTS_PER_MINUTE,
+                super::DEFAULT_COMMENTS_PER_MINUTE
+            ),
+        ));
+    }
     if sessions.tmux.probe_timeout_seconds == 0 {
         out.push(Problem::new(
             KeyPath::parse("sessions.tmux.probeTimeoutSeconds"),

@@ -89,6 +89,7 @@ event_types! {
     SessionAwaitingInput => "session.awaiting_input",
     SessionReplySent => "session.reply_sent",
     SessionQuestionDismissed => "session.question_dismissed",
+    SessionCommented => "session.commented",
     SessionPermissionRequested => "session.permission_requested",
     SessionPermissionResolved => "session.permission_resolved",
     SessionTurnEnded => "session.turn_ended",

@@ -145,29 +145,76 @@ impl Client {
         number: u64,
         body: &str,
     ) -> Result<CreatedComment, Error> {
+        self.post_comment_as(repo, number, body, crate::guard::ATTRIBUTION)
+            .await
+    }
+
+    /// [`Self::post_comment`] with another attribution line above the marker (an agent's
+    /// words, `the-loop comment`: [`crate::guard::attribution_for`]); stamped here all
+    /// the same, with [`crate::guard::stamp_self_authored`].
+    pub async fn post_comment_as(
+        &self,
+        repo: &str,
+        number: u64,
+        body: &str,
+        attribution: &str,
+    ) -> Result<CreatedComment, Error> {
         let url = self.url(
             &format!("{}/issues/{number}/comments", repo_path(repo)?),
             &[],
         )?;
-        let payload = json!({ "body": crate::guard::mark_self_authored(body) });
+        let payload = json!({ "body": crate::guard::stamp_self_authored(body, attribution) });
         let comment = self.write_value(Method::POST, &url, &payload).await?;
-        let what = || format!("POST {}", url.path());
-        let id = models::id(&comment).ok_or_else(|| Error::Decode {
-            what: what(),
-            message: "the created comment has no `id`".into(),
-        })?;
-        let html_url = models::html_url(&comment)
-            .ok_or_else(|| Error::Decode {
-                what: what(),
-                message: "the created comment has no `html_url`".into(),
-            })?
-            .to_string();
-        Ok(CreatedComment {
-            id,
-            html_url,
-            comment,
-        })
+        created(comment, &url)
     }
+
+    /// One review comment (an inline comment on a pull request's diff) by id:
+    /// `pull_request_url` names its pull request, `in_reply_to_id` (when present) the
+    /// first comment of its thread.
+    pub async fn get_review_comment(&self, repo: &str, id: u64) -> Result<Value, Error> {
+        let url = self.url(&format!("{}/pulls/comments/{id}", repo_path(repo)?), &[])?;
+        self.get_value(&url).await
+    }
+
+    /// Replies in the review-comment thread of comment `id` on pull request `number`,
+    /// stamped here like [`Self::post_comment_as`]. GitHub takes the id of the thread's
+    /// first comment, not of a reply in it.
+    pub async fn reply_to_review_comment(
+        &self,
+        repo: &str,
+        number: u64,
+        id: u64,
+        body: &str,
+        attribution: &str,
+    ) -> Result<CreatedComment, Error> {
+        let url = self.url(
+            &format!("{}/pulls/{number}/comments/{id}/replies", repo_path(repo)?),
+            &[],
+        )?;
+        let payload = json!({ "body": crate::guard::stamp_self_authored(body, attribution) });
+        let comment = self.write_value(Method::POST, &url, &payload).await?;
+        created(comment, &url)
+    }
+}
+
+/// The comment GitHub answered a `POST` with; its `id` and `html_url` are required.
+fn created(comment: Value, url: &reqwest::Url) -> Result<CreatedComment, Error> {
+    let what = || format!("POST {}", url.path());
+    let id = models::id(&comment).ok_or_else(|| Error::Decode {
+        what: what(),
+        message: "the created comment has no `id`".into(),
+    })?;
+    let html_url = models::html_url(&comment)
+        .ok_or_else(|| Error::Decode {
+            what: what(),
+            message: "the created comment has no `html_url`".into(),
+        })?
+        .to_string();
+    Ok(CreatedComment {
+        id,
+        html_url,
+        comment,
+    })
 }
 
 impl Client {

@@ -3,7 +3,10 @@
 //! - `POST /api/v1/sessions/reply` `{"ref", "text", "actor"?, "comment"?}` →
 //!   [`Replier::reply`] (SPEC §8.2);
 //! - `POST /api/v1/sessions/ask` `{"ref", "question", "session"?}` → [`ask::ask`] with the
-//!   supervisor's GitHub client (SPEC §8.1, §14.4), so an agent needs no token.
+//!   supervisor's GitHub client (SPEC §8.1, §14.4), so an agent needs no token;
+//! - `POST /api/v1/sessions/comment` `{"ref", "body", "reply_to"?}` →
+//!   [`Commenter::comment`] with the supervisor's client, registry and
+//!   `sessions.commentsPerMinute` (SPEC §19.2): an agent's words on its own item.
 //!
 //! Bodies are `application/json` (at most [`MAX_BODY_BYTES`], unknown fields refused).
 //! Every answer is JSON: `200 {"ok": true, …}` or the error's status with `{"error":
@@ -14,6 +17,7 @@ use crate::events::EventLog;
 use crate::github::Client;
 use crate::session::Sessions;
 use crate::session::ask::{self, Ask, Asked, question_text};
+use crate::session::comment::{CommentRequest, Commented, Commenter};
 use crate::session::reply::{Replied, Replier, ReplyError, ReplyRequest, Report, Via};
 use crate::work_item::WorkItemRef;
 use axum::Router;
@@ -31,6 +35,8 @@ use std::sync::Arc;
 pub const REPLY_PATH: &str = "/api/v1/sessions/reply";
 /// The ask route.
 pub const ASK_PATH: &str = "/api/v1/sessions/ask";
+/// The comment route.
+pub const COMMENT_PATH: &str = "/api/v1/sessions/comment";
 
 /// `the-loop reply` names itself with this header (value `cli`), so its reply is
 /// recorded `via: cli` whether it ran in-process or here. Audit only.
@@ -62,6 +68,7 @@ impl OperatorApi {
         Router::new()
             .route(REPLY_PATH, post(reply))
             .route(ASK_PATH, post(ask_route))
+            .route(COMMENT_PATH, post(comment_route))
             .with_state(self)
     }
 
@@ -101,6 +108,17 @@ struct AskBody {
     /// The asking session's own item, when it asks on another one.
     #[serde(default)]
     session: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CommentBody {
+    /// The commenting session's own item.
+    #[serde(rename = "ref")]
+    work_item: String,
+    body: String,
+    #[serde(default)]
+    reply_to: Option<u64>,
 }
 
 async fn reply(State(api): State<Arc<OperatorApi>>, headers: HeaderMap, body: Body) -> Response {
@@ -203,6 +221,49 @@ async fn ask_route(
     }
 }
 
+async fn comment_route(
+    State(api): State<Arc<OperatorApi>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    const EXPECTED: &str = r#"{"ref": "github:owner/repo#N", "body": "…", "reply_to"?: 123}"#;
+    let parsed: CommentBody = match read_json(&headers, body, EXPECTED).await {
+        Ok(parsed) => parsed,
+        Err(refused) => return refused,
+    };
+    let work_item: WorkItemRef = match parsed.work_item.trim().parse() {
+        Ok(item) => item,
+        Err(e) => return error(StatusCode::BAD_REQUEST, "bad-ref", &e.to_string()),
+    };
+    let request = CommentRequest {
+        work_item,
+        body: parsed.body,
+        reply_to: parsed.reply_to,
+    };
+    let task = Arc::clone(&api);
+    let done = tokio::spawn(async move {
+        let commenter = Commenter {
+            registry: task.sessions.registry(),
+            github: &task.github,
+            events: &task.events,
+            per_minute: task.sessions.settings().sessions.comments_per_minute,
+        };
+        commenter.comment(&request).await
+    })
+    .await;
+    match done {
+        Ok(Ok(commented)) => {
+            (StatusCode::OK, axum::Json(commented_json(&commented))).into_response()
+        }
+        Ok(Err(e)) => error(
+            StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            e.reason(),
+            &e.to_string(),
+        ),
+        Err(e) => internal(&e),
+    }
+}
+
 /// The body as `T`, or the refusal to answer with.
 async fn read_json<T: DeserializeOwned>(
     headers: &HeaderMap,
@@ -269,6 +330,16 @@ fn asked_json(request: &Ask, asked: &Asked) -> Value {
         Err(error) => out["error"] = Value::from(error.as_str()),
     }
     out
+}
+
+fn commented_json(commented: &Commented) -> Value {
+    json!({
+        "ok": true,
+        "work_item": commented.work_item.to_string(),
+        "url": commented.url,
+        "chars": commented.chars,
+        "reply_to": commented.reply_to,
+    })
 }
 
 fn internal(e: &tokio::task::JoinError) -> Response {

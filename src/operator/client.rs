@@ -1,11 +1,12 @@
-//! `the-loop reply` / `the-loop ask` talking to the running supervisor over its operator
+//! `the-loop reply` / `ask` / `comment` talking to the running supervisor over its operator
 //! socket (reqwest over a Unix socket). [`ClientError::NotListening`] means nothing was
 //! sent — no supervisor, or one that serves no socket (`run --once`) — and the command
 //! works in-process instead; any other error came after the request went out.
 
-use super::api::{ASK_PATH, CLIENT_HEADER, MAX_BODY_BYTES, REPLY_PATH};
+use super::api::{ASK_PATH, CLIENT_HEADER, COMMENT_PATH, MAX_BODY_BYTES, REPLY_PATH};
 use crate::paths::StatePaths;
 use crate::session::ask::Ask;
+use crate::session::comment::{CommentRequest, Commented};
 use crate::session::reply::{Replied, ReplyRequest, Report, Via};
 use crate::tmux::PaneId;
 use crate::work_item::WorkItemRef;
@@ -49,7 +50,7 @@ impl ClientError {
             Self::Refused { reason, .. }
                 if matches!(
                     reason.as_str(),
-                    "bad-ref" | "empty-text" | "bad-question" | "bad-request"
+                    "bad-ref" | "empty-text" | "bad-question" | "bad-request" | "too-long"
                 ) =>
             {
                 2
@@ -156,6 +157,19 @@ impl OperatorClient {
         }
     }
 
+    /// Posts an agent's comment through the supervisor (SPEC §19.2).
+    pub async fn comment(&self, request: &CommentRequest) -> Result<Commented, ClientError> {
+        let body = json!({
+            "ref": request.work_item.to_string(),
+            "body": request.body,
+            "reply_to": request.reply_to,
+        });
+        let answer = self.post(COMMENT_PATH, &body, true).await?;
+        commented(&answer).ok_or_else(|| ClientError::NoAnswer {
+            error: format!("an answer this the-loop does not understand: {answer}"),
+        })
+    }
+
     /// POSTs `body`; the JSON of a 200, or the refusal. A body over the route's limit is
     /// refused here, before anything is sent: the supervisor would answer 413 and close
     /// the socket while the rest was still being written, so the caller could see a
@@ -240,6 +254,16 @@ fn replied(answer: &Value) -> Option<Replied> {
     })
 }
 
+/// The comment route's success answer, as the in-process path returns it.
+fn commented(answer: &Value) -> Option<Commented> {
+    Some(Commented {
+        work_item: answer["work_item"].as_str()?.parse().ok()?,
+        url: answer["url"].as_str()?.to_string(),
+        chars: usize::try_from(answer["chars"].as_u64()?).ok()?,
+        reply_to: answer["reply_to"].as_u64(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,6 +277,10 @@ mod tests {
         };
         assert_eq!(refused("bad-ref").exit_code(), 2);
         assert_eq!(refused("empty-text").exit_code(), 2);
+        assert_eq!(refused("too-long").exit_code(), 2);
+        assert_eq!(refused("rate-limited").exit_code(), 1);
+        assert_eq!(refused("no-session").exit_code(), 1);
+        assert_eq!(refused("bad-reply-to").exit_code(), 1);
         assert_eq!(refused("session-paused").exit_code(), 1);
         assert_eq!(refused("").exit_code(), 1);
         let none = ClientError::NoAnswer { error: "x".into() };
@@ -275,6 +303,21 @@ mod tests {
             }
         );
         assert!(replied(&json!({"ok": true})).is_none());
+    }
+
+    #[test]
+    fn a_comment_answer_reads_back_as_the_in_process_result() {
+        let answer = json!({
+            "ok": true, "work_item": "github:octo/repo#16",
+            "url": "https://github.com/octo/repo/pull/16#discussion_r7", "chars": 120,
+            "reply_to": 5,
+        });
+        let back = commented(&answer).unwrap();
+        assert_eq!(back.work_item, WorkItemRef::new("octo", "repo", 16));
+        assert_eq!((back.chars, back.reply_to), (120, Some(5)));
+        let plain = json!({"work_item": "github:o/r#1", "url": "u", "chars": 1, "reply_to": null});
+        assert_eq!(commented(&plain).unwrap().reply_to, None);
+        assert!(commented(&json!({"ok": true})).is_none());
     }
 
     #[tokio::test]

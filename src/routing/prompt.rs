@@ -301,8 +301,19 @@ mod tests {
         assert!(directive.contains("the-loop ask --question '…'"));
         assert!(directive.contains("wait"));
         assert!(directive.contains("pasted into this session"));
-        assert!(directive.contains(crate::guard::MARKER));
         assert!(!directive.contains('$'));
+    }
+
+    /// SPEC §19.2: agents post through the-loop, which stamps the marker; they are no
+    /// longer asked to write it themselves.
+    #[test]
+    fn directive_says_to_post_with_the_loop_comment_and_never_gh() {
+        let directive = interaction_directive();
+        assert!(directive.contains("`the-loop comment --body '…'`"));
+        assert!(directive.contains("`--reply-to ID`"));
+        assert!(directive.contains("Never post with `gh`"));
+        assert!(!directive.contains(crate::guard::MARKER));
+        assert!(!directive.contains("agent-comment"));
     }
 
     #[test]

@@ -92,6 +92,7 @@ async fn a_reported_permission_request_holds_before_the_dialog_is_drawn() {
                 permission: None,
                 last_tool: None,
                 conversation: None,
+                model: None,
                 prompts: 0,
             });
         })

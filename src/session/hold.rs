@@ -223,6 +223,7 @@ mod tests {
             permission: None,
             last_tool: None,
             conversation: None,
+            model: None,
             prompts: 0,
         }
     }

@@ -114,6 +114,11 @@ pub struct SessionRecord {
     /// The pull request the session's work went to (SPEC §19.4 step 6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pull_request: Option<crate::session::ship::LinkedPull>,
+    /// When the session's agent last tried to comment (`the-loop comment`), Unix
+    /// milliseconds, the last minute's only: its rate limit (SPEC §19.2,
+    /// `session::comment`), seen by every process that comments for it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recent_comments: Vec<u64>,
     /// Fields written by another version, kept untouched.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -143,6 +148,7 @@ impl SessionRecord {
             ship_request: None,
             pushed: None,
             pull_request: None,
+            recent_comments: Vec::new(),
             extra: Map::new(),
         }
     }

@@ -15,6 +15,7 @@
 //! retries it.
 
 pub mod fd_limit;
+mod followed;
 mod handle;
 mod health;
 mod held_replies;
@@ -41,7 +42,7 @@ use crate::ingress::poller::Poller;
 use crate::operator::{OperatorApi, OperatorSocket};
 use crate::paths::StatePaths;
 use crate::routing::prompt::PromptError;
-use crate::session::{Dispatcher, DispatcherError, Registry, Replier, Sessions, Settings};
+use crate::session::{Dispatcher, DispatcherError, Replier, Sessions, Settings};
 use health::{StatusCell, SupervisorStatus as Status, WarningSources};
 use http::HttpServer;
 use ingest::PollIngest;
@@ -308,9 +309,9 @@ impl Parts {
         .with_ledgers(self.ledgers.clone())
         .with_sessions(Arc::new({
             let registry = registry.clone();
-            move || items_with_open_sessions(&registry)
+            move || followed::items_with_open_sessions(&registry)
         }))
-        .with_linked(Arc::new(move || linked_pulls(&registry)));
+        .with_linked(Arc::new(move || followed::linked_pulls(&registry)));
         let poll = Arc::new(PollLoop::new(
             poller,
             poll_ingest,
@@ -525,40 +526,6 @@ pub(crate) fn bound_log(events: &EventLog, config: &crate::config::Config) {
     let refresh: crate::events::Refresh =
         Arc::new(|log: &std::path::Path| crate::session::OpenQuestions::refresh(log));
     events.set_rotation(Some(config.events.rotation()), Some(refresh));
-}
-
-/// The items whose sessions are open: the poller follows them for their closure.
-fn items_with_open_sessions(registry: &Registry) -> Vec<crate::work_item::WorkItemRef> {
-    match registry.list() {
-        Ok(records) => records
-            .into_iter()
-            .filter(|r| r.status.is_open())
-            .map(|r| r.work_item)
-            .collect(),
-        Err(e) => {
-            tracing::warn!(error = %e, "session registry unreadable; closes not followed this cycle");
-            Vec::new()
-        }
-    }
-}
-
-/// The pull requests shipping opened for open sessions (SPEC §19.4 step 6): the poller
-/// reads them whatever the repo's label, so their reviews reach the session.
-fn linked_pulls(registry: &Registry) -> Vec<crate::work_item::WorkItemRef> {
-    registry
-        .list()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|r| r.status.is_open())
-        .filter_map(|r| {
-            let pull = r.pull_request?;
-            Some(crate::work_item::WorkItemRef::new(
-                &r.work_item.owner,
-                &r.work_item.repo,
-                pull.number,
-            ))
-        })
-        .collect()
 }
 
 /// How long the start waits for `GET /user` before asking in the background instead.

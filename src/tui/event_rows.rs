@@ -252,6 +252,16 @@ pub fn describe(event: &Event, offset: UtcOffset) -> EventRow {
             "reply failed".into(),
             format!("({}){}", s("reason"), err()),
         ),
+        T::SessionCommented => (
+            "↗",
+            RowKind::Session,
+            if event.fields.get("reply_to").is_some_and(|v| !v.is_null()) {
+                "replied in a review thread".into()
+            } else {
+                "commented".into()
+            },
+            s("url"),
+        ),
         T::SessionQuestionDismissed => ("·", RowKind::Question, "question dismissed".into(), actor),
         T::SessionPermissionRequested => (
             "!",

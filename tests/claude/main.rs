@@ -8,6 +8,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod agent_comment;
 mod claude_code;
 mod claude_hooks;
 mod harness_cli;

@@ -325,6 +325,106 @@ async fn review_comments_and_reviews() {
     ));
 }
 
+/// One review comment read by id, and replies in its thread, as GitHub shapes and
+/// refuses them: `in_reply_to_id` only on a reply, always naming the thread's first
+/// comment; a reply names the PR the comment is on, or it is a 404.
+#[tokio::test]
+async fn review_comments_are_read_by_id_and_replied_to_in_their_thread() {
+    let sim = seeded_sim().await;
+    sim.add_pull(REPO, PullSpec::new("Other", "other").number(18))
+        .unwrap();
+    let rc = sim
+        .add_review_comment(REPO, 16, "alice", "src/lib.rs", 7, "Seed it.")
+        .unwrap();
+    let elsewhere = sim
+        .add_review_comment(REPO, 18, "alice", "src/lib.rs", 1, "Hm.")
+        .unwrap();
+    let c = client(&sim);
+
+    let one = c.get_review_comment(REPO, rc).await.unwrap();
+    let epoch = the_loop::time::parse_ts("2000-01-01T00:00:00Z").unwrap();
+    let listed = c.list_review_comments_since(REPO, epoch).await.unwrap();
+    assert_eq!(
+        one,
+        listed.value.unwrap()[0],
+        "the same shape as the listing's"
+    );
+    assert_eq!(
+        one["pull_request_url"],
+        format!("{}/repos/octo/repo/pulls/16", sim.base_url())
+    );
+    assert!(one.get("in_reply_to_id").is_none(), "{one}");
+    assert!(matches!(
+        c.get_review_comment(REPO, 999_999).await,
+        Err(Error::NotFound { .. })
+    ));
+
+    let url = |n: u64, id: u64| {
+        format!(
+            "{}/repos/{REPO}/pulls/{n}/comments/{id}/replies",
+            sim.base_url()
+        )
+    };
+    let reply = raw()
+        .post(url(16, rc))
+        .json(&json!({"body": "Seeded."}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 201);
+    let location = reply.headers()["location"].to_str().unwrap().to_string();
+    let reply: Value = reply.json().await.unwrap();
+    assert_eq!(location, reply["url"]);
+    assert_eq!(reply["in_reply_to_id"], rc);
+    assert_eq!(
+        (&reply["path"], &reply["line"]),
+        (&json!("src/lib.rs"), &json!(7))
+    );
+    assert_eq!(reply["user"]["login"], "the-loop-operator");
+    assert_eq!(reply["pull_request_url"], one["pull_request_url"]);
+    // A reply to the reply joins the same thread.
+    let nested = c
+        .reply_to_review_comment(
+            REPO,
+            16,
+            models::id(&reply).unwrap(),
+            "And tested.",
+            "🤖 _x_",
+        )
+        .await
+        .unwrap();
+    assert_eq!(nested.comment["in_reply_to_id"], rc);
+    assert_eq!(
+        nested.comment["body"],
+        format!("And tested.\n\n🤖 _x_\n{MARKER}\n")
+    );
+
+    // Not on that PR, not a PR, unknown, no body: refused, nothing added.
+    for (n, id, status) in [
+        (18, rc, 404),
+        (16, elsewhere, 404),
+        (15, rc, 404),
+        (16, 999_999, 404),
+    ] {
+        let refused = raw()
+            .post(url(n, id))
+            .json(&json!({"body": "x"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), status, "#{n} {id}");
+    }
+    let empty = raw()
+        .post(url(16, rc))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(empty.status(), 422);
+    assert_eq!(sim.review_comments_on(REPO, 16).len(), 3);
+    assert_eq!(sim.review_comments_on(REPO, 18).len(), 1);
+}
+
 #[tokio::test]
 async fn posted_comments_are_marked_authored_by_the_bot_and_listed() {
     let sim = seeded_sim().await;

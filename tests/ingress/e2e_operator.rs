@@ -5,9 +5,13 @@
 //! `the-loop ask` use while a supervisor runs — `ask` with no token of its own. With no
 //! supervisor, or a dead one's socket left behind, both work in-process.
 //!
+//! `the-loop comment` (SPEC §19.2) goes the same two ways: through the supervisor with
+//! no token in the agent, and in-process with none running.
+//!
 //! Traffic goes to 127.0.0.1 only.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod comment;
 mod network;
 mod peers;

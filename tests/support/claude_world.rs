@@ -361,6 +361,12 @@ impl ClaudeWorld {
         }
     }
 
+    /// The running supervisor's pid.
+    pub fn supervisor_pid(&self) -> u32 {
+        let github = self.github.as_ref().expect("a supervised world");
+        github.child.as_ref().expect("a running supervisor").id()
+    }
+
     /// Waits for `n` poll cycles after those already logged.
     pub async fn wait_cycles(&self, n: usize) {
         let seen = self.events_named("poll.cycle").len();

@@ -197,6 +197,17 @@ pub struct SimComment {
     pub updated_at: OffsetDateTime,
 }
 
+/// A review comment (inline, on a pull request's diff) as the simulator holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimReviewComment {
+    pub id: u64,
+    pub number: u64,
+    pub login: String,
+    pub body: String,
+    /// The first comment of its thread, when it is a reply.
+    pub in_reply_to: Option<u64>,
+}
+
 pub(crate) fn lock(shared: &Mutex<SimState>) -> MutexGuard<'_, SimState> {
     shared.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -477,6 +488,25 @@ impl SimControl {
                 body: c.body.clone(),
                 created_at: c.created_at,
                 updated_at: c.updated_at,
+            })
+            .collect()
+    }
+
+    /// The review comments of one PR, oldest first.
+    pub fn review_comments_on(&self, repo: &str, number: u64) -> Vec<SimReviewComment> {
+        let s = self.state();
+        let Some(r) = s.repo(repo) else {
+            return Vec::new();
+        };
+        r.review_comments
+            .values()
+            .filter(|c| c.number == number)
+            .map(|c| SimReviewComment {
+                id: c.id,
+                number: c.number,
+                login: c.login.clone(),
+                body: c.body.clone(),
+                in_reply_to: c.in_reply_to,
             })
             .collect()
     }

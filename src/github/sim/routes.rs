@@ -11,7 +11,7 @@ use axum::extract::{OriginalUri, Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -52,16 +52,24 @@ pub(crate) fn router(shared: Shared) -> Router {
         )
         .route(
             "/repos/{owner}/{repo}/pulls/comments",
-            get(list_repo_review_comments),
+            get(reviews::list_repo_review_comments),
+        )
+        .route(
+            "/repos/{owner}/{repo}/pulls/comments/{id}",
+            get(reviews::get_review_comment),
         )
         .route("/repos/{owner}/{repo}/pulls/{number}", get(get_pull))
         .route(
             "/repos/{owner}/{repo}/pulls/{number}/reviews",
-            get(list_reviews),
+            get(reviews::list_reviews),
         )
         .route(
             "/repos/{owner}/{repo}/pulls/{number}/comments",
-            get(list_pull_review_comments),
+            get(reviews::list_pull_review_comments),
+        )
+        .route(
+            "/repos/{owner}/{repo}/pulls/{number}/comments/{id}/replies",
+            post(reviews::reply_to_review_comment),
         )
         .fallback(|| async { error(StatusCode::NOT_FOUND, "Not Found") })
         .layer(middleware::from_fn_with_state(shared.clone(), gate::gate))
@@ -221,6 +229,8 @@ macro_rules! or_respond {
 }
 
 // ---- handlers ----------------------------------------------------------------------
+
+mod reviews;
 
 async fn list_issues(
     State(shared): State<Shared>,
@@ -394,12 +404,18 @@ async fn create_comment(
     let Some(c) = r.comments.get(&id) else {
         return error(StatusCode::INTERNAL_SERVER_ERROR, "comment vanished");
     };
-    let value = shapes::comment(&s, r, c);
-    let mut response = json(StatusCode::CREATED, value.clone());
-    if let Some(url) = value.get("url").and_then(Value::as_str)
-        && let Ok(v) = HeaderValue::from_str(url)
-    {
-        response.headers_mut().insert(header::LOCATION, v);
+    created(shapes::comment(&s, r, c))
+}
+
+/// `201 Created` with the new resource, and its API URL as `Location`.
+fn created(value: Value) -> Response {
+    let location = value
+        .get("url")
+        .and_then(Value::as_str)
+        .and_then(|url| HeaderValue::from_str(url).ok());
+    let mut response = json(StatusCode::CREATED, value);
+    if let Some(location) = location {
+        response.headers_mut().insert(header::LOCATION, location);
     }
     response
 }
@@ -430,64 +446,6 @@ async fn edit_comment(
         Some(c) => json(StatusCode::OK, shapes::comment(&s, r, c)),
         None => error(StatusCode::NOT_FOUND, "Not Found"),
     }
-}
-
-/// Review comments, repo-wide (`number: None`) or of one PR.
-fn review_comments_response(
-    s: &SimState,
-    r: &Repo,
-    number: Option<u64>,
-    params: &HashMap<String, String>,
-    uri: &Uri,
-) -> Response {
-    threaded_list(s, &r.review_comments, number, params, uri, |c| {
-        shapes::review_comment(s, r, c)
-    })
-}
-
-async fn list_repo_review_comments(
-    State(shared): State<Shared>,
-    Path((owner, repo)): Path<(String, String)>,
-    Query(params): Params,
-    OriginalUri(uri): OriginalUri,
-) -> Response {
-    let s = lock(&shared);
-    let r = or_respond!(find_repo(&s, &owner, &repo));
-    review_comments_response(&s, r, None, &params, &uri)
-}
-
-async fn list_pull_review_comments(
-    State(shared): State<Shared>,
-    Path((owner, repo, number)): ItemPath,
-    Query(params): Params,
-    OriginalUri(uri): OriginalUri,
-) -> Response {
-    let s = lock(&shared);
-    let r = or_respond!(find_repo(&s, &owner, &repo));
-    let issue = or_respond!(find_item(r, &number));
-    review_comments_response(&s, r, Some(issue.number), &params, &uri)
-}
-
-async fn list_reviews(
-    State(shared): State<Shared>,
-    Path((owner, repo, number)): ItemPath,
-    Query(params): Params,
-    OriginalUri(uri): OriginalUri,
-) -> Response {
-    let s = lock(&shared);
-    let r = or_respond!(find_repo(&s, &owner, &repo));
-    let issue = or_respond!(find_item(r, &number));
-    if issue.pull.is_none() {
-        return error(StatusCode::NOT_FOUND, "Not Found");
-    }
-    let items: Vec<_> = r
-        .reviews
-        .values()
-        .filter(|v| v.number == issue.number)
-        .collect();
-    let (page, link) = paginate(items, &params, &uri, &s.api_base);
-    let values = page.into_iter().map(|v| shapes::review(&s, r, v)).collect();
-    list_response(values, link)
 }
 
 /// An item's timeline, oldest first.

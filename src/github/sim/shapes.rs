@@ -258,7 +258,7 @@ pub(crate) fn review_comment(s: &SimState, repo: &Repo, c: &ReviewComment) -> Va
     let api = format!("{}/pulls/comments/{}", repo_api(s, repo), c.id);
     let pull_api = format!("{}/pulls/{}", repo_api(s, repo), c.number);
     let html = format!("{}/pull/{}", repo_html(s, repo), c.number);
-    json!({
+    let mut value = json!({
         "url": api,
         "pull_request_review_id": c.review_id,
         "id": c.id,
@@ -285,7 +285,12 @@ pub(crate) fn review_comment(s: &SimState, repo: &Repo, c: &ReviewComment) -> Va
         "original_line": c.line,
         "side": "RIGHT",
         "reactions": reactions(&api)
-    })
+    });
+    // GitHub sends `in_reply_to_id` only on a reply.
+    if let Some(parent) = c.in_reply_to {
+        value["in_reply_to_id"] = json!(parent);
+    }
+    value
 }
 
 pub(crate) fn review(s: &SimState, repo: &Repo, r: &Review) -> Value {

@@ -81,6 +81,8 @@ pub(crate) struct ReviewComment {
     pub path: String,
     pub line: u64,
     pub body: String,
+    /// The first comment of the thread, when this one is a reply in it.
+    pub in_reply_to: Option<u64>,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
 }
@@ -376,8 +378,45 @@ impl SimState {
                 path: path.to_string(),
                 line,
                 body: body.to_string(),
+                in_reply_to: None,
                 created_at: now,
                 updated_at: now,
+            },
+        );
+        Ok(id)
+    }
+
+    /// A reply by `login` in the thread of review comment `to` on PR `number`, as
+    /// `POST /repos/{o}/{r}/pulls/{n}/comments/{id}/replies` makes it: on the same line,
+    /// `in_reply_to` the thread's first comment. A comment that is not on that PR is
+    /// [`SimError::NoComment`] (GitHub answers 404).
+    pub fn reply_to_review_comment(
+        &mut self,
+        repo: &str,
+        number: u64,
+        to: u64,
+        login: &str,
+        body: &str,
+    ) -> Result<u64, SimError> {
+        self.require_pull(repo, number)?;
+        let parent = self
+            .repo(repo)
+            .and_then(|r| r.review_comments.get(&to))
+            .filter(|c| c.number == number)
+            .cloned()
+            .ok_or(SimError::NoComment(to))?;
+        let now = self.clock.tick();
+        let id = self.fresh_id();
+        self.repo_mut(repo)?.review_comments.insert(
+            id,
+            ReviewComment {
+                id,
+                login: login.to_string(),
+                body: body.to_string(),
+                in_reply_to: Some(parent.in_reply_to.unwrap_or(parent.id)),
+                created_at: now,
+                updated_at: now,
+                ..parent
             },
         );
         Ok(id)
@@ -534,36 +573,5 @@ pub(crate) struct ItemFields {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn faults_match_paths_in_order() {
-        let mut s = SimState::new("http://x".into());
-        s.faults.push_back(ScriptedFault {
-            fault: Fault::Status(502),
-            path_contains: Some("/pulls".into()),
-        });
-        s.faults.push_back(ScriptedFault {
-            fault: Fault::Status(500),
-            path_contains: None,
-        });
-        assert_eq!(s.take_fault("/repos/o/r/issues"), Some(Fault::Status(500)));
-        assert_eq!(s.take_fault("/repos/o/r/issues"), None);
-        assert_eq!(s.take_fault("/repos/o/r/pulls"), Some(Fault::Status(502)));
-    }
-
-    #[test]
-    fn comments_need_an_existing_item() {
-        let mut s = SimState::new("http://x".into());
-        assert!(matches!(
-            s.create_comment("o/r", 1, "alice", "hi"),
-            Err(SimError::NoRepo(_))
-        ));
-        s.ensure_repo("o/r").unwrap();
-        assert!(matches!(
-            s.create_comment("o/r", 1, "alice", "hi"),
-            Err(SimError::NoItem(_, 1))
-        ));
-    }
-}
+#[path = "state_tests.rs"]
+mod tests;

@@ -66,6 +66,8 @@ fn claude(v: &Value) -> Option<Report> {
     let signal = match event.as_str() {
         "SessionStart" => Signal::SessionStarted {
             conversation: text(v, "session_id"),
+            // Claude Code 2.1.197 says which model the session runs.
+            model: text(v, "model").filter(|m| !m.trim().is_empty()),
         },
         "UserPromptSubmit" => Signal::PromptSubmitted,
         "PreToolUse" => Signal::ToolStarting(ToolCall {
@@ -125,7 +127,18 @@ mod tests {
         assert_eq!(
             with(serde_json::json!({"hook_event_name": "SessionStart", "source": "startup"})),
             Some(Signal::SessionStarted {
-                conversation: Some("0fdc".into())
+                conversation: Some("0fdc".into()),
+                model: None,
+            })
+        );
+        assert_eq!(
+            with(
+                serde_json::json!({"hook_event_name": "SessionStart", "source": "startup",
+                "model": "claude-sonnet-4-5"})
+            ),
+            Some(Signal::SessionStarted {
+                conversation: Some("0fdc".into()),
+                model: Some("claude-sonnet-4-5".into()),
             })
         );
         let bash = serde_json::json!({"command": "echo hi\nrm -rf x", "description": "d"});

@@ -113,6 +113,11 @@ pub struct Reported {
     /// The harness's own conversation id, as it reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation: Option<String>,
+    /// The model the harness said it runs (Claude Code's `SessionStart`), as it said
+    /// it: reported by a process in the agent's pane, so shown only after
+    /// `guard::attribution_for` cleaned it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// How many prompts the harness has reported submitted: a delivery that sees it
     /// grow after its Enter knows the Enter was taken (`deliver::confirm_submitted`).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -128,6 +133,7 @@ fn is_zero(n: &u64) -> bool {
 pub enum Signal {
     SessionStarted {
         conversation: Option<String>,
+        model: Option<String>,
     },
     PromptSubmitted,
     ToolStarting(ToolCall),
@@ -178,6 +184,7 @@ pub fn apply(
         permission: None,
         last_tool: None,
         conversation: None,
+        model: None,
         prompts: 0,
     });
     next.harness = harness.to_string();
@@ -185,8 +192,12 @@ pub fn apply(
     next.event = event.to_string();
     let mut out = Vec::new();
     let state = match signal {
-        Signal::SessionStarted { conversation } => {
+        Signal::SessionStarted {
+            conversation,
+            model,
+        } => {
             next.conversation = conversation.or(next.conversation);
+            next.model = model.or(next.model);
             ReportedState::Idle
         }
         Signal::PromptSubmitted => {

@@ -213,11 +213,20 @@ fn a_reminder_without_a_recorded_request_opens_one() {
 
 #[test]
 fn session_start_and_end() {
-    let (r, _) = run(vec![Signal::SessionStarted {
-        conversation: Some("c-1".into()),
-    }]);
+    let (r, _) = run(vec![
+        Signal::SessionStarted {
+            conversation: Some("c-1".into()),
+            model: Some("claude-opus-4".into()),
+        },
+        // A resume that names no model keeps the one known.
+        Signal::SessionStarted {
+            conversation: Some("c-2".into()),
+            model: None,
+        },
+    ]);
     assert_eq!(r.state, ReportedState::Idle);
-    assert_eq!(r.conversation.as_deref(), Some("c-1"));
+    assert_eq!(r.conversation.as_deref(), Some("c-2"));
+    assert_eq!(r.model.as_deref(), Some("claude-opus-4"));
     let (r, _) = run(vec![Signal::PromptSubmitted, Signal::SessionEnded]);
     assert_eq!(r.state, ReportedState::Exited);
     let (r, _) = run(vec![Signal::PromptSubmitted, Signal::Notified]);

@@ -4,7 +4,8 @@
 //!   (0600 in a 0700 directory), passed with `--settings` — which adds to the operator's
 //!   own Claude settings and changes none of them. It declares one command hook,
 //!   `<bin> hook claude`, for each event of [`CLAUDE_EVENTS`] (matcher `""` where the
-//!   event takes one), and allows `the-loop ask` without a permission dialog.
+//!   event takes one), and allows `the-loop ask` and `the-loop comment` without a
+//!   permission dialog.
 //! - `codex`: `-c notify=["<bin>","hook","codex"]`, no file.
 //!
 //! `<bin>` is the running binary's absolute path. Claude runs a hook's `command`
@@ -82,7 +83,8 @@ pub fn write_claude_settings(
 }
 
 /// The settings: a `<bin> hook claude` command hook for every event of
-/// [`CLAUDE_EVENTS`], and `permissions.allow` for `the-loop ask` by name and by path.
+/// [`CLAUDE_EVENTS`], and `permissions.allow` for `the-loop ask` and `the-loop comment`,
+/// each by name and by path.
 pub fn claude_settings(bin: &Path) -> io::Result<Value> {
     let bin_text = bin.to_str().ok_or_else(|| {
         io::Error::other(format!("the-loop's path {} is not UTF-8", bin.display()))
@@ -105,7 +107,12 @@ pub fn claude_settings(bin: &Path) -> io::Result<Value> {
     Ok(json!({
         "hooks": hooks,
         "permissions": {
-            "allow": ["Bash(the-loop ask:*)", format!("Bash({bin_text} ask:*)")],
+            "allow": [
+                "Bash(the-loop ask:*)",
+                format!("Bash({bin_text} ask:*)"),
+                "Bash(the-loop comment:*)",
+                format!("Bash({bin_text} comment:*)"),
+            ],
         },
     }))
 }
@@ -116,7 +123,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
-    fn the_settings_hook_every_event_and_allow_ask() {
+    fn the_settings_hook_every_event_and_allow_ask_and_comment() {
         let settings = claude_settings(Path::new("/opt/my tools/the-loop")).unwrap();
         let hooks = settings["hooks"].as_object().unwrap();
         assert_eq!(hooks.len(), 8);
@@ -135,7 +142,12 @@ mod tests {
         }
         assert_eq!(
             settings["permissions"]["allow"],
-            json!(["Bash(the-loop ask:*)", "Bash(/opt/my tools/the-loop ask:*)"])
+            json!([
+                "Bash(the-loop ask:*)",
+                "Bash(/opt/my tools/the-loop ask:*)",
+                "Bash(the-loop comment:*)",
+                "Bash(/opt/my tools/the-loop comment:*)",
+            ])
         );
     }
 

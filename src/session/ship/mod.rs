@@ -19,7 +19,7 @@
 use super::Sessions;
 use super::registry::SessionRecord;
 use crate::events::{Event, EventType, Level, Source};
-use crate::github::{Client, NewPull, PullSummary};
+use crate::github::{Client, NewPull};
 use crate::work_item::WorkItemRef;
 use crate::workspace::push::{self, Credentials, PushError};
 use crate::workspace::{Git, Kind, WorkspaceRecord};
@@ -28,8 +28,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 mod request;
+mod text;
 pub use request::propose;
 use request::{preview, worktree_of};
+use text::{base_branch, linked, one_line, plural, short};
+pub use text::{framed_note, pull_body};
 
 /// A request's title is one line of at most this many characters.
 pub const MAX_TITLE_CHARS: usize = 256;
@@ -551,52 +554,6 @@ impl Shipper {
 
 /// How long the note waits for the session's paste lock.
 const NOTE_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// The note as the session reads it.
-pub fn framed_note(item: &WorkItemRef, note: &str) -> String {
-    format!("Note from the-loop about your work on {item}:\n\n{note}")
-}
-
-/// `refs/remotes/origin/main` → `main`: the branch a pull request is based on.
-fn base_branch(base: &str) -> String {
-    let short = crate::workspace::store::short_ref(base);
-    short
-        .split_once('/')
-        .filter(|_| base.starts_with("refs/remotes/"))
-        .map_or(short, |(_, branch)| branch)
-        .to_string()
-}
-
-/// The pull request's body: the request's, then `Closes #N` (the client stamps it).
-pub fn pull_body(body: &str, number: u64) -> String {
-    let body = body.trim();
-    if body.is_empty() {
-        format!("Closes #{number}")
-    } else {
-        format!("{body}\n\nCloses #{number}")
-    }
-}
-
-fn linked(pull: &PullSummary) -> LinkedPull {
-    LinkedPull {
-        number: pull.number,
-        url: pull.html_url.clone(),
-        draft: pull.draft,
-    }
-}
-
-/// Whitespace runs (newlines included) as one space, trimmed.
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn short(sha: &str) -> &str {
-    sha.get(..12).unwrap_or(sha)
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
 
 #[cfg(test)]
 mod tests;

@@ -35,7 +35,7 @@ fn nowhere() -> String {
 /// `the-loop ARGS` as an agent's pane would run it once its secrets are gone (SPEC
 /// §14.4): the state root and config, no token, no `gh` on `PATH`, a GitHub API that
 /// does not answer, and not even the tmux socket.
-fn bare(w: &World, args: &[&str], work_item: Option<&str>) -> Command {
+pub(super) fn bare(w: &World, args: &[&str], work_item: Option<&str>) -> Command {
     let empty_path = w.work_dir().join("empty-bin");
     std::fs::create_dir_all(&empty_path).unwrap();
     let mut cmd = Command::new(crate::support::tmux_server::BIN);
@@ -55,7 +55,7 @@ fn bare(w: &World, args: &[&str], work_item: Option<&str>) -> Command {
 }
 
 /// Runs a command off the runtime's threads (the simulator must keep serving).
-async fn run(mut cmd: Command) -> Output {
+pub(super) async fn run(mut cmd: Command) -> Output {
     tokio::task::spawn_blocking(move || cmd.output().unwrap())
         .await
         .unwrap()
@@ -73,11 +73,11 @@ async fn bare_reply(w: &World, reply: &str) -> String {
     text(&out.stdout)
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(super) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn comments_with(w: &World, number: u64, needle: &str) -> usize {
+pub(super) fn comments_with(w: &World, number: u64, needle: &str) -> usize {
     w.sim
         .comments_on(REPO, number)
         .iter()

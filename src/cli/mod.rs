@@ -120,6 +120,28 @@ pub fn usage(error: impl Into<anyhow::Error>) -> CliError {
     }
 }
 
+/// Asks `question` on the terminal and goes on only on a yes. Without a terminal to
+/// ask on, a usage error saying `no_terminal` (which names `--yes`); a no is exit 1
+/// saying `declined` (what was left as it was).
+pub(crate) fn confirm(question: &str, no_terminal: String, declined: &str) -> CliResult {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        return Err(usage(anyhow::anyhow!(no_terminal)));
+    }
+    eprint!("{question} [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(failed)?;
+    if matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+        Ok(())
+    } else {
+        Err(failed(anyhow::anyhow!("{declined}")))
+    }
+}
+
 /// [`runtime::build`], a failure said as the commands say it (exit 1).
 pub(crate) fn start_runtime(threads: Threads) -> Result<tokio::runtime::Runtime, CliError> {
     runtime::build(threads)

@@ -259,33 +259,22 @@ fn say_workspace(finished: &Finished) {
 /// Asks before `--discard-workspace` throws work away; without a terminal to ask on,
 /// refuses and points to `--yes`.
 fn confirm_discard(sessions: &Sessions, item: &WorkItemRef) -> Result<(), CliError> {
-    use std::io::{BufRead, IsTerminal, Write};
     let Some(record) = sessions.workspaces().record(item).map_err(failed)? else {
         return Ok(()); // no worktree: nothing to lose
     };
-    if !std::io::stdin().is_terminal() {
-        return Err(usage(anyhow!(
+    super::confirm(
+        &format!(
+            "Remove the worktree {} and branch {}, with every uncommitted change and unpushed commit in them?",
+            record.dir.display(),
+            record.branch
+        ),
+        format!(
             "--discard-workspace removes {} and branch {} whatever they hold; pass --yes to confirm without a terminal",
             record.dir.display(),
             record.branch
-        )));
-    }
-    eprint!(
-        "Remove the worktree {} and branch {}, with every uncommitted change and unpushed commit in them? [y/N] ",
-        record.dir.display(),
-        record.branch
-    );
-    let _ = std::io::stderr().flush();
-    let mut answer = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut answer)
-        .map_err(failed)?;
-    if matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
-        Ok(())
-    } else {
-        Err(failed(anyhow!("not discarded: nothing was changed")))
-    }
+        ),
+        "not discarded: nothing was changed",
+    )
 }
 
 fn say_toggled(item: &WorkItemRef, toggle: Toggle, done: &str) {

@@ -130,23 +130,12 @@ pub fn describe(shown: &Preview) -> String {
 
 /// Asks on the terminal; without one, refuses and points to `--yes`.
 fn confirm(shown: &Preview) -> Result<(), CliError> {
-    use std::io::{BufRead, IsTerminal, Write};
-    if !std::io::stdin().is_terminal() {
-        return Err(usage(anyhow!(
+    super::confirm(
+        &format!("Push {} and open its pull request?", shown.branch),
+        format!(
             "shipping pushes {} to the remote; pass --yes to confirm without a terminal",
             shown.branch
-        )));
-    }
-    eprint!("Push {} and open its pull request? [y/N] ", shown.branch);
-    let _ = std::io::stderr().flush();
-    let mut answer = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut answer)
-        .map_err(failed)?;
-    if matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
-        Ok(())
-    } else {
-        Err(failed(anyhow!("not shipped: nothing was pushed")))
-    }
+        ),
+        "not shipped: nothing was pushed",
+    )
 }

@@ -86,7 +86,8 @@ fn bench_snapshot(c: &mut Criterion) {
         let recorder = Recorder::new(&paths, events.clone());
         LiveBackend::start(LiveParts {
             replier: Replier::new(Arc::clone(&sessions)).without_github(why.clone()),
-            critics: CriticRunner::new(recorder, Err(why), Source::Tui),
+            critics: CriticRunner::new(recorder, Err(why.clone()), Source::Tui),
+            shipper: Err(why),
             paths: paths.clone(),
             config_flag: None,
             config: config_rx,

@@ -19,6 +19,7 @@ use crate::critic::{CriticRunner, Recorder};
 use crate::events::{EventLog, Source};
 use crate::github::Client;
 use crate::paths::StatePaths;
+use crate::session::ship::Shipper;
 use crate::session::{Replier, Sessions};
 use crate::supervisor::{
     CycleEnd, Mode, StartError, StopReason, Supervisor, SupervisorHandle, SupervisorOptions,
@@ -89,6 +90,7 @@ async fn supervise(ctx: &Ctx, handle: SupervisorHandle, options: RunOptions) -> 
         config_flag: ctx.config_flag.clone(),
         config: handle.watch_config(),
         replier: Replier::reporting(Arc::clone(&sessions), github.clone()),
+        shipper: shipper(&sessions, &github),
         critics: critic_runner(handle.paths(), handle.events(), github),
         sessions,
         events: handle.events().clone(),
@@ -131,6 +133,7 @@ async fn view(
     let (config_tx, config_rx) = watch::channel(Arc::new(loaded));
     let backend = LiveBackend::start(LiveParts {
         replier: Replier::reporting(Arc::clone(&sessions), github.clone()),
+        shipper: shipper(&sessions, &github),
         critics: critic_runner(&paths, &events, github),
         paths,
         config_flag: ctx.config_flag.clone(),
@@ -140,6 +143,17 @@ async fn view(
         supervision: Supervision::Viewer { config: config_tx },
     });
     tui::run(backend, options).await.map_err(failed)
+}
+
+/// Sessions' work shipped through `github` (SPEC §19.4), or why it cannot be.
+fn shipper(
+    sessions: &Arc<Sessions>,
+    github: &Result<Arc<Client>, String>,
+) -> Result<Shipper, String> {
+    github
+        .as_ref()
+        .map(|client| Shipper::new(Arc::clone(sessions), Arc::clone(client)))
+        .map_err(|why| format!("no GitHub client: {why}"))
 }
 
 /// Critic rounds recorded in this state directory, posted through `github`.

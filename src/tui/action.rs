@@ -41,6 +41,11 @@ pub enum Action {
         work_item: WorkItemRef,
         result: Result<String, String>,
     },
+    /// What shipping a session's work would push, for its confirmation.
+    ShipPreviewed {
+        work_item: WorkItemRef,
+        result: Result<Box<super::backend::Preview>, String>,
+    },
     /// A backend request finished.
     Done {
         request: Request,
@@ -77,6 +82,11 @@ pub enum Request {
     },
     PostCritic(RunId),
     OpenUrl(String),
+    /// Ship the session's work at the head the confirmation showed (SPEC §19.4).
+    Ship {
+        work_item: WorkItemRef,
+        seen_head: String,
+    },
 }
 
 impl Request {
@@ -102,6 +112,7 @@ impl Request {
             }
             Request::PostCritic(_) => "post the critic's findings".into(),
             Request::OpenUrl(url) => format!("open {url}"),
+            Request::Ship { work_item, .. } => format!("ship {}", short_ref(work_item)),
         }
     }
 }
@@ -120,6 +131,8 @@ pub enum Effect {
     Capture(WorkItemRef),
     /// Load the session's worktree diff against its base.
     LoadDiff(WorkItemRef),
+    /// Look at what shipping the session's work would push, to confirm it.
+    LoadShip(WorkItemRef),
     Refresh,
     Attach {
         work_item: WorkItemRef,

@@ -2,7 +2,7 @@
 //! read it by reference.
 
 use super::backend::{
-    CriticRunView, CriticSpecView, PermissionView, QuestionView, SessionView, StatusView,
+    CriticRunView, CriticSpecView, PermissionView, QuestionView, SessionView, ShipView, StatusView,
 };
 use super::event_rows::Feed;
 use super::keymap::{Group, Keymap};
@@ -181,7 +181,9 @@ pub struct App {
     pub questions: Vec<QuestionView>,
     /// Open permission dialogs, listed in Questions before the questions.
     pub permissions: Vec<PermissionView>,
-    /// The selected row of the Questions pane: permissions first, then questions.
+    /// Agents' requests to ship, listed after the permissions.
+    pub ships: Vec<ShipView>,
+    /// The selected row of the Questions pane: permissions, ship requests, questions.
     pub question_index: usize,
     pub status: StatusView,
     pub critics: Vec<CriticSpecView>,
@@ -197,6 +199,11 @@ pub struct App {
     pub preview: Preview,
     /// The open diff view's text, once loaded (`Err`: why there is none).
     pub diff: Option<Result<String, String>>,
+    /// The ship confirmation the diff view was opened from: closing the diff returns
+    /// to it, unchanged (the head it shows is still the one that ships).
+    pub diff_return: Option<Confirm>,
+    /// The session whose ship preview is being looked at, for its confirmation.
+    pub pending_ship: Option<WorkItemRef>,
     pub message: Option<Message>,
     /// Keymap and theme problems found at start, shown in the status bar.
     pub warnings: Vec<String>,
@@ -210,6 +217,8 @@ pub struct App {
     pub(super) seen_questions: HashSet<(WorkItemRef, i128)>,
     /// The permission requests already seen (by request id), so only new ones notify.
     pub(super) seen_permissions: HashSet<String>,
+    /// The ship requests already seen (by request id), so only new ones notify.
+    pub(super) seen_ships: HashSet<String>,
     /// The holds that have notified, so each does once.
     pub(super) notified_holds: HashSet<super::held::HoldKey>,
     /// The end of the initial history, to skip live events it already holds.
@@ -267,6 +276,7 @@ impl App {
             session_index: 0,
             questions: Vec::new(),
             permissions: Vec::new(),
+            ships: Vec::new(),
             question_index: 0,
             status: StatusView::default(),
             critics: Vec::new(),
@@ -277,6 +287,8 @@ impl App {
             events_scroll: 0,
             preview: Preview::default(),
             diff: None,
+            diff_return: None,
+            pending_ship: None,
             message: None,
             warnings: settings.warnings,
             spinner: 0,
@@ -285,6 +297,7 @@ impl App {
             snapshot_pending: false,
             seen_questions: HashSet::new(),
             seen_permissions: HashSet::new(),
+            seen_ships: HashSet::new(),
             notified_holds: HashSet::new(),
             history_tail: Vec::new(),
             pending_focus: settings.focus,
@@ -302,8 +315,15 @@ impl App {
     /// The selected question, when the Questions pane's selection is one.
     pub fn selected_question(&self) -> Option<&QuestionView> {
         self.question_index
-            .checked_sub(self.permissions.len())
+            .checked_sub(self.permissions.len() + self.ships.len())
             .and_then(|i| self.questions.get(i))
+    }
+
+    /// The selected ship request, when the Questions pane's selection is one.
+    pub fn selected_ship(&self) -> Option<&ShipView> {
+        self.question_index
+            .checked_sub(self.permissions.len())
+            .and_then(|i| self.ships.get(i))
     }
 
     /// The selected permission request, when the Questions pane's selection is one.
@@ -311,9 +331,9 @@ impl App {
         self.permissions.get(self.question_index)
     }
 
-    /// The rows of the Questions pane: permission requests, then questions.
+    /// The rows of the Questions pane: permission requests, ship requests, questions.
     pub fn waiting_len(&self) -> usize {
-        self.permissions.len() + self.questions.len()
+        self.permissions.len() + self.ships.len() + self.questions.len()
     }
 
     pub fn permission_for(&self, work_item: &WorkItemRef) -> Option<&PermissionView> {

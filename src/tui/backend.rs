@@ -8,6 +8,7 @@
 
 use crate::events::{Event, EventType};
 use crate::session::hold::HeldSummary;
+pub use crate::session::ship::Preview;
 use crate::work_item::WorkItemRef;
 use futures::future::BoxFuture;
 use std::path::PathBuf;
@@ -82,6 +83,8 @@ pub struct SessionView {
     /// Deliveries waiting for the session to take a paste (SPEC §18.3): how many, why,
     /// since when.
     pub held: Option<HeldSummary>,
+    /// The number of the pull request the session's work went to (SPEC §19.4).
+    pub pull_request: Option<u64>,
 }
 
 /// A session's worktree as the Sessions pane shows it.
@@ -115,6 +118,7 @@ impl SessionView {
             cwd: None,
             workspace: None,
             held: None,
+            pull_request: None,
         }
     }
 }
@@ -139,6 +143,19 @@ pub struct PermissionView {
     /// One sanitized line: the command, the file path, …
     pub summary: String,
     pub requested_at: OffsetDateTime,
+}
+
+/// An agent's request to ship its work (SPEC §19.3), listed in the Questions pane.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShipView {
+    pub work_item: WorkItemRef,
+    /// Names the request (a new one replaces it, and notifies again).
+    pub request_id: String,
+    pub title: String,
+    pub branch: String,
+    pub requested_at: OffsetDateTime,
+    /// What would go out, as last looked at: `None` until then; `Err`: why it cannot.
+    pub preview: Option<Result<Preview, String>>,
 }
 
 /// Whether this screen runs the supervisor or watches another one (SPEC §11.6).
@@ -288,6 +305,8 @@ pub struct Snapshot {
     pub questions: Vec<QuestionView>,
     /// Open permission dialogs, listed in the Questions pane beside the questions.
     pub permissions: Vec<PermissionView>,
+    /// Agents' requests to ship, listed in the Questions pane after the permissions.
+    pub ships: Vec<ShipView>,
     pub status: StatusView,
     pub critics: Vec<CriticSpecView>,
     pub runs: Vec<CriticRunView>,
@@ -386,4 +405,19 @@ pub trait Backend: Send + Sync {
         work_item: &'a WorkItemRef,
         read_only: bool,
     ) -> BoxFuture<'a, Result<AttachPlan, ActionError>>;
+
+    /// What shipping the session's work would push now (SPEC §19.4), or why it cannot:
+    /// what the confirmation shows.
+    fn ship_preview<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+    ) -> BoxFuture<'a, Result<Preview, ActionError>>;
+
+    /// Ships the session's work (`Shipper::ship`, source `tui`): `seen_head` is the head
+    /// the confirmation showed — that commit goes out, or nothing does.
+    fn ship<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        seen_head: &'a str,
+    ) -> BoxFuture<'a, ActionResult>;
 }

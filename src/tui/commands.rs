@@ -23,7 +23,15 @@ pub(super) fn run(app: &mut App, command: Command, fx: &mut Vec<Effect>) {
                 _ => Mode::Help { scroll: 0 },
             }
         }
-        Command::Close => app.mode = Mode::Normal,
+        Command::Close => {
+            // The diff opened from a ship confirmation returns to it.
+            let back = match app.mode {
+                Mode::Diff { .. } => app.diff_return.take(),
+                _ => None,
+            };
+            app.diff_return = None;
+            app.mode = back.map_or(Mode::Normal, Mode::Confirm);
+        }
         Command::FocusNext | Command::FocusPrev => {
             app.focus = app.focus.step(command == Command::FocusNext);
             selection_changed(app, fx);
@@ -101,7 +109,17 @@ pub(super) fn run(app: &mut App, command: Command, fx: &mut Vec<Effect>) {
             }
         }
         Command::OpenUrl => open_url(app, fx),
+        Command::Approve if app.focus == Focus::Questions && app.selected_ship().is_some() => {
+            if let Some(item) = app.selected_ship().map(|s| s.work_item.clone()) {
+                super::ship::open(app, item, fx);
+            }
+        }
         Command::Approve | Command::Deny => answer_permission(app, command == Command::Approve, fx),
+        Command::Ship => {
+            if let Some(s) = target_session(app, "ship") {
+                super::ship::open(app, s.work_item, fx);
+            }
+        }
         Command::Dismiss => match app.selected_question() {
             Some(q) if app.focus == Focus::Questions => {
                 fx.push(Effect::Request(Request::Dismiss(q.work_item.clone())))
@@ -119,6 +137,9 @@ pub(super) fn run(app: &mut App, command: Command, fx: &mut Vec<Effect>) {
             app.events_scroll = 0;
         }
         Command::PostCritic => post_critic(app, fx),
+        Command::Diff if matches!(app.mode, Mode::Confirm(_)) => {
+            super::ship::diff_from_confirm(app, fx);
+        }
         Command::Diff => open_diff(app, fx),
         Command::Select => select_critic(app, fx),
         Command::Confirm => {

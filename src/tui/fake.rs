@@ -25,6 +25,8 @@ pub enum Call {
     Snapshot,
     Capture(WorkItemRef),
     Diff(WorkItemRef),
+    /// What shipping the session's work would push was asked.
+    ShipPreview(WorkItemRef),
     Attach {
         work_item: WorkItemRef,
         read_only: bool,
@@ -38,6 +40,7 @@ struct State {
     history: Vec<Event>,
     captures: HashMap<WorkItemRef, String>,
     diffs: HashMap<WorkItemRef, String>,
+    ships: HashMap<WorkItemRef, super::backend::Preview>,
     calls: Vec<Call>,
     fail_next: Option<ActionError>,
     next_run: u64,
@@ -99,6 +102,11 @@ impl FakeBackend {
     /// What the diff view shows for `work_item`.
     pub fn set_diff(&self, work_item: &WorkItemRef, text: &str) {
         self.lock().diffs.insert(work_item.clone(), text.into());
+    }
+
+    /// What shipping `preview.work_item` would push (without one, shipping is refused).
+    pub fn set_ship_preview(&self, preview: super::backend::Preview) {
+        self.lock().ships.insert(preview.work_item.clone(), preview);
     }
 
     /// The next action fails with this error.
@@ -511,5 +519,63 @@ impl Backend for FakeBackend {
         }
         argv.extend(["-t".into(), work_item.tmux_session_name()]);
         ready(Ok(AttachPlan::Foreground(argv)))
+    }
+
+    fn ship_preview<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+    ) -> BoxFuture<'a, Result<super::backend::Preview, ActionError>> {
+        let mut st = self.lock();
+        st.calls.push(Call::ShipPreview(work_item.clone()));
+        ready(st.ships.get(work_item).cloned().ok_or_else(|| {
+            ActionError::Refused(format!("no open session for {}", short_ref(work_item)))
+        }))
+    }
+
+    /// Like the engine: refuses a moved head, else opens pull request #7, links it to
+    /// the session and closes the request.
+    fn ship<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        seen_head: &'a str,
+    ) -> BoxFuture<'a, ActionResult> {
+        let request = Request::Ship {
+            work_item: work_item.clone(),
+            seen_head: seen_head.into(),
+        };
+        if let Some(e) = self.record(Call::Action(request)) {
+            return ready(Err(e));
+        }
+        let now = self.lock().ships.get(work_item).map(|p| p.head.clone());
+        match now {
+            None => {
+                return ready(Err(ActionError::Refused(format!(
+                    "no open session for {}",
+                    short_ref(work_item)
+                ))));
+            }
+            Some(now) if now != seen_head => {
+                return ready(Err(ActionError::Refused(format!(
+                    "the head moved since it was shown: {seen_head} then, {now} now"
+                ))));
+            }
+            Some(_) => {}
+        }
+        let url = format!("https://github.com/{}/pull/7", work_item.repo_full_name());
+        self.lock()
+            .snapshot
+            .ships
+            .retain(|s| &s.work_item != work_item);
+        self.set_state(work_item, |s| s.pull_request = Some(7));
+        self.emit(
+            Event::new(Source::Tui, EventType::ShipPrOpened)
+                .with("work_item", work_item.to_string())
+                .with("number", 7)
+                .with("url", url.as_str()),
+        );
+        ready(Ok(format!(
+            "Shipped {}: pull request #7: {url}",
+            short_ref(work_item)
+        )))
     }
 }

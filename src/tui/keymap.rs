@@ -127,6 +127,9 @@ pub enum Command {
     PostCritic,
     /// The session's worktree diff against its base (SPEC §16.4).
     Diff,
+    /// Ship the session's work: push its branch and open its pull request, after a
+    /// confirmation (SPEC §19.4).
+    Ship,
     Send,
     Cancel,
     Apply,

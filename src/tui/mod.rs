@@ -30,6 +30,7 @@ mod panes;
 pub mod run;
 #[cfg(any(test, feature = "test-support"))]
 pub mod sample;
+pub mod ship;
 pub mod terminal;
 pub mod text;
 pub mod theme;

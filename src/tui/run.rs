@@ -357,6 +357,10 @@ async fn perform_request(backend: &dyn Backend, request: &Request) -> ActionResu
         Request::RunCritic { critic, work_item } => backend.run_critic(critic, work_item).await,
         Request::PostCritic(run) => backend.post_critic(run).await,
         Request::OpenUrl(url) => backend.open_url(url).await,
+        Request::Ship {
+            work_item,
+            seen_head,
+        } => backend.ship(work_item, seen_head).await,
     }
 }
 
@@ -401,6 +405,17 @@ where
             spawn(Box::pin(async move {
                 let result = b.diff(&work_item).await.map_err(|e| e.to_string());
                 Action::DiffLoaded { work_item, result }
+            }));
+        }
+        Effect::LoadShip(work_item) => {
+            let b = Arc::clone(backend);
+            spawn(Box::pin(async move {
+                let result = b
+                    .ship_preview(&work_item)
+                    .await
+                    .map(Box::new)
+                    .map_err(|e| e.to_string());
+                Action::ShipPreviewed { work_item, result }
             }));
         }
         Effect::Request(request) => {

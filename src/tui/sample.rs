@@ -4,11 +4,12 @@
 
 use super::backend::{
     CriticResult, CriticRunState, CriticRunView, CriticSpecView, PermissionView, PollSummary,
-    QuestionView, RateLimit, Role, RunId, SessionState, SessionView, Snapshot, StatusView,
-    WebhookState,
+    Preview, QuestionView, RateLimit, Role, RunId, SessionState, SessionView, ShipView, Snapshot,
+    StatusView, WebhookState,
 };
 use crate::events::{Event, EventType, Level, Source};
 use crate::session::hold::{HeldSummary, HoldReason};
+use crate::session::ship::ShipRequest;
 use crate::work_item::WorkItemRef;
 use std::path::PathBuf;
 use time::{Duration, OffsetDateTime};
@@ -50,6 +51,7 @@ pub fn session(
         cwd: Some(PathBuf::from(format!("/src/{repo}"))),
         workspace: None,
         held: None,
+        pull_request: None,
     }
 }
 
@@ -157,6 +159,7 @@ pub fn snapshot(now: OffsetDateTime) -> Snapshot {
         sessions,
         questions: vec![question(now)],
         permissions: Vec::new(),
+        ships: Vec::new(),
         status: status(now),
         critics: critics(),
         runs: runs(now),
@@ -182,6 +185,49 @@ pub fn snapshot_with_permission(now: OffsetDateTime) -> Snapshot {
     s.sessions[2].state = SessionState::Idle;
     s.sessions[2].guessed = true;
     s.permissions = vec![permission(now)];
+    s
+}
+
+/// What shipping `octo/repo#15` would push: three commits, the request made at this
+/// head, the critic's verdict.
+pub fn ship_preview(now: OffsetDateTime) -> Preview {
+    let head = "3f2a9c1d0e4b5a6978877665544332211aabbccd".to_string();
+    Preview {
+        work_item: item("octo/repo", 15),
+        branch: "the-loop/issue-15".into(),
+        head: head.clone(),
+        base: "origin/main".into(),
+        ahead: 3,
+        files: 4,
+        insertions: 120,
+        deletions: 8,
+        dirty: 0,
+        request: Some(ShipRequest {
+            id: "ship-01".into(),
+            title: "Cap delivery retries per repo".into(),
+            body: "Adds a per-repo cap.".into(),
+            draft: None,
+            branch: "the-loop/issue-15".into(),
+            head,
+            requested_at: crate::time::format_ts(now - Duration::minutes(2)),
+        }),
+        verdict: "review: ok".into(),
+        pull: None,
+    }
+}
+
+/// The sketch, with #15's agent asking to ship its work (SPEC §19.3).
+pub fn snapshot_with_ship(now: OffsetDateTime) -> Snapshot {
+    let mut s = snapshot(now);
+    let preview = ship_preview(now);
+    s.ships = vec![ShipView {
+        work_item: preview.work_item.clone(),
+        request_id: "ship-01".into(),
+        title: "Cap delivery retries per repo".into(),
+        branch: preview.branch.clone(),
+        requested_at: now - Duration::minutes(2),
+        preview: Some(Ok(preview)),
+    }];
     s
 }
 

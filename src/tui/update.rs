@@ -71,6 +71,9 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
                 app.dirty = true;
             }
         }
+        Action::ShipPreviewed { work_item, result } => {
+            super::ship::previewed(app, work_item, result)
+        }
         Action::Done { request, result } => on_done(app, request, result, &mut fx),
         Action::Attached { work_item, result } => {
             match result {
@@ -104,6 +107,9 @@ fn clock_face(app: &App) -> u64 {
     }
     for p in &app.permissions {
         age(since(p.requested_at)).hash(&mut h);
+    }
+    for s in &app.ships {
+        age(since(s.requested_at)).hash(&mut h);
     }
     for held in app.sessions.iter().filter_map(|s| s.held.as_ref()) {
         super::held::since(held).map(|t| age(since(t))).hash(&mut h);
@@ -262,6 +268,7 @@ fn sort_snapshot(s: &mut Snapshot) {
     });
     s.questions.sort_by_key(|q| q.asked_at);
     s.permissions.sort_by_key(|p| p.requested_at);
+    s.ships.sort_by_key(|p| p.requested_at);
     s.runs.sort_by(|a, b| {
         (!a.is_running(), std::cmp::Reverse(a.started_at))
             .cmp(&(!b.is_running(), std::cmp::Reverse(b.started_at)))
@@ -292,6 +299,7 @@ fn on_snapshot(app: &mut App, mut s: Snapshot, fx: &mut Vec<Effect>) {
         || !same_sessions(&app.sessions, &s.sessions)
         || app.questions != s.questions
         || app.permissions != s.permissions
+        || app.ships != s.ships
         || app.status != s.status
         || app.critics != s.critics
         || app.runs != s.runs;
@@ -303,6 +311,7 @@ fn on_snapshot(app: &mut App, mut s: Snapshot, fx: &mut Vec<Effect>) {
         .selected_question()
         .map(|q| (q.work_item.clone(), q.asked_at));
     let permission = app.selected_permission().map(|p| p.request_id.clone());
+    let ship = app.selected_ship().map(|s| s.request_id.clone());
     let run = app.selected_run().map(|r| r.id.clone());
 
     for q in &s.questions {
@@ -319,11 +328,19 @@ fn on_snapshot(app: &mut App, mut s: Snapshot, fx: &mut Vec<Effect>) {
             notify(app, title, &format!("{}: {}", p.tool, p.summary), fx);
         }
     }
+    // So does an agent's request to ship its work (SPEC §19.3).
+    for r in &s.ships {
+        if app.seen_ships.insert(r.request_id.clone()) && !first {
+            let title = format!("the-loop: {} asks to ship", short_ref(&r.work_item));
+            notify(app, title, &r.title, fx);
+        }
+    }
 
     app.sessions = s.sessions;
     notify_long_holds(app, first, fx);
     app.questions = s.questions;
     app.permissions = s.permissions;
+    app.ships = s.ships;
     app.status = s.status;
     app.critics = s.critics;
     app.runs = s.runs;
@@ -334,9 +351,16 @@ fn on_snapshot(app: &mut App, mut s: Snapshot, fx: &mut Vec<Effect>) {
         .and_then(|w| app.sessions.iter().position(|x| x.work_item == w))
         .unwrap_or(app.session_index)
         .min(app.sessions.len().saturating_sub(1));
-    let offset = app.permissions.len();
+    let offset = app.permissions.len() + app.ships.len();
     app.question_index = permission
         .and_then(|id| app.permissions.iter().position(|p| p.request_id == id))
+        .or_else(|| {
+            let i = app
+                .ships
+                .iter()
+                .position(|s| Some(&s.request_id) == ship.as_ref())?;
+            Some(i + app.permissions.len())
+        })
         .or_else(|| {
             let (w, t) = question?;
             app.questions

@@ -208,6 +208,7 @@ pub fn hint_spans(app: &App, group: super::keymap::Group, label: Style) -> Vec<S
     app.keymap
         .hints(group)
         .into_iter()
+        .filter(|h| h.command != super::keymap::Command::Diff || shipping(app))
         .flat_map(|h| {
             [
                 Span::styled(format!(" {}", h.key), app.theme.key),
@@ -215,4 +216,9 @@ pub fn hint_spans(app: &App, group: super::keymap::Group, label: Style) -> Vec<S
             ]
         })
         .collect()
+}
+
+/// The confirmation open is a ship's: its diff key applies.
+pub fn shipping(app: &App) -> bool {
+    matches!(&app.mode, super::app::Mode::Confirm(c) if matches!(c.request, super::action::Request::Ship { .. }))
 }

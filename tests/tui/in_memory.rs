@@ -6,6 +6,7 @@
 mod event_loop;
 mod held;
 mod permissions;
+mod ship;
 mod sizes;
 mod snapshots;
 mod terminal;

@@ -9,7 +9,8 @@
 //! data for either role ([`supervision`]), replies through the one [`Replier`], lifecycle changes
 //! through [`Sessions`], dismissals through `questions::dismiss`, critic rounds through
 //! the [`CriticRunner`] ([`critic_runs`], [`review`], [`rounds`]), attach plans and URLs as argv
-//! ([`attach`]). The replier and the critic runner are handed in built (with the GitHub
+//! ([`attach`]), ship requests and ships through the one [`Shipper`] ([`ships`]). The
+//! replier, the critic runner and the shipper are handed in built (with the GitHub
 //! client, or the reason there is none): this view holds no client of its own.
 
 mod actions;
@@ -19,6 +20,7 @@ pub mod log_follower;
 pub mod review;
 pub mod rounds;
 pub mod session_rows;
+pub mod ships;
 mod supervision;
 
 use super::backend::{
@@ -28,6 +30,7 @@ use crate::config::LoadedConfig;
 use crate::critic::CriticRunner;
 use crate::events::{Event, EventLog, Filter};
 use crate::paths::StatePaths;
+use crate::session::ship::Shipper;
 use crate::session::{Replier, Sessions};
 use crate::tmux::Socket;
 use crate::work_item::WorkItemRef;
@@ -35,6 +38,7 @@ use critic_runs::CriticRuns;
 use futures::future::BoxFuture;
 use log_follower::LogFeed;
 use session_rows::SessionRows;
+use ships::ShipPreviews;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -58,6 +62,8 @@ pub struct LiveParts {
     pub replier: Replier,
     /// Critic rounds run and are posted through it.
     pub critics: CriticRunner,
+    /// Sessions' work ships through it (SPEC §19.4), or why it cannot (no GitHub).
+    pub shipper: Result<Shipper, String>,
     pub events: EventLog,
     pub supervision: Supervision,
 }
@@ -69,6 +75,8 @@ pub struct LiveBackend {
     sessions: Arc<Sessions>,
     replier: Replier,
     critic_runner: CriticRunner,
+    shipper: Result<Shipper, String>,
+    ship_looks: ShipPreviews,
     events: EventLog,
     supervision: Supervision,
     socket: Socket,
@@ -94,6 +102,8 @@ impl LiveBackend {
             sessions: parts.sessions,
             replier: parts.replier,
             critic_runner: parts.critics,
+            shipper: parts.shipper,
+            ship_looks: ShipPreviews::default(),
             events: parts.events,
             supervision: parts.supervision,
             socket,
@@ -145,6 +155,7 @@ impl LiveBackend {
                 })
                 .collect(),
             permissions: rows.permissions,
+            ships: self.ship_looks.views(&rows.ship_requests, &self.shipper),
             status,
             critics: self.critic_specs(&loaded),
             // This screen's rounds, and every other recorded round of a listed item.
@@ -305,6 +316,21 @@ impl Backend for LiveBackend {
         read_only: bool,
     ) -> BoxFuture<'a, Result<AttachPlan, ActionError>> {
         Box::pin(async move { self.attach_plan(work_item, read_only) })
+    }
+
+    fn ship_preview<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+    ) -> BoxFuture<'a, Result<crate::session::ship::Preview, ActionError>> {
+        Box::pin(self.ship_look(work_item))
+    }
+
+    fn ship<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        seen_head: &'a str,
+    ) -> BoxFuture<'a, ActionResult> {
+        Box::pin(self.do_ship(work_item, seen_head))
     }
 }
 

@@ -68,7 +68,8 @@ fn fixture() -> Fixture {
     let recorder = crate::critic::Recorder::new(&paths, events.clone());
     let backend = LiveBackend::start(LiveParts {
         replier: Replier::new(Arc::clone(&sessions)).without_github(why.clone()),
-        critics: CriticRunner::new(recorder, Err(why), Source::Tui),
+        critics: CriticRunner::new(recorder, Err(why.clone()), Source::Tui),
+        shipper: Err(why),
         paths,
         config_flag: Some(config.clone()),
         config: config_rx,

@@ -38,6 +38,8 @@ const WORKTREES_PER_REFRESH: usize = 4;
 pub struct Rows {
     pub sessions: Vec<SessionView>,
     pub permissions: Vec<PermissionView>,
+    /// The ship requests of open sessions (SPEC §19.3).
+    pub ship_requests: Vec<(WorkItemRef, crate::session::ship::ShipRequest)>,
     pub tmux_unknown: bool,
 }
 
@@ -112,7 +114,13 @@ impl SessionRows {
             .unwrap_or_else(|e| e.into_inner())
             .items(config, paths);
         let trees = self.worktrees(sessions, &records).await;
+        let ship_requests = records
+            .iter()
+            .filter(|r| r.status.is_open())
+            .filter_map(|r| Some((r.work_item.clone(), r.ship_request.clone()?)))
+            .collect();
         Rows {
+            ship_requests,
             sessions: merge(&records, &seen, watched, &trees),
             permissions: permissions(&seen),
             tmux_unknown,
@@ -245,6 +253,7 @@ fn merge(
             cwd: Some(record.cwd.clone()),
             workspace: trees.get(&record.work_item).cloned(),
             held: record.hold.summary(),
+            pull_request: record.pull_request.as_ref().map(|p| p.number),
         })
         .collect();
     // An ended session whose worktree was kept: listed (watched or not), marked.

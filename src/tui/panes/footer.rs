@@ -2,7 +2,8 @@
 //! that matter in the focused pane or mode, read from the keymap. The hints invite the
 //! next step: with a question waiting the reply key reads "answer #18", and before any
 //! critic has run the critic key reads "run a critic". Approve and deny show only
-//! where a permission dialog is selected.
+//! where a permission dialog is selected; on a ship request the approve key reads
+//! "ship".
 
 use crate::tui::app::{App, Focus, MessageLevel, Mode};
 use crate::tui::keymap::{Command, Hint};
@@ -18,6 +19,10 @@ const SEP: &str = " · ";
 pub fn hints(app: &App) -> Vec<Hint> {
     let group = app.key_group();
     let mut hints = app.keymap.hints(group);
+    if matches!(app.mode, Mode::Confirm(_)) && !crate::tui::view::shipping(app) {
+        // The diff key of a confirmation is a ship's.
+        hints.retain(|h| h.command != Command::Diff);
+    }
     if !matches!(app.mode, Mode::Normal) {
         return hints;
     }
@@ -49,7 +54,14 @@ pub fn hints(app: &App) -> Vec<Hint> {
             .selected_session()
             .is_some_and(|s| app.permission_for(&s.work_item).is_some()),
     };
-    if !dialog {
+    // On a ship request the approve key ships it (after asking).
+    let ship = app.focus == Focus::Questions && app.selected_ship().is_some();
+    if ship {
+        hints.retain(|h| h.command != Command::Deny);
+        for h in hints.iter_mut().filter(|h| h.command == Command::Approve) {
+            h.label = "ship".into();
+        }
+    } else if !dialog {
         hints.retain(|h| !matches!(h.command, Command::Approve | Command::Deny));
     }
     // Questions waiting elsewhere: offer the way to them first.
@@ -64,7 +76,7 @@ pub fn hints(app: &App) -> Vec<Hint> {
             Hint {
                 command: Command::FocusQuestions,
                 key,
-                label: match (waiting, app.permissions.is_empty()) {
+                label: match (waiting, app.permissions.is_empty() && app.ships.is_empty()) {
                     (1, true) => "see the waiting question".into(),
                     (n, true) => format!("see {n} waiting questions"),
                     (1, false) => "see the waiting permission request".into(),

@@ -1,6 +1,8 @@
 //! The Questions pane: what agents wait on the operator for, oldest first, with the
 //! age — permission dialogs first (`! #15 40s Bash  cargo test …`, SPEC §17.4), then
-//! open questions (`? #18  3m  Should the retry cap be per repo or global?`) — wrapped
+//! agents' requests to ship (`⇪ #15 2m ship the-loop/issue-15 · ↑3 +120 −8 · review: ok
+//! · “title”`, SPEC §19.3), then open questions
+//! (`? #18  3m  Should the retry cap be per repo or global?`) — wrapped
 //! under the text column (more lines for the selected one). Rows waiting long turn to
 //! warning. A dialog that deliveries are held behind (SPEC §18.3) ends its row with how
 //! many (`· 2 waiting`), kept however the text is cut.
@@ -40,7 +42,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         return;
     }
     let single_repo = app.single_repo();
-    // (glyph, item, asked at, tool, text) of every row, permissions first.
+    // Every row: permissions, ship requests, questions.
     let rows: Vec<Row> = app
         .permissions
         .iter()
@@ -50,17 +52,28 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
             at: p.requested_at,
             tool: Some(p.tool.as_str()),
             text: &p.summary,
+            owned: None,
             waiting: app
                 .session_for(&p.work_item)
                 .and_then(|s| s.held.as_ref())
                 .map(|h| h.count),
         })
+        .chain(app.ships.iter().map(|r| Row {
+            glyph: "⇪ ",
+            item: &r.work_item,
+            at: r.requested_at,
+            tool: None,
+            text: "",
+            owned: Some(crate::tui::ship::row_text(r)),
+            waiting: None,
+        }))
         .chain(app.questions.iter().map(|q| Row {
             glyph: "? ",
             item: &q.work_item,
             at: q.asked_at,
             tool: None,
             text: &q.question,
+            owned: None,
             waiting: None,
         }))
         .collect();
@@ -83,9 +96,10 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
             let max_lines = if selected { 6 } else { 2 };
             let secs = (app.now - q.at).whole_seconds();
             let age_style = if secs >= STALE_SECS { t.warn } else { t.time };
-            let text = match q.tool {
-                Some(tool) => format!("{tool}: {}", clean_line(q.text)),
-                None => clean_line(q.text).into_owned(),
+            let text = match (q.tool, &q.owned) {
+                (_, Some(text)) => text.clone(),
+                (Some(tool), None) => format!("{tool}: {}", clean_line(q.text)),
+                (None, None) => clean_line(q.text).into_owned(),
             };
             let mut lines = wrap(&text, text_w);
             if lines.len() > max_lines {
@@ -165,6 +179,8 @@ struct Row<'a> {
     /// The tool, for a permission request (shown before its summary).
     tool: Option<&'a str>,
     text: &'a str,
+    /// The text when it is made for the row (a ship request's), instead of `text`.
+    owned: Option<String>,
     /// Deliveries held behind the request's dialog.
     waiting: Option<usize>,
 }

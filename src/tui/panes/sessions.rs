@@ -7,6 +7,7 @@
 //!
 //! A session in its own worktree (SPEC §16.4) shows its changed files (`~3`) and
 //! commits ahead of its base (`↑2`); a kept worktree of an ended session reads `kept`.
+//! A session whose work was shipped (SPEC §19.4) names its pull request there: `PR #7`.
 //! The last line names the selected session's branch and base, and the diff key.
 //!
 //! Deliveries held back from a session (SPEC §18.3) end its row in the room left
@@ -26,6 +27,8 @@ use ratatui::widgets::Paragraph;
 const STATE_W: usize = 10;
 const IDLE_W: usize = 4;
 const WORK_W: usize = 8;
+/// The widest the worktree column grows, for `~3 ↑2 PR #123`.
+const WORK_MAX: usize = 14;
 const REF_MIN: usize = 8;
 /// Room kept for the held mark when a session has one: `⏸ 12`.
 const HELD_MIN: usize = 4;
@@ -49,13 +52,28 @@ struct Columns {
     state: bool,
     idle: bool,
     work: bool,
+    /// The worktree column's width: its widest label, within bounds.
+    work_w: usize,
     /// The held mark's width: what the other columns leave; 0 when nothing is held.
     held: usize,
 }
 
-/// `~3 ↑2`, `clean`, or nothing for a session without a worktree.
+/// `~3 ↑2`, `clean`, or nothing for a session without a worktree; then `PR #7` when
+/// its work was shipped (SPEC §19.4).
 fn work_label(s: &SessionView) -> Option<String> {
-    let w = s.workspace.as_ref()?;
+    let pull = s.pull_request.map(|n| format!("PR #{n}"));
+    let Some(w) = s.workspace.as_ref() else {
+        return pull;
+    };
+    let label = tree_label(w);
+    Some(match pull {
+        Some(pull) if label.is_empty() || label == "clean" => pull,
+        Some(pull) => format!("{label} {pull}"),
+        None => label,
+    })
+}
+
+fn tree_label(w: &crate::tui::backend::WorkspaceView) -> String {
     let mut parts = Vec::new();
     if let Some(n) = w.changed_files.filter(|n| *n > 0) {
         parts.push(format!("~{n}"));
@@ -63,11 +81,11 @@ fn work_label(s: &SessionView) -> Option<String> {
     if let Some(n) = w.ahead.filter(|n| *n > 0) {
         parts.push(format!("↑{n}"));
     }
-    Some(if parts.is_empty() && w.changed_files.is_some() {
+    if parts.is_empty() && w.changed_files.is_some() {
         "clean".into()
     } else {
         parts.join(" ")
-    })
+    }
 }
 
 fn columns(app: &App, w: usize) -> Columns {
@@ -79,7 +97,18 @@ fn columns(app: &App, w: usize) -> Columns {
         .max()
         .unwrap_or(0)
         .min(10);
-    let work = app.sessions.iter().any(|s| s.workspace.is_some());
+    let work = app
+        .sessions
+        .iter()
+        .any(|s| s.workspace.is_some() || s.pull_request.is_some());
+    let work_w = app
+        .sessions
+        .iter()
+        .filter_map(work_label)
+        .map(|l| width(&l))
+        .max()
+        .unwrap_or(0)
+        .clamp(WORK_W, WORK_MAX);
     // A held mark is kept through every narrowing: it says deliveries wait.
     let held = app.sessions.iter().any(|s| s.held.is_some());
     let held_min = if held { HELD_MIN + 1 } else { 0 };
@@ -88,7 +117,7 @@ fn columns(app: &App, w: usize) -> Columns {
             + (if h > 0 { h + 1 } else { 0 })
             + (if state { STATE_W + 1 } else { 0 })
             + (if idle { IDLE_W + 1 } else { 0 })
-            + (if work { WORK_W + 1 } else { 0 })
+            + (if work { work_w + 1 } else { 0 })
     };
     // What gives way first: the worktree counts (the selected session's are on the
     // pane's last line), the harness (the Pane title names it), the idle time, the
@@ -124,6 +153,7 @@ fn columns(app: &App, w: usize) -> Columns {
         state,
         idle,
         work,
+        work_w,
         held: if held {
             (w + HELD_MIN).saturating_sub(fixed(h, state, idle, work) + reference)
         } else {
@@ -185,7 +215,7 @@ fn row<'a>(app: &App, s: &SessionView, cols: &Columns) -> Line<'a> {
     if cols.work {
         let label = work_label(s).unwrap_or_default();
         spans.push(Span::raw(" "));
-        spans.push(Span::styled(fit(&label, WORK_W), t.dim));
+        spans.push(Span::styled(fit(&label, cols.work_w), t.dim));
     }
     if let (true, Some(held)) = (cols.held > 0, &s.held) {
         let marks = crate::tui::held::marks(held);

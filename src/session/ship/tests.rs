@@ -420,3 +420,118 @@ async fn the_preview_shows_the_latest_critic_round_on_the_shown_head() {
     w.commit("b.rs", "b\n");
     assert_eq!(verdict().await, "no critic round on this commit");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_workspace_and_a_forks_branch_are_never_shipped() {
+    // A repository path that is not a git repository: the session shares it.
+    let f = Fixture::new();
+    let inputs = PromptInputs::manual(&item(7), "test");
+    f.sessions
+        .start(&item(7), &inputs, &Origin::cli())
+        .await
+        .unwrap();
+    let github = MockServer::start().await;
+    let client = Client::builder(&github.uri()).build().unwrap();
+    let shipper = Shipper::new(Arc::clone(&f.sessions), Arc::new(client));
+    let error = shipper.ship(&order("0123")).await.unwrap_err();
+    assert_eq!(error, ShipError::Refused(Refusal::Shared(item(7))));
+    assert!(
+        propose(&f.sessions, &item(7), &proposal("x"), Source::Cli)
+            .await
+            .is_err()
+    );
+
+    // A fork's pull request, checked out as `the-loop/pr-9`.
+    let w = world().await;
+    w.repo.fork_pull_request(9, "fork.rs", "from a fork\n");
+    let inputs = PromptInputs::manual(&item(9), "test");
+    w.f.sessions
+        .start(&item(9), &inputs, &Origin::cli())
+        .await
+        .unwrap();
+    let error = w.shipper().preview(&item(9)).await.unwrap_err();
+    assert_eq!(
+        error,
+        Refusal::ForkBranch {
+            item: item(9),
+            branch: "the-loop/pr-9".into()
+        }
+    );
+    assert!(error.to_string().contains("no right to push"), "{error}");
+    assert!(
+        w.github
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .is_empty()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_is_never_forced_and_goes_only_to_the_recorded_url() {
+    let w = world().await;
+    w.github_answers(created(45)).await;
+    let first = w.commit("a.rs", "a\n");
+    w.shipper().ship(&order(&first)).await.unwrap();
+
+    // Someone else rewrites the branch on the remote: the next push is not a
+    // fast-forward, and the-loop does not force it back.
+    let other = w.repo.dir.path().join("other");
+    git(
+        w.repo.dir.path(),
+        &[
+            "clone",
+            "-q",
+            w.repo.origin.to_str().unwrap(),
+            other.to_str().unwrap(),
+        ],
+    );
+    std::fs::write(other.join("theirs.rs"), "theirs\n").unwrap();
+    git(&other, &["add", "-A"]);
+    git(&other, &["commit", "-q", "-m", "theirs"]);
+    git(
+        &other,
+        &[
+            "push",
+            "-q",
+            "--force",
+            "origin",
+            "HEAD:refs/heads/the-loop/issue-7",
+        ],
+    );
+    let theirs = git(&other, &["rev-parse", "HEAD"]).trim().to_string();
+    let second = w.commit("b.rs", "b\n");
+    let error = w.shipper().ship(&order(&second)).await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ShipError::Failed {
+                step: Step::Push,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert_eq!(w.on_origin("the-loop/issue-7"), Some(theirs), "not forced");
+
+    // The remote's URL changed after the worktree was made: refused, nothing sent.
+    let elsewhere = w.repo.dir.path().join("elsewhere.git");
+    git(
+        w.repo.dir.path(),
+        &["init", "-q", "--bare", elsewhere.to_str().unwrap()],
+    );
+    git(
+        &w.repo.clone,
+        &[
+            "remote",
+            "set-url",
+            "--push",
+            "origin",
+            elsewhere.to_str().unwrap(),
+        ],
+    );
+    let error = w.shipper().ship(&order(&second)).await.unwrap_err();
+    assert!(error.to_string().contains("not `"), "{error}");
+    let pushed = crate::workspace::test_repo::git_output(&elsewhere, &["for-each-ref"]);
+    assert!(pushed.stdout.is_empty(), "nothing reached the other URL");
+}

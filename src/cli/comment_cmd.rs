@@ -73,6 +73,18 @@ pub fn run(args: CommentArgs, ctx: &Ctx) -> CliResult {
 
     let loaded = config::load(ctx.config_flag.as_deref()).map_err(usage)?;
     let client = Client::from_config(&loaded.config.github).map_err(failed)?;
+    let sessions = crate::session::Sessions::open(&loaded, &paths, Source::Cli).map_err(usage)?;
+    let own = runtime.block_on(crate::session::caller::check(
+        &sessions,
+        &request.work_item,
+        std::process::id(),
+    ));
+    if let Err(own) = own {
+        return Err(refused(CommentError::OtherSession {
+            own: own.to_string(),
+            item: request.work_item.to_string(),
+        }));
+    }
     let events = EventLog::open(&paths);
     let registry = Registry::new(&paths, events.clone(), Source::Cli);
     let commenter = Commenter {

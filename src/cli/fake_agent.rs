@@ -38,6 +38,11 @@ pub struct FakeAgentArgs {
     /// The files an edit writes, relative paths kept.
     #[arg(long, value_name = "DIR", requires = "edit_on")]
     pub edit_from: Option<PathBuf>,
+    /// Comment on GitHub (`the-loop comment`) whenever a submitted text contains this:
+    /// the text after it is the body; a leading `as REF ` first sets
+    /// `THE_LOOP_WORK_ITEM` to REF, as an agent led to post elsewhere would.
+    #[arg(long, value_name = "TEXT")]
+    pub comment_trigger: Option<String>,
     /// A boot prompt, recorded like a submission with `"boot": true`.
     pub prompt: Option<String>,
 }
@@ -226,6 +231,7 @@ struct Agent {
     received: Vec<Submission>,
     count: usize,
     ask_trigger: Option<String>,
+    comment_trigger: Option<String>,
     /// `--edit-on` and `--edit-from`.
     edit: Option<(String, PathBuf)>,
     /// What the agent is waiting for, or what became of its last question.
@@ -307,6 +313,14 @@ impl Agent {
                 Err(e) => format!("could not edit: {e}"),
             });
         }
+        if let Some(trigger) = &self.comment_trigger
+            && let Some((_, rest)) = text.split_once(trigger.as_str())
+        {
+            self.status = Some(match comment(rest.trim()) {
+                Ok(url) => format!("commented: {url}"),
+                Err(error) => format!("comment refused: {error}"),
+            });
+        }
         let Some(trigger) = &self.ask_trigger else {
             return;
         };
@@ -383,6 +397,31 @@ fn ask_operator(question: &str) -> Result<(), String> {
     }
 }
 
+/// Runs `the-loop comment --body BODY` from this process's own executable; `as REF
+/// BODY` sets `THE_LOOP_WORK_ITEM` to REF for it. The URL it printed, or why not.
+fn comment(request: &str) -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut command = std::process::Command::new(exe);
+    let body = match request.strip_prefix("as ").and_then(|r| r.split_once(' ')) {
+        Some((item, body)) => {
+            command.env(crate::paths::ENV_WORK_ITEM, item);
+            body
+        }
+        None => request,
+    };
+    let output = command
+        .args(["comment", "--body", body])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| e.to_string())?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+    } else {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        Err(stderr.lines().last().unwrap_or("").trim().to_string())
+    }
+}
+
 /// Writes a copy of every file under `from` into the working directory, relative paths
 /// kept; returns how many.
 fn edit(from: &std::path::Path) -> std::io::Result<usize> {
@@ -446,6 +485,7 @@ pub fn run(args: FakeAgentArgs) -> CliResult {
         received: Vec::new(),
         count: 0,
         ask_trigger: args.ask_trigger.filter(|t| !t.is_empty()),
+        comment_trigger: args.comment_trigger.filter(|t| !t.is_empty()),
         edit: args.edit_on.filter(|t| !t.is_empty()).zip(args.edit_from),
         status: None,
     };

@@ -223,6 +223,7 @@ async fn ask_route(
 
 async fn comment_route(
     State(api): State<Arc<OperatorApi>>,
+    peer: Option<axum::Extension<crate::server::PeerPid>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
@@ -235,6 +236,16 @@ async fn comment_route(
         Ok(item) => item,
         Err(e) => return error(StatusCode::BAD_REQUEST, "bad-ref", &e.to_string()),
     };
+    // An agent comments only on its own item, whatever `$THE_LOOP_WORK_ITEM` says.
+    if let Some(axum::Extension(crate::server::PeerPid(pid))) = peer
+        && let Err(own) = crate::session::caller::check(&api.sessions, &work_item, pid).await
+    {
+        let e = crate::session::comment::CommentError::OtherSession {
+            own: own.to_string(),
+            item: work_item.to_string(),
+        };
+        return error(StatusCode::FORBIDDEN, e.reason(), &e.to_string());
+    }
     let request = CommentRequest {
         work_item,
         body: parsed.body,

@@ -166,6 +166,11 @@ impl Listener for PeerChecked {
         }
         allowed
     }
+
+    fn peer_pid(&self, io: &UnixStream) -> Option<u32> {
+        let pid = io.peer_cred().ok()?.pid()?;
+        u32::try_from(pid).ok().filter(|p| *p > 0)
+    }
 }
 
 /// Only our own uid; an unknown peer is refused.

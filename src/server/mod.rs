@@ -19,7 +19,7 @@ pub mod conn;
 pub mod serve;
 
 pub use conn::Timeouts;
-pub use serve::{Limits, Listener, Serving, StatsSnapshot};
+pub use serve::{Limits, Listener, PeerPid, Serving, StatsSnapshot};
 
 use std::io;
 use std::net::SocketAddr;

@@ -73,7 +73,17 @@ pub trait Listener: Send + Sync + 'static {
     fn admit(&self, _io: &Self::Io) -> bool {
         true
     }
+
+    /// The process at the other end, when the transport says (a Unix socket's
+    /// `SO_PEERCRED`): handed to every request of the connection as [`PeerPid`].
+    fn peer_pid(&self, _io: &Self::Io) -> Option<u32> {
+        None
+    }
 }
+
+/// The pid of the process that sent a request (a request extension), when known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerPid(pub u32);
 
 impl Listener for tokio::net::TcpListener {
     type Io = tokio::net::TcpStream;
@@ -237,8 +247,10 @@ async fn accept_loop<L: Listener>(
         };
         stats.served.fetch_add(1, Ordering::Relaxed);
         let open = Open::new(permit, Arc::clone(&stats));
+        let peer = listener.peer_pid(&io).map(PeerPid);
         connections.spawn(connection(
             io,
+            peer,
             app.clone(),
             builder.clone(),
             t,
@@ -286,6 +298,7 @@ impl Drop for Open {
 /// request finish.
 async fn connection<Io>(
     io: Io,
+    peer: Option<PeerPid>,
     app: Router,
     builder: http1::Builder,
     timeouts: Timeouts,
@@ -301,7 +314,10 @@ async fn connection<Io>(
         let mut app = app.clone();
         let clock = Arc::clone(&service_clock);
         async move {
-            let request = track_request(request, &clock);
+            let mut request = track_request(request, &clock);
+            if let Some(peer) = peer {
+                request.extensions_mut().insert(peer);
+            }
             let response = tower_service::Service::call(&mut app, request).await?;
             Ok::<_, std::convert::Infallible>(track_response(response, &clock))
         }

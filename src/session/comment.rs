@@ -88,6 +88,10 @@ pub enum CommentError {
         "the comment holds a secret the-loop keeps (the GitHub token or the webhook secret); nothing was posted"
     )]
     Secret,
+    #[error(
+        "this process runs in the session of {own}: it may comment only on {own}, not on {item} (nothing was posted)"
+    )]
+    OtherSession { own: String, item: String },
     #[error("the comment could not be posted on {item}: {error}")]
     GitHub { item: WorkItemRef, error: String },
     #[error("the session registry could not be read: {0}")]
@@ -111,6 +115,7 @@ impl CommentError {
             Self::NoSession { .. } => "no-session",
             Self::RateLimited { .. } => "rate-limited",
             Self::NotInThread { .. } => "bad-reply-to",
+            Self::OtherSession { .. } => "other-session",
             Self::Secret => "secret",
             Self::GitHub { .. } => "github",
             Self::Registry(_) => "internal",
@@ -122,6 +127,7 @@ impl CommentError {
         match self {
             Self::Empty | Self::TooLong { .. } => 400,
             Self::NoSession { .. } => 404,
+            Self::OtherSession { .. } => 403,
             Self::RateLimited { .. } => 429,
             Self::NotInThread { .. } | Self::Secret => 422,
             Self::GitHub { .. } => 502,

@@ -7,6 +7,7 @@
 
 pub mod activity;
 pub mod ask;
+pub mod caller;
 pub mod comment;
 mod dedupe_store;
 pub mod deliver;

@@ -8,6 +8,7 @@
 mod support;
 
 mod ask_reply;
+mod caller;
 mod e2e_workspaces;
 mod git_remote;
 mod lifecycle;

@@ -120,6 +120,10 @@ pub enum Refusal {
     Git(String),
     #[error("the session's record could not be written: {0}")]
     Record(String),
+    #[error(
+        "this process runs in the session of {own}: it may propose only {own}'s work, not {item}'s"
+    )]
+    OtherSession { own: String, item: String },
 }
 
 impl Refusal {
@@ -136,6 +140,7 @@ impl Refusal {
             Self::NoTitle | Self::TitleTooLong { .. } | Self::BodyTooLong { .. } => "bad-request",
             Self::Git(_) => "git",
             Self::Record(_) => "state",
+            Self::OtherSession { .. } => "other-session",
         }
     }
 

@@ -32,6 +32,13 @@ pub async fn propose(
     if chars > MAX_BODY_CHARS {
         return Err(Refusal::BodyTooLong { chars });
     }
+    // An agent proposes only its own work, whatever `$THE_LOOP_WORK_ITEM` says.
+    if let Err(own) = crate::session::caller::check(sessions, item, std::process::id()).await {
+        return Err(Refusal::OtherSession {
+            own: own.to_string(),
+            item: item.to_string(),
+        });
+    }
     let (record, workspace) = worktree_of(sessions, item)?;
     let git = sessions.workspaces().git().clone();
     let shown = preview(&git, sessions.events().path(), &record, &workspace).await?;

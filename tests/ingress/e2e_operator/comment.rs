@@ -316,3 +316,47 @@ async fn with_no_supervisor_the_command_posts_in_process() {
     assert_eq!(w.events_named("session.commented").len(), 2);
     assert_no_token_anywhere(&w);
 }
+
+/// The pane's screen, as text.
+fn screen(w: &World, n: u64) -> String {
+    let pane = w.pane(n).expect("a session pane").to_string();
+    text(&w.tmux.raw(&["capture-pane", "-p", "-t", &pane]).stdout)
+}
+
+/// An agent led by a comment to post as another session (it sets `THE_LOOP_WORK_ITEM`
+/// to that item) is refused: the supervisor sees, from the socket's peer, that the
+/// command runs in #15's pane. Told to post as its own item, it may.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_cannot_post_as_another_session() {
+    let mut w = World::new(Setup {
+        agent_args: vec!["--comment-trigger".into(), "POST-IT".into()],
+        ..Setup::default()
+    })
+    .await;
+    w.watched_issue(15);
+    w.watched_issue(16);
+    w.start_session(15).await;
+    w.start_session(16).await;
+    w.start_supervisor();
+    w.wait_cycles(1).await;
+
+    // The comment that leads the agent astray, delivered to #15 as any comment is.
+    w.comment(15, "alice", "POST-IT as github:octo/repo#16 SNEAKY words");
+    w.wait("the agent's comment refused", || {
+        screen(&w, 15).contains("comment refused").then_some(())
+    })
+    .await;
+    let shown = screen(&w, 15);
+    assert!(shown.contains("runs in the session"), "{shown}");
+    assert_eq!(comments_with(&w, 16, "SNEAKY"), 0);
+    assert!(w.events_named("session.commented").is_empty());
+
+    w.comment(15, "alice", "POST-IT as github:octo/repo#15 HONEST words");
+    w.wait("the agent's own comment", || {
+        (comments_with(&w, 15, "HONEST") == 1).then_some(())
+    })
+    .await;
+    let commented = w.wait_event("session.commented", |_| true).await;
+    assert_eq!(commented["work_item"], item(15).as_str());
+    assert_eq!(w.events_named("session.commented").len(), 1);
+}

@@ -147,8 +147,8 @@ async fn the_guides_curl_examples_work() {
     let examples = guide_examples();
     assert_eq!(
         examples.len(),
-        2,
-        "the reply and the ask example: {examples:?}"
+        3,
+        "the reply, the ask and the comment example: {examples:?}"
     );
     let w = World::supervising(Setup::default(), 15).await;
     let socket = w.operator_socket().display().to_string();
@@ -176,4 +176,7 @@ async fn the_guides_curl_examples_work() {
     assert_eq!(answers[1]["comment_posted"], true, "{}", answers[1]);
     let asked = w.wait_event("session.awaiting_input", |_| true).await;
     assert_eq!(asked["question"], "Per repository or global?");
+    let commented = w.wait_event("session.commented", |_| true).await;
+    assert_eq!(commented["work_item"], item(15).as_str());
+    assert_eq!(answers[2]["url"], commented["url"], "{}", answers[2]);
 }

@@ -261,15 +261,19 @@ fn detail(app: &App, s: &SessionView, w: usize) -> Option<Line<'static>> {
         _ => {
             let (c, a) = (ws.changed_files, ws.ahead);
             let base = crate::tui::text::clean_line(&ws.base);
+            // Shipped: its pull request, on every form (the row's column may not fit).
+            let pull = s.pull_request.map(|n| format!("PR #{n}"));
             let long = [
                 c.map(|n| format!("{n} changed")),
                 a.map(|n| format!("{n} ahead of {base}")),
+                pull.clone(),
             ];
             let mid = [
                 c.map(|n| format!("{n} changed")),
                 a.map(|n| format!("{n} ahead")),
+                pull.clone(),
             ];
-            let short = [c.map(|n| format!("~{n}")), a.map(|n| format!("↑{n}"))];
+            let short = [c.map(|n| format!("~{n}")), a.map(|n| format!("↑{n}")), pull];
             [
                 (long.as_slice(), " · "),
                 (mid.as_slice(), " · "),

@@ -230,6 +230,22 @@ fn a_shipped_session_names_its_pull_request() {
         "{text}"
     );
     snap("sessions_pull_request_120x32", text);
+    // Narrower, the row drops its worktree column; the selected session's own line
+    // still names the pull request.
+    let mut s = sample::snapshot(NOW);
+    s.sessions[0].pull_request = Some(7);
+    s.sessions[0].workspace = Some(the_loop::tui::backend::WorkspaceView {
+        branch: "the-loop/issue-15".into(),
+        base: "origin/main".into(),
+        changed_files: Some(0),
+        ahead: Some(3),
+        kept: None,
+    });
+    let mut narrow = app_with(s, 100, 30);
+    capture(&mut narrow);
+    let text = screen(&narrow);
+    assert!(!text.contains("12s PR #7"), "{text}");
+    assert!(text.contains("⎇ the-loop/issue-15 · ~0 ↑3 PR #7"), "{text}");
 }
 
 /// Drives the loop: `3 y`, then `moved` (if any) becomes the branch's head while the

@@ -57,11 +57,7 @@ pub fn run(args: ProposeArgs, ctx: &super::Ctx) -> CliResult {
     let proposal = Proposal {
         title: args.title,
         body,
-        draft: match (args.draft, args.ready) {
-            (true, _) => Some(true),
-            (_, true) => Some(false),
-            _ => None,
-        },
+        draft: super::ship_cmd::draft_choice(args.draft, args.ready),
     };
     let loaded = config::load(ctx.config_flag.as_deref()).map_err(usage)?;
     let paths = StatePaths::from_env();

@@ -85,7 +85,7 @@ pub enum SessionsCommand {
         work_item: String,
     },
     /// Push the session's branch and open its pull request (a draft unless --ready),
-    /// after showing what goes out (SPEC §19.4). Asks unless --yes.
+    /// after showing what goes out. Asks unless --yes.
     Ship(super::ship_cmd::ShipArgs),
 }
 

@@ -49,11 +49,7 @@ pub fn ship(
         .as_deref()
         .map(|path| super::ask_cmd::read_text(path, "--body-file"))
         .transpose()?;
-    let draft = match (args.draft, args.ready) {
-        (true, _) => Some(true),
-        (_, true) => Some(false),
-        _ => None,
-    };
+    let draft = draft_choice(args.draft, args.ready);
     let github = Client::from_config(&loaded.config.github).map_err(usage)?;
     let shipper = Shipper::new(Arc::new(sessions), Arc::new(github));
     let shown = runtime
@@ -83,6 +79,15 @@ pub fn ship(
         }
         Err(ShipError::Refused(refusal)) => Err(refused(&refusal.to_string(), refusal.is_usage())),
         Err(error @ ShipError::Failed { .. }) => Err(failed(anyhow!(error))),
+    }
+}
+
+/// `--draft` / `--ready` as the request's or the order's choice; neither: `ship.draft`.
+pub(super) fn draft_choice(draft: bool, ready: bool) -> Option<bool> {
+    match (draft, ready) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
     }
 }
 

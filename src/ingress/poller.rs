@@ -48,14 +48,29 @@ pub const CURSOR_OVERLAP: time::Duration = time::Duration::seconds(30);
 /// later; it is honoured in full).
 pub const MAX_BACKOFF: Duration = Duration::from_secs(600);
 
-/// "Which items have a session": the poller watches those for closure even after they
-/// leave the watched list. Called once per cycle.
-pub type SessionsFn = Arc<dyn Fn() -> Vec<WorkItemRef> + Send + Sync>;
+/// What the poller follows beyond its watch, read once per cycle.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Followed {
+    /// Items with a session: watched for closure even after they leave the watched
+    /// list.
+    pub sessions: Vec<WorkItemRef>,
+    /// The pull requests shipping opened for a session (SPEC §19.4 step 6): read while
+    /// open whatever the repo's label, so their reviews and comments reach the session.
+    pub linked: Vec<WorkItemRef>,
+}
 
-/// "Which pull requests sessions follow": the ones shipping opened for a session (SPEC
-/// §19.4 step 6). Read while open whatever the repo's label, so their reviews and
-/// comments reach the session. Called once per cycle.
-pub type LinkedFn = SessionsFn;
+impl From<Vec<WorkItemRef>> for Followed {
+    /// Sessions only, no linked pull request.
+    fn from(sessions: Vec<WorkItemRef>) -> Self {
+        Self {
+            sessions,
+            linked: Vec::new(),
+        }
+    }
+}
+
+/// Where [`Followed`] comes from. Called once per cycle.
+pub type SessionsFn = Arc<dyn Fn() -> Followed + Send + Sync>;
 
 /// What one cycle did (also logged as `poll.cycle`).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -85,7 +100,6 @@ pub struct Poller {
     events: EventLog,
     ingest: Arc<dyn Ingest>,
     sessions: SessionsFn,
-    linked: LinkedFn,
     ledgers: LedgerStore,
     /// Repos whose persisted ETags were handed to the client.
     synced: HashSet<String>,
@@ -107,22 +121,15 @@ impl Poller {
             ledgers: LedgerStore::new(paths, events.clone()),
             events,
             ingest,
-            sessions: Arc::new(Vec::new),
-            linked: Arc::new(Vec::new),
+            sessions: Arc::new(Followed::default),
             synced: HashSet::new(),
             in_flight: settle::InFlight::default(),
         }
     }
 
-    /// Where "items with a session" come from (default: none).
+    /// Where the followed items come from (default: none).
     pub fn with_sessions(mut self, sessions: SessionsFn) -> Self {
         self.sessions = sessions;
-        self
-    }
-
-    /// Where "pull requests sessions follow" come from (default: none).
-    pub fn with_linked(mut self, linked: LinkedFn) -> Self {
-        self.linked = linked;
         self
     }
 
@@ -160,8 +167,7 @@ impl Poller {
         let config = self.config.clone();
         let allowlist = Allowlist::new(&config.routing.authorized_users);
         let keywords = ControlKeywords::new(&config.routing.keywords);
-        let all_sessions = (self.sessions)();
-        let all_linked = (self.linked)();
+        let followed = (self.sessions)();
         let mut report = CycleReport {
             repos: config.repos.len(),
             ..CycleReport::default()
@@ -174,8 +180,8 @@ impl Poller {
                     .map(|r| r.number)
                     .collect()
             };
-            let sessions = of_repo(&all_sessions);
-            let linked = of_repo(&all_linked);
+            let sessions = of_repo(&followed.sessions);
+            let linked = of_repo(&followed.linked);
             let repo = Repo {
                 rc,
                 sessions: &sessions,

@@ -1,38 +1,32 @@
-//! What the poller follows besides the watched items: the items with open sessions
-//! (for their closure) and the pull requests shipping opened for them (SPEC §19.4).
+//! What the poller follows besides the watched items, from one read of the session
+//! records per cycle: the items with open sessions (for their closure) and the pull
+//! requests shipping opened for them (SPEC §19.4).
 
+use crate::ingress::poller::Followed;
 use crate::session::Registry;
+use crate::work_item::WorkItemRef;
 
-/// The items whose sessions are open: the poller follows them for their closure.
-pub(super) fn items_with_open_sessions(registry: &Registry) -> Vec<crate::work_item::WorkItemRef> {
-    match registry.list() {
-        Ok(records) => records
-            .into_iter()
-            .filter(|r| r.status.is_open())
-            .map(|r| r.work_item)
-            .collect(),
+pub(super) fn followed(registry: &Registry) -> Followed {
+    let records = match registry.list() {
+        Ok(records) => records,
         Err(e) => {
             tracing::warn!(error = %e, "session registry unreadable; closes not followed this cycle");
-            Vec::new()
+            return Followed::default();
         }
+    };
+    let open: Vec<_> = records.into_iter().filter(|r| r.status.is_open()).collect();
+    Followed {
+        linked: open
+            .iter()
+            .filter_map(|r| {
+                let pull = r.pull_request.as_ref()?;
+                Some(WorkItemRef::new(
+                    &r.work_item.owner,
+                    &r.work_item.repo,
+                    pull.number,
+                ))
+            })
+            .collect(),
+        sessions: open.into_iter().map(|r| r.work_item).collect(),
     }
-}
-
-/// The pull requests shipping opened for open sessions (SPEC §19.4 step 6): the poller
-/// reads them whatever the repo's label, so their reviews reach the session.
-pub(super) fn linked_pulls(registry: &Registry) -> Vec<crate::work_item::WorkItemRef> {
-    registry
-        .list()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|r| r.status.is_open())
-        .filter_map(|r| {
-            let pull = r.pull_request?;
-            Some(crate::work_item::WorkItemRef::new(
-                &r.work_item.owner,
-                &r.work_item.repo,
-                pull.number,
-            ))
-        })
-        .collect()
 }

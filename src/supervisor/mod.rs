@@ -307,11 +307,7 @@ impl Parts {
             poll_ingest.clone(),
         )
         .with_ledgers(self.ledgers.clone())
-        .with_sessions(Arc::new({
-            let registry = registry.clone();
-            move || followed::items_with_open_sessions(&registry)
-        }))
-        .with_linked(Arc::new(move || followed::linked_pulls(&registry)));
+        .with_sessions(Arc::new(move || followed::followed(&registry)));
         let poll = Arc::new(PollLoop::new(
             poller,
             poll_ingest,

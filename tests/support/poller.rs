@@ -271,7 +271,7 @@ impl Harness {
             events.clone(),
             ingest,
         )
-        .with_sessions(Arc::new(move || sessions.lock().unwrap().clone()))
+        .with_sessions(Arc::new(move || sessions.lock().unwrap().clone().into()))
     }
 
     pub fn add_session(&self, number: u64) {

@@ -24,7 +24,7 @@ pub(super) struct Ctx<'a> {
     pub keywords: &'a ControlKeywords,
     /// Numbers of this repo's items that have a session.
     pub sessions: &'a BTreeSet<u64>,
-    /// Pull requests sessions follow (`Poller::with_linked`).
+    /// Pull requests sessions follow (`poller::Followed::linked`).
     pub linked: &'a BTreeSet<u64>,
     /// The client's ETags for this repo after the fetch (already pruned).
     pub etags: EtagCache,

@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::findings::Finding;
+
 /// One critic round. `ok` is true only when the critic ran and exited 0 (SPEC §9.5).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -19,6 +21,9 @@ pub struct Envelope {
     pub output: String,
     pub error: Option<String>,
     pub usage: Usage,
+    /// The places the critic named that hold in the worktree (SPEC §21.3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
 }
 
 /// Token counts and cost as the critic reported them; `null` where it said nothing.
@@ -58,6 +63,7 @@ impl Envelope {
             output: String::new(),
             error: Some(error),
             usage: Usage::default(),
+            findings: Vec::new(),
         }
     }
 

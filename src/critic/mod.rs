@@ -14,6 +14,7 @@
 //! the client by whoever wires the screen.
 
 pub mod envelope;
+pub mod findings;
 pub mod placeholders;
 pub mod post;
 pub mod results;
@@ -23,6 +24,7 @@ pub mod service;
 pub mod spec;
 
 pub use envelope::{Envelope, Header, Usage};
+pub use findings::{Finding, Severity};
 pub use results::{Recorder, run_round, run_round_until};
 pub use round::{Prompt, Request, RunError, prepare};
 pub use service::{CriticRunner, PostError};

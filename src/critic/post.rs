@@ -103,6 +103,7 @@ mod tests {
                 present: true,
                 ..Usage::default()
             },
+            findings: Vec::new(),
         }
     }
 

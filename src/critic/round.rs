@@ -351,6 +351,7 @@ pub fn envelope(
         output,
         error,
         usage,
+        findings: Vec::new(),
     }
 }
 

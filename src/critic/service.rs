@@ -94,6 +94,7 @@ mod tests {
             output: "Looks fine.".into(),
             error: None,
             usage: Usage::default(),
+            findings: Vec::new(),
         }
     }
 

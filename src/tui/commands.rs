@@ -24,6 +24,11 @@ pub(super) fn run(app: &mut App, command: Command, fx: &mut Vec<Effect>) {
             }
         }
         Command::Close => {
+            if let Mode::Confirm(c) = &app.mode
+                && super::review::after_discard_confirm(app, &c.request.clone(), false)
+            {
+                return;
+            }
             // The diff opened from a ship confirmation returns to it.
             let back = match app.mode {
                 Mode::Diff { .. } => app.diff_return.take(),
@@ -47,8 +52,14 @@ pub(super) fn run(app: &mut App, command: Command, fx: &mut Vec<Effect>) {
         }
         Command::Up => move_by(app, -1, fx),
         Command::Down => move_by(app, 1, fx),
-        Command::PageUp => move_by(app, -page(app), fx),
-        Command::PageDown => move_by(app, page(app), fx),
+        Command::PageUp => {
+            let page = page(app);
+            move_by(app, -page, fx)
+        }
+        Command::PageDown => {
+            let page = page(app);
+            move_by(app, page, fx)
+        }
         Command::Top => move_by(app, isize::MIN / 2, fx),
         Command::Bottom => move_by(app, isize::MAX / 2, fx),
         Command::Reply | Command::Open if app.focus != Focus::Critics => open_reply(app),
@@ -144,8 +155,17 @@ pub(super) fn run(app: &mut App, command: Command, fx: &mut Vec<Effect>) {
         Command::Select => select_critic(app, fx),
         Command::Confirm => {
             if let Mode::Confirm(c) = std::mem::replace(&mut app.mode, Mode::Normal) {
+                super::review::after_discard_confirm(app, &c.request, true);
                 fx.push(Effect::Request(c.request));
             }
+        }
+        Command::Comment
+        | Command::SendReview
+        | Command::DiscardReview
+        | Command::NextFinding
+        | Command::PrevFinding
+        | Command::TakeFinding => {
+            super::review::run(app, command, fx);
         }
         // Handled by the modes that own them; bound elsewhere they do nothing.
         Command::Send | Command::Cancel | Command::Apply | Command::Noop => {}
@@ -171,6 +191,9 @@ pub(super) fn selection_changed(app: &mut App, fx: &mut Vec<Effect>) {
 }
 
 fn page(app: &App) -> isize {
+    if matches!(app.mode, Mode::Diff { .. }) {
+        return super::review::view_height(app).saturating_sub(1).max(1) as isize;
+    }
     let rows = app
         .layout()
         .rect(app.focus)
@@ -201,12 +224,7 @@ fn move_by(app: &mut App, delta: isize, fx: &mut Vec<Effect>) {
                 *scroll = to_u16(step(*scroll as usize, delta, len));
             }
         }
-        Mode::Diff { .. } => {
-            let len = super::panes::diff::line_count(app);
-            if let Mode::Diff { scroll, .. } = &mut app.mode {
-                *scroll = to_u16(step(*scroll as usize, delta, len));
-            }
-        }
+        Mode::Diff { .. } => super::review::move_by(app, delta),
         Mode::Picker { ref mut index, .. } => *index = step(*index, delta, app.critics.len()),
         _ => match app.focus {
             Focus::Sessions => {
@@ -480,12 +498,7 @@ fn open_diff(app: &mut App, fx: &mut Vec<Effect>) {
         );
         return;
     }
-    app.diff = None;
-    app.mode = Mode::Diff {
-        work_item: item.clone(),
-        scroll: 0,
-    };
-    fx.push(Effect::LoadDiff(item));
+    super::review::open_at(app, item, None, fx);
 }
 
 fn open_url(app: &mut App, fx: &mut Vec<Effect>) {

@@ -6,6 +6,7 @@
 mod event_loop;
 mod held;
 mod permissions;
+mod review;
 mod ship;
 mod sizes;
 mod snapshots;

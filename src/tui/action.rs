@@ -92,7 +92,7 @@ pub enum Request {
     /// Add a comment to the pending review (SPEC §21.2).
     SaveComment {
         work_item: WorkItemRef,
-        comment: ReviewComment,
+        comment: Box<ReviewComment>,
     },
     /// Send the pending review's comments to the agent as one note.
     SendReview {

@@ -213,7 +213,10 @@ fn add(app: &mut App, work_item: WorkItemRef, comment: ReviewComment, fx: &mut V
     }
     follow_cursor(app);
     app.dirty = true;
-    fx.push(Effect::Request(Request::SaveComment { work_item, comment }));
+    fx.push(Effect::Request(Request::SaveComment {
+        work_item,
+        comment: Box::new(comment),
+    }));
 }
 
 fn take_finding(app: &mut App, fx: &mut Vec<Effect>) {
@@ -223,7 +226,12 @@ fn take_finding(app: &mut App, fx: &mut Vec<Effect>) {
     let taken = view_mut(app).and_then(|v| {
         let finding = (*v.findings_here().first()?).clone();
         let anchor = v.anchor()?;
-        Some(ReviewComment::from_finding(anchor, &finding))
+        let severity = format!("{:?}", finding.severity).to_lowercase();
+        Some(ReviewComment::from_finding(
+            anchor,
+            &severity,
+            &finding.message,
+        ))
     });
     match taken {
         Some(comment) => add(app, work_item, comment, fx),

@@ -20,7 +20,6 @@ pub mod store;
 
 pub use send::ReviewSent;
 
-use crate::critic::findings::Finding;
 use crate::guard::sanitize;
 use crate::workspace::diff_model::{DiffModel, Side};
 use serde::{Deserialize, Serialize};
@@ -86,15 +85,16 @@ impl ReviewComment {
         }
     }
 
-    /// A critic's finding taken over as the operator's comment: the words say it came
-    /// from a critic and how serious the critic thought it was.
-    pub fn from_finding(anchor: Anchor, finding: &Finding) -> Self {
-        let severity = format!("{:?}", finding.severity).to_lowercase();
+    /// A critic's finding (its severity and message) taken over as the operator's
+    /// comment: the words say it came from a critic and how serious the critic
+    /// thought it was.
+    pub fn from_finding(anchor: Anchor, severity: &str, message: &str) -> Self {
         Self::new(
             anchor,
             &format!(
-                "A critic's finding ({severity}), which I agree with: {}",
-                clean(&finding.message)
+                "A critic's finding ({}), which I agree with: {}",
+                clean(severity),
+                clean(message)
             ),
         )
     }
@@ -129,7 +129,7 @@ pub fn note(
     );
     for (i, c) in comments.iter().enumerate() {
         let a = &c.anchor;
-        let current = now.and_then(|m| a.still_in(m).and_then(|at| Some((m, at))));
+        let current = now.and_then(|m| a.still_in(m).map(|at| (m, at)));
         let (hunk, context) = match current.and_then(|(m, at)| Anchor::at(m, at)) {
             Some(fresh) => (fresh.hunk, fresh.context),
             None => (a.hunk.clone(), a.context.clone()),

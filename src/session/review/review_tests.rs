@@ -1,6 +1,6 @@
 use super::store::ReviewStore;
 use super::*;
-use crate::critic::findings::Severity;
+use crate::critic::findings::{Finding, Severity};
 use crate::paths::StatePaths;
 use crate::work_item::WorkItemRef;
 
@@ -105,7 +105,7 @@ fn escapes_in_context_comment_and_finding_are_inert_in_the_note() {
     };
     let comments = [
         ReviewComment::new(a.clone(), "look \u{1b}[1mhere\u{9b}31m"),
-        ReviewComment::from_finding(a, &finding),
+        ReviewComment::from_finding(a, "error", &finding.message),
     ];
     let note = note("b", "s", &comments, Some(&m));
     assert!(
@@ -145,8 +145,11 @@ fn the_pending_review_is_private_survives_and_loses_only_what_was_named() {
         .permissions()
         .mode();
     assert_eq!(dmode & 0o077, 0, "{dmode:o}");
-    assert_eq!(store.remove(&item, &[one.id.clone()]).unwrap(), 1);
-    assert_eq!(store.load(&item).unwrap(), [two.clone()]);
+    assert_eq!(
+        store.remove(&item, std::slice::from_ref(&one.id)).unwrap(),
+        1
+    );
+    assert_eq!(store.load(&item).unwrap(), std::slice::from_ref(&two));
     assert_eq!(store.remove(&item, &[two.id]).unwrap(), 0);
     assert!(
         !store.path(&item).exists(),

@@ -45,7 +45,7 @@ impl FakeBackend {
     pub(super) fn keep_comment(&self, work_item: &WorkItemRef, c: &ReviewComment) -> ActionResult {
         let request = Request::SaveComment {
             work_item: work_item.clone(),
-            comment: c.clone(),
+            comment: Box::new(c.clone()),
         };
         if let Some(e) = self.record(Call::Action(request)) {
             return Err(e);

@@ -144,7 +144,7 @@ fn a_comment_is_written_on_the_selected_line_and_kept_in_the_gutter() {
         requests(&fx),
         [Request::SendReview {
             work_item: sample::item("octo/repo", 15),
-            comments: vec![comment.clone()],
+            comments: vec![(**comment).clone()],
         }]
     );
 }

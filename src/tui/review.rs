@@ -54,6 +54,17 @@ pub(super) fn loaded(
         }
         view
     }));
+    let unreadable = match &app.diff {
+        Some(Ok(view)) => view.pending_error.clone(),
+        _ => None,
+    };
+    if let Some(why) = unreadable {
+        say(
+            app,
+            MessageLevel::Warn,
+            format!("The pending review could not be read: {why}"),
+        );
+    }
     follow_cursor(app);
     app.dirty = true;
 }

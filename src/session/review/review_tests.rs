@@ -160,3 +160,86 @@ fn the_pending_review_is_private_survives_and_loses_only_what_was_named() {
     let err = store.load(&item).unwrap_err().to_string();
     assert!(err.contains("moved to"), "{err}");
 }
+
+mod sending {
+    use super::*;
+    use crate::session::Replier;
+    use crate::session::hold::HoldReason;
+    use crate::session::reply::ReplyError;
+    use crate::session::test_support::*;
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+
+    fn one_note() -> String {
+        let m = DiffModel::parse(DIFF);
+        let c = ReviewComment::new(anchor(&m, "+let per_repo = true;"), "Per org, KESTREL.");
+        note("the-loop/issue-1", "abc1234", &[c], Some(&m))
+    }
+
+    #[tokio::test]
+    async fn a_review_is_one_paste_and_a_review_sent_event_never_a_reply_sent() {
+        let f = Fixture::new();
+        let pane = f.live_session(1);
+        let note = one_note();
+        let sent = Replier::new(Arc::clone(&f.sessions))
+            .send_review(&item(1), &note, 1, "abc1234")
+            .await
+            .unwrap();
+        assert_eq!(f.pasted(&pane), [note.trim_end().to_string()]);
+        assert_eq!(sent.comments, 1);
+        let events = f.events_named("session.review_sent");
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0]["comments"], 1);
+        assert_eq!(events[0]["sha"], "abc1234");
+        assert!(f.events_named("session.reply_sent").is_empty());
+        let log = std::fs::read_to_string(f.dir.path().join("events.jsonl")).unwrap();
+        assert!(!log.contains("KESTREL"), "the words are never logged");
+    }
+
+    #[tokio::test]
+    async fn a_review_to_a_held_session_is_queued_and_released_once() {
+        let f = Fixture::new();
+        let (pane, claude) = f.claude_session(1);
+        claude.dialog.store(true, Ordering::SeqCst);
+        let replier = Replier::new(Arc::clone(&f.sessions));
+        let error = replier
+            .send_review(&item(1), &one_note(), 1, "abc1234")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ReplyError::Held {
+                    reason: HoldReason::PermissionDialog,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        let held = f.record(1).unwrap().hold.replies;
+        assert_eq!(held.len(), 1);
+        assert_eq!(held[0].review.as_ref().map(|r| r.comments), Some(1));
+        assert!(
+            f.tmux.fake.pane_input(&pane).is_empty(),
+            "nothing into the dialog"
+        );
+        claude.dialog.store(false, Ordering::SeqCst);
+        assert_eq!(replier.release_held(&item(1)).await, 1);
+        assert_eq!(replier.release_held(&item(1)).await, 0, "once");
+        let pasted = f.pasted(&pane);
+        assert_eq!(pasted.len(), 1);
+        assert!(pasted[0].contains("KESTREL"), "{pasted:?}");
+        assert_eq!(f.events_named("session.review_sent").len(), 1);
+        assert!(f.events_named("session.reply_sent").is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_review_to_no_session_is_refused_and_nothing_queued() {
+        let f = Fixture::new();
+        let error = Replier::new(Arc::clone(&f.sessions))
+            .send_review(&item(9), &one_note(), 1, "abc1234")
+            .await
+            .unwrap_err();
+        assert!(matches!(error, ReplyError::NoSession(_)), "{error:?}");
+    }
+}

@@ -115,8 +115,14 @@ impl DiffView {
             }
         }
         for (i, c) in self.pending.iter().enumerate() {
-            if let Some(at) = self.comment_line(c) {
-                under[at].push(Row::Comment(i));
+            // A comment whose line moved is listed under its file's first line (or the
+            // view's), like a finding off the diff: pending is never hidden.
+            let at = self
+                .comment_line(c)
+                .or_else(|| self.model.file_start(&c.anchor.path))
+                .unwrap_or(0);
+            if let Some(list) = under.get_mut(at) {
+                list.push(Row::Comment(i));
             }
         }
         self.rows.clear();
@@ -152,7 +158,11 @@ impl DiffView {
 
     /// The place a comment on the selected line points at.
     pub fn anchor(&self) -> Option<Anchor> {
-        Anchor::at(&self.model, self.cursor)
+        self.anchor_at(self.cursor)
+    }
+
+    pub fn anchor_at(&self, line: usize) -> Option<Anchor> {
+        Anchor::at(&self.model, line)
     }
 
     fn first_code_line(&self) -> Option<usize> {

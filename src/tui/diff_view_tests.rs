@@ -114,3 +114,20 @@ fn escapes_in_findings_and_the_diff_are_gone_before_anything_is_kept() {
     assert!(!all.chars().any(char::is_control), "{all:?}");
     assert!(!v.findings[0].message.chars().any(char::is_control));
 }
+
+#[test]
+fn a_pending_comment_whose_line_moved_is_still_listed() {
+    let first = view(Vec::new());
+    let at = first.model.find_new("src/lib.rs", 3).unwrap();
+    let comment = ReviewComment::new(first.anchor_at(at).unwrap(), "keep me");
+    let moved = DiffView::new(
+        &DIFF.replace("+three", "+THREE"),
+        ReviewMaterial {
+            pending: Ok(vec![comment]),
+            findings: Vec::new(),
+        },
+    );
+    let file = moved.model.file_start("src/lib.rs").unwrap();
+    assert_eq!(moved.rows[moved.line_row[file] + 1], Row::Comment(0));
+    assert!(!moved.commented(moved.model.find_new("src/lib.rs", 3).unwrap()));
+}

@@ -129,7 +129,15 @@ fn finding_row(app: &App, view: &DiffView, f: usize, cols: usize) -> Line<'stati
 }
 
 fn comment_row(app: &App, view: &DiffView, c: usize, cols: usize) -> Line<'static> {
-    let text = clean_line(&view.pending[c].text).into_owned();
+    let comment = &view.pending[c];
+    let mut text = clean_line(&comment.text).into_owned();
+    if view.comment_line(comment).is_none() {
+        text = format!(
+            "(on {}:{}, which moved) {text}",
+            clean_line(&comment.anchor.path),
+            comment.anchor.line
+        );
+    }
     Line::from(vec![
         Span::raw(" ".repeat(GUTTER)),
         Span::styled(

@@ -137,9 +137,14 @@ impl LiveBackend {
                     short_ref(&sent.work_item)
                 ))
             }
-            Err(held @ ReplyError::Held { .. }) => {
+            Err(ReplyError::Held { reason, .. }) => {
                 self.remove(item, &ids).await?;
-                Ok(format!("Review of {what} {held}"))
+                Ok(format!(
+                    "Review of {what} held: {} waits on {} — {}; it is queued and goes out once that clears",
+                    short_ref(item),
+                    reason.describe_waiting(),
+                    reason.advice()
+                ))
             }
             Err(e) => Err(match e.status() {
                 500 => ActionError::Failed(e.to_string()),

@@ -188,19 +188,10 @@ fn click(app: &mut App, event: MouseEvent, at: Instant, fx: &mut Vec<Effect>) {
 
 /// What the mouse does, for the help popup: (gesture, effect).
 pub const HELP: [(&str, &str); 4] = [
-    ("wheel", "Scroll the list or popup under the pointer"),
-    (
-        "click",
-        "Focus a pane and select the row; run a footer hint",
-    ),
-    (
-        "double-click",
-        "Reply on a session or question; open a critic run",
-    ),
-    (
-        "shift-drag",
-        "Select text (the terminal's own; tui.mouse: false frees the mouse)",
-    ),
+    ("wheel", "Scroll what is under the pointer"),
+    ("click", "Focus a pane, select a row, run a footer hint"),
+    ("double-click", "Reply on a session or question; open a run"),
+    ("shift-drag", "Select text (the terminal's own selection)"),
 ];
 
 fn select(app: &mut App, pane: Focus, row: usize, fx: &mut Vec<Effect>) {

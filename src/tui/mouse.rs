@@ -122,18 +122,19 @@ fn wheel(app: &mut App, event: MouseEvent, down: bool, fx: &mut Vec<Effect>) {
             }
         }
         Mode::Picker { .. } => commands::run(app, command, fx),
-        Mode::Normal => {
-            if let Target::Pane { pane, .. } = target_at(app, event.column, event.row) {
+        Mode::Normal => match target_at(app, event.column, event.row) {
+            // The preview shows the agent's newest lines; it has no scroll.
+            Target::Pane { pane, .. } if pane != Focus::Pane => {
                 let rows = if pane == Focus::Events {
                     WHEEL_LINES
                 } else {
                     1
-                };
-                let rows = rows as isize;
+                } as isize;
                 commands::move_in(app, pane, if down { rows } else { -rows }, fx);
                 app.dirty = true;
             }
-        }
+            _ => {}
+        },
         // The reply box, the filter line and a confirmation have nothing to scroll.
         Mode::Reply(_) | Mode::Filter { .. } | Mode::Confirm(_) => {}
     }

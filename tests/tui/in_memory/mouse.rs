@@ -255,6 +255,11 @@ fn the_wheel_scrolls_the_list_under_the_pointer_without_taking_focus() {
     assert_eq!(app.focus, Focus::Questions);
     wheel(&mut app, false, over);
     assert_eq!(app.session_index, 1);
+    // The preview has no scroll: the wheel there changes nothing and draws nothing.
+    let preview = app.layout().pane.unwrap();
+    app.dirty = false;
+    wheel(&mut app, true, (preview.x + 5, preview.y + 5));
+    assert!(!app.dirty);
 
     // The Events pane scrolls back by three rows a notch, and forward again.
     let small = &mut sample_app(100, 16);

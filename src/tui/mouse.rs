@@ -50,6 +50,7 @@ pub enum Target {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Click {
     at: Instant,
+    cell: (u16, u16),
     target: Target,
 }
 
@@ -141,29 +142,44 @@ fn wheel(app: &mut App, event: MouseEvent, down: bool, fx: &mut Vec<Effect>) {
 }
 
 fn click(app: &mut App, event: MouseEvent, at: Instant, fx: &mut Vec<Effect>) {
-    let target = target_at(app, event.column, event.row);
-    let double = app.last_click.take().is_some_and(|last| {
-        last.target == target && at.saturating_duration_since(last.at) <= DOUBLE_CLICK
+    let cell = (event.column, event.row);
+    let target = target_at(app, cell.0, cell.1);
+    // The second press of a double click may find another row under the same cell (a
+    // selected question takes more lines): it is the first press's row that was meant.
+    let first = app.last_click.take().filter(|last| {
+        at.saturating_duration_since(last.at) <= DOUBLE_CLICK
+            && (last.target == target || last.cell == cell)
     });
-    // A double click is used up: a third press starts over.
-    if !double {
-        app.last_click = Some(Click {
-            at,
-            target: target.clone(),
-        });
-    }
-    match target {
-        Target::Hint(hint) => {
+    match (first.map(|last| last.target), target) {
+        // Hints are buttons: every press runs one.
+        (_, Target::Hint(hint)) => {
             let key = KeyEvent::new(hint.on.code, hint.on.mods);
             super::update::on_key(app, key, fx);
         }
+        // A double click is used up: a third press starts over.
+        (Some(Target::Pane { pane, row: Some(_) }), _) if matches!(app.mode, Mode::Normal) => {
+            match pane {
+                Focus::Sessions | Focus::Questions => commands::run(app, Command::Reply, fx),
+                Focus::Critics => commands::run(app, Command::Open, fx),
+                Focus::Pane | Focus::Events => {}
+            }
+        }
+        (Some(Target::Critic(_)), _) if matches!(app.mode, Mode::Picker { .. }) => {
+            commands::run(app, Command::Select, fx);
+        }
+        (_, target) => {
+            single(app, &target, fx);
+            app.last_click = Some(Click { at, cell, target });
+        }
+    }
+}
+
+fn single(app: &mut App, target: &Target, fx: &mut Vec<Effect>) {
+    match *target {
         Target::Critic(i) => {
             if let Mode::Picker { index, .. } = &mut app.mode {
                 *index = i;
                 app.dirty = true;
-                if double {
-                    commands::run(app, Command::Select, fx);
-                }
             }
         }
         // Panes take clicks only while they have the keyboard's attention: the reply
@@ -171,19 +187,11 @@ fn click(app: &mut App, event: MouseEvent, at: Instant, fx: &mut Vec<Effect>) {
         Target::Pane { pane, row } if matches!(app.mode, Mode::Normal) => {
             commands::focus(app, pane, fx);
             app.dirty = true;
-            let Some(row) = row else {
-                return;
-            };
-            select(app, pane, row, fx);
-            if double {
-                match pane {
-                    Focus::Sessions | Focus::Questions => commands::run(app, Command::Reply, fx),
-                    Focus::Critics => commands::run(app, Command::Open, fx),
-                    Focus::Pane | Focus::Events => {}
-                }
+            if let Some(row) = row {
+                select(app, pane, row, fx);
             }
         }
-        Target::Pane { .. } | Target::Nothing => {}
+        Target::Hint(_) | Target::Pane { .. } | Target::Nothing => {}
     }
 }
 

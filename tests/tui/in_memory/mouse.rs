@@ -414,3 +414,37 @@ fn hostile_positions_and_buttons_do_nothing_and_never_panic() {
         }
     }
 }
+
+/// Selecting a question gives it more lines, so the rows under a cell can change between
+/// the two presses of a double click: the row of the first press is the one meant.
+#[test]
+fn a_double_click_means_the_row_first_pressed_even_when_the_rows_move() {
+    let t0 = Instant::now();
+    let fresh = || app_with(sample::snapshot_with_permission(NOW), 100, 30);
+    let app = fresh();
+    let questions = Block::bordered().inner(app.layout().questions.unwrap());
+    // A cell on the question whose row changes once the question is selected.
+    let question = app.permissions.len();
+    let moving = (questions.top()..questions.bottom())
+        .map(|y| (questions.x + 2, y))
+        .find(|&(x, y)| {
+            let mut app = fresh();
+            let before = target_at(&app, x, y);
+            click(&mut app, (x, y), t0);
+            before
+                == Target::Pane {
+                    pane: Focus::Questions,
+                    row: Some(question),
+                }
+                && target_at(&app, x, y) != before
+        })
+        .unwrap_or_else(|| panic!("no row moves under the pointer:\n{}", screen(&app)));
+
+    let mut app = fresh();
+    click(&mut app, moving, t0);
+    click(&mut app, moving, t0 + Duration::from_millis(150));
+    let Mode::Reply(reply) = &app.mode else {
+        panic!("no reply box: {:?}\n{}", app.mode, screen(&app))
+    };
+    assert_eq!(reply.work_item, sample::item("octo/repo", 18));
+}

@@ -186,3 +186,28 @@ async fn with_tui_mouse_false_the_terminal_keeps_the_mouse() {
     screen.keys(&["q"]);
     assert_eq!(screen.wait_exit().await, 0);
 }
+
+/// A signal is an exit path too: SIGTERM leaves the terminal with mouse reporting off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_leaves_mouse_reporting_off() {
+    let world = TuiWorld::with_issues([15]).await;
+    let screen = world.open_screen("signalled", &[]);
+    screen.wait_text("supervising octo/repo").await;
+    assert_eq!(modes(&screen), ON);
+    // The pane runs `sh -c '… the-loop tui …'`: the screen is the shell's child.
+    let shell = screen.pid();
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
+        .expect("the shell's children");
+    let tui = children
+        .split_whitespace()
+        .next()
+        .expect("the screen's pid");
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", tui])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    screen.wait_exit().await;
+    assert_eq!(modes(&screen), OFF);
+    assert_eq!(screen.format("#{alternate_on}"), "0");
+}

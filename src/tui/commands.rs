@@ -172,7 +172,7 @@ pub(super) fn run(app: &mut App, command: Command, fx: &mut Vec<Effect>) {
     }
 }
 
-fn focus(app: &mut App, to: Focus, fx: &mut Vec<Effect>) {
+pub(super) fn focus(app: &mut App, to: Focus, fx: &mut Vec<Effect>) {
     app.focus = to;
     selection_changed(app, fx);
 }
@@ -226,28 +226,33 @@ fn move_by(app: &mut App, delta: isize, fx: &mut Vec<Effect>) {
         }
         Mode::Diff { .. } => super::review::move_by(app, delta),
         Mode::Picker { ref mut index, .. } => *index = step(*index, delta, app.critics.len()),
-        _ => match app.focus {
-            Focus::Sessions => {
-                app.session_index = step(app.session_index, delta, app.sessions.len());
-                selection_changed(app, fx);
-            }
-            Focus::Questions => {
-                app.question_index = step(app.question_index, delta, app.waiting_len());
-            }
-            Focus::Critics => app.run_index = step(app.run_index, delta, app.runs.len()),
-            Focus::Events => {
-                // Up goes back in time; the newest row is at the bottom.
-                let len = app.feed.count_matching(&app.filter.to_lowercase());
-                let rows = app
-                    .layout()
-                    .events
-                    .map(|r| r.height.saturating_sub(2) as usize)
-                    .unwrap_or(1);
-                let max = len.saturating_sub(rows);
-                app.events_scroll = step(app.events_scroll, -delta, max + 1);
-            }
-            Focus::Pane => {}
-        },
+        _ => move_in(app, app.focus, delta, fx),
+    }
+}
+
+/// Moves the selection (or the scroll, in Events) of one pane, focused or not.
+pub(super) fn move_in(app: &mut App, pane: Focus, delta: isize, fx: &mut Vec<Effect>) {
+    match pane {
+        Focus::Sessions => {
+            app.session_index = step(app.session_index, delta, app.sessions.len());
+            selection_changed(app, fx);
+        }
+        Focus::Questions => {
+            app.question_index = step(app.question_index, delta, app.waiting_len());
+        }
+        Focus::Critics => app.run_index = step(app.run_index, delta, app.runs.len()),
+        Focus::Events => {
+            // Up goes back in time; the newest row is at the bottom.
+            let len = app.feed.count_matching(&app.filter.to_lowercase());
+            let rows = app
+                .layout()
+                .events
+                .map(|r| r.height.saturating_sub(2) as usize)
+                .unwrap_or(1);
+            let max = len.saturating_sub(rows);
+            app.events_scroll = step(app.events_scroll, -delta, max + 1);
+        }
+        Focus::Pane => {}
     }
 }
 

@@ -109,6 +109,21 @@ pub(super) fn move_by(app: &mut App, delta: isize) {
     }
 }
 
+/// The wheel: the view scrolls by `delta` rows; the selection stays on its line.
+pub fn scroll_by(app: &mut App, delta: isize) {
+    let rows = match &app.diff {
+        Some(Ok(view)) => view.rows.len(),
+        _ => return,
+    };
+    if let Mode::Diff { scroll, .. } = &mut app.mode {
+        let to = (*scroll as usize)
+            .saturating_add_signed(delta)
+            .min(rows.saturating_sub(1));
+        *scroll = u16::try_from(to).unwrap_or(u16::MAX);
+        app.dirty = true;
+    }
+}
+
 /// Selects the line shown at `row` rows below the view's first row (a click: the
 /// mouse calls this). A finding's or comment's row selects the line it is under.
 pub fn select_row(app: &mut App, row: u16) {

@@ -5,6 +5,7 @@
 
 mod event_loop;
 mod held;
+mod mouse;
 mod permissions;
 mod review;
 mod ship;

@@ -125,7 +125,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         .unwrap_or(0)
         .min(w / 4);
     let height = inner.height as usize;
-    let start = window_start(app.run_index, app.runs.len(), height);
+    let start = first_row(app, inner);
     let lines: Vec<Line> = app
         .runs
         .iter()
@@ -138,6 +138,17 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         })
         .collect();
     frame.render_widget(Paragraph::new(lines), inner);
+}
+
+fn first_row(app: &App, inner: Rect) -> usize {
+    window_start(app.run_index, app.runs.len(), inner.height as usize)
+}
+
+/// The run listed on line `dy` of the pane's inside, as the last frame showed it.
+pub fn row_at(app: &App, inner: Rect, dy: u16) -> Option<usize> {
+    (dy < inner.height)
+        .then(|| first_row(app, inner) + dy as usize)
+        .filter(|i| *i < app.runs.len())
 }
 
 /// As wide as the screen allows for reading, as tall as the output needs.

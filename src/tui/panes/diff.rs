@@ -30,6 +30,17 @@ fn rect(area: Rect) -> Rect {
     centered(area, w, h)
 }
 
+/// Where the diff's rows are drawn in a screen of `area` (inside the frame).
+pub fn body_rect(area: Rect) -> Rect {
+    let r = rect(area);
+    Rect {
+        x: r.x.saturating_add(1),
+        y: r.y.saturating_add(1),
+        width: r.width.saturating_sub(2),
+        height: r.height.saturating_sub(2),
+    }
+}
+
 /// Rows of diff the view shows in a screen of `area`.
 pub fn body_height(area: Rect) -> usize {
     rect(area).height.saturating_sub(2) as usize

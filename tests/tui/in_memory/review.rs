@@ -352,15 +352,34 @@ fn a_click_selects_the_line_under_it_and_the_wheel_scrolls_under_the_selection()
     let mut app = diff_app(110, 34, with_findings());
     let (x, y) = find(&buffer(&app), "+pub fn backoff_ms").unwrap();
     mouse(&mut app, MouseEventKind::Down(MouseButton::Left), (x, y));
-    assert!(cursor_text(&app).starts_with("+pub fn backoff_ms"), "{}", cursor_text(&app));
+    assert!(
+        cursor_text(&app).starts_with("+pub fn backoff_ms"),
+        "{}",
+        cursor_text(&app)
+    );
     // A click on the finding's row under it selects that same line.
     keys(&mut app, &["g"]);
-    mouse(&mut app, MouseEventKind::Down(MouseButton::Left), (x, y + 1));
+    mouse(
+        &mut app,
+        MouseEventKind::Down(MouseButton::Left),
+        (x, y + 1),
+    );
     assert!(cursor_text(&app).starts_with("+pub fn backoff_ms"));
     let selected = app.diff.as_ref().unwrap().as_ref().unwrap().cursor;
     mouse(&mut app, MouseEventKind::ScrollDown, (x, y));
-    assert!(matches!(app.mode, Mode::Diff { scroll: 3, .. }), "{:?}", app.mode);
-    assert_eq!(app.diff.as_ref().unwrap().as_ref().unwrap().cursor, selected);
+    assert!(
+        matches!(app.mode, Mode::Diff { scroll: 3, .. }),
+        "{:?}",
+        app.mode
+    );
+    assert_eq!(
+        app.diff.as_ref().unwrap().as_ref().unwrap().cursor,
+        selected
+    );
     mouse(&mut app, MouseEventKind::ScrollUp, (x, y));
-    assert!(matches!(app.mode, Mode::Diff { scroll: 0, .. }), "{:?}", app.mode);
+    assert!(
+        matches!(app.mode, Mode::Diff { scroll: 0, .. }),
+        "{:?}",
+        app.mode
+    );
 }

@@ -1,8 +1,9 @@
 //! The operator's review of a diff, end to end (SPEC §21.2): the real `the-loop tui` in
 //! a tmux pane on a private socket, a fake-agent session on a real git worktree. A line
 //! comment written in the diff view survives quitting the screen, is still pending in a
-//! new one, and `S` delivers it to the agent as one bracketed paste naming the file, the
-//! line and the hunk.
+//! new one, and `S` delivers it with a second, pasted one to the agent as one bracketed
+//! paste naming the files, the lines and the hunk — escape sequences in the pasted
+//! comment arrive as inert text.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support::tui_world::*;
@@ -95,6 +96,27 @@ async fn a_line_comment_survives_a_restart_and_reaches_the_agent_as_one_paste() 
     again.wait_text("● 1 pending").await;
     again.wait_text(&format!("● you: {WORDS}")).await;
 
+    // A second comment, pasted (bracketed) with escape sequences in it, on the first
+    // line of code: they arrive as inert text, never as escapes.
+    again.keys(&["o"]);
+    again.wait_text("Comment on retry.txt:1").await;
+    let hostile = "Fine as is \u{1b}[2J\u{1b}]0;pwned\u{7} WREN.";
+    let set = world.tmux.raw(&["set-buffer", "-b", "hostile", hostile]);
+    assert!(set.status.success(), "{set:?}");
+    let paste = world.tmux.raw(&[
+        "paste-buffer",
+        "-p",
+        "-d",
+        "-b",
+        "hostile",
+        "-t",
+        "=second:",
+    ]);
+    assert!(paste.status.success(), "{paste:?}");
+    again.wait_text("WREN.").await;
+    again.keys(&["C-s"]);
+    again.wait_text("● 2 pending").await;
+
     // `S` sends the review as one framed paste naming file, line and hunk.
     again.keys(&["S"]);
     let got = world
@@ -114,15 +136,21 @@ async fn a_line_comment_survives_a_restart_and_reaches_the_agent_as_one_paste() 
         "{text}"
     );
     assert!(text.contains(&format!("Comment: {WORDS}")), "{text}");
+    assert!(text.contains("retry.txt line 1 (new side)"), "{text}");
+    assert!(text.contains("Fine as is [2J]0;pwned WREN."), "{text}");
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "no escape reaches the agent: {text:?}"
+    );
     assert_eq!(got["bracketed"], true, "one clean paste: {got}");
     assert_eq!(got["pastes"], 1, "one paste: {got}");
     again.wait_text("Review sent to octo/repo#15").await;
     again
-        .wait_for("the gutter to clear", |t| !t.contains("● 1 pending"))
+        .wait_for("the gutter to clear", |t| !t.contains("● 2 pending"))
         .await;
     let sent = world.events_named("session.review_sent");
     assert_eq!(sent.len(), 1, "{sent:?}");
-    assert_eq!(sent[0]["comments"], 1);
+    assert_eq!(sent[0]["comments"], 2);
     assert_eq!(sent[0]["work_item"], "github:octo/repo#15");
     assert!(sent[0]["sha"].as_str().is_some_and(|s| !s.is_empty()));
     assert!(!stored.exists(), "sent: nothing pending");

@@ -15,14 +15,20 @@ fn in_sessions(text: &str, needle: &str) -> Option<(u16, u16)> {
     })
 }
 
-/// Where `needle` is drawn on the footer (the last line).
-fn in_footer(text: &str, needle: &str) -> (u16, u16) {
-    let lines: Vec<&str> = text.lines().collect();
-    let y = lines.len() - 1;
-    let byte = lines[y]
-        .find(needle)
-        .unwrap_or_else(|| panic!("`{needle}` not in the footer:\n{text}"));
-    (lines[y][..byte].chars().count() as u16, y as u16)
+/// Where `needle` is drawn on the footer (the last line), once it is: the footer can be
+/// a beat behind the rest of the screen, or show a passing message for a moment.
+async fn in_footer(screen: &Screen, needle: &str) -> (u16, u16) {
+    let text = screen
+        .wait_for(&format!("`{needle}` in the footer"), |t| {
+            t.lines().last().is_some_and(|l| l.contains(needle))
+        })
+        .await;
+    let line = text.lines().last().unwrap_or_default();
+    let byte = line.find(needle).unwrap_or_default();
+    (
+        line[..byte].chars().count() as u16,
+        (text.lines().count() - 1) as u16,
+    )
 }
 
 /// A left click as a terminal reports it in SGR: press, release (1-based positions).
@@ -95,11 +101,11 @@ async fn clicks_double_clicks_the_wheel_and_hints_drive_the_real_screen() {
         .await;
 
     // A click on the help hint opens the help; the wheel scrolls it; `close` closes it.
-    screen.type_text(&click(in_footer(&screen.text(), "help")));
+    screen.type_text(&click(in_footer(&screen, "help").await));
     screen.wait_text("╭ Keys").await;
     screen.type_text(&wheel_down((80, 20)));
     screen.wait_text(" 4/").await;
-    screen.type_text(&click(in_footer(&screen.text(), "close")));
+    screen.type_text(&click(in_footer(&screen, "close").await));
     screen
         .wait_for("the help to close", |t| !t.contains("╭ Keys"))
         .await;
@@ -152,7 +158,7 @@ async fn clicks_double_clicks_the_wheel_and_hints_drive_the_real_screen() {
     );
 
     // The quit hint quits: exit 0, the terminal restored, mouse reporting off.
-    screen.type_text(&click(in_footer(&screen.text(), "quit")));
+    screen.type_text(&click(in_footer(&screen, "quit").await));
     assert_eq!(screen.wait_exit().await, 0);
     assert_eq!(modes(&screen), OFF);
     assert_eq!(screen.format("#{alternate_on}"), "0");

@@ -53,6 +53,7 @@ pub(super) fn run(app: &mut App, command: Command, fx: &mut Vec<Effect>) {
         Command::Bottom => move_by(app, isize::MAX / 2, fx),
         Command::Reply | Command::Open if app.focus != Focus::Critics => open_reply(app),
         Command::Reply => open_reply(app),
+        Command::Open if app.finding_index.is_some() => open_finding(app, fx),
         Command::Open => open_output(app),
         Command::Attach | Command::AttachReadOnly => {
             if let Some(s) = target_session(app, "attach to") {
@@ -216,7 +217,15 @@ fn move_by(app: &mut App, delta: isize, fx: &mut Vec<Effect>) {
             Focus::Questions => {
                 app.question_index = step(app.question_index, delta, app.waiting_len());
             }
-            Focus::Critics => app.run_index = step(app.run_index, delta, app.runs.len()),
+            Focus::Critics => {
+                // Runs, and the selected run's findings under it: one list.
+                let rows = super::panes::critics::rows(app);
+                let at = super::panes::critics::selected_row(app, &rows);
+                if let Some(to) = rows.get(step(at, delta, rows.len())) {
+                    app.run_index = to.run;
+                    app.finding_index = to.finding;
+                }
+            }
             Focus::Events => {
                 // Up goes back in time; the newest row is at the bottom.
                 let len = app.feed.count_matching(&app.filter.to_lowercase());
@@ -428,6 +437,13 @@ fn open_output(app: &mut App) {
             }
         }
         None => say(app, MessageLevel::Info, "No critic run to open yet"),
+    }
+}
+
+/// Enter on a finding: the diff of the run's work item.
+fn open_finding(app: &mut App, fx: &mut Vec<Effect>) {
+    if app.selected_finding().is_some() {
+        open_diff(app, fx);
     }
 }
 

@@ -97,6 +97,7 @@ impl CriticRuns {
                         "ended without a result: process {} is gone",
                         round.pid
                     )),
+                    findings: Vec::new(),
                 }),
             };
             logged.insert(
@@ -132,6 +133,7 @@ impl CriticRuns {
             attribution: format!("[{critic}]"),
             output: String::new(),
             error: done.error.clone(),
+            findings: Vec::new(),
         }
     }
 
@@ -395,6 +397,7 @@ fn result_of(envelope: &Envelope) -> CriticResult {
         attribution: envelope.attribution.clone(),
         output: envelope.output.clone(),
         error: envelope.error.clone(),
+        findings: envelope.findings.clone(),
     }
 }
 

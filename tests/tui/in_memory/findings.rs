@@ -1,0 +1,109 @@
+//! A round's findings in the Critics pane (SPEC §21.3): listed under the selected round
+//! as `path:line message`, selectable with the run rows, inert on screen, and enter on
+//! one opens the diff of the round's work item.
+
+use crate::support::tui_app::*;
+use the_loop::critic::{Finding, Severity};
+use the_loop::tui::action::Effect;
+use the_loop::tui::app::Mode;
+use the_loop::tui::backend::{CriticRunState, Snapshot};
+use the_loop::tui::sample;
+
+fn finding(path: &str, line: u32, severity: Severity, message: &str) -> Finding {
+    Finding {
+        path: path.into(),
+        line,
+        end_line: None,
+        column: None,
+        severity,
+        message: message.into(),
+    }
+}
+
+/// The sample, with findings on the finished `codex-rev` round (the second run): one of
+/// them carries raw escape sequences, as if they had slipped past the parser.
+fn with_findings() -> Snapshot {
+    let mut s = sample::snapshot(NOW);
+    if let CriticRunState::Finished(r) = &mut s.runs[1].state {
+        r.findings = vec![
+            finding(
+                "src/retry.rs",
+                42,
+                Severity::Warning,
+                "the counter is never reset",
+            ),
+            finding(
+                "src/retry.rs",
+                57,
+                Severity::Error,
+                "\u{1b}[2J\u{1b}]0;pwned\u{7}overflow",
+            ),
+            finding("docs/retry.md", 3, Severity::Note, "mention the cap"),
+        ];
+    }
+    s
+}
+
+#[test]
+fn findings_are_listed_under_the_selected_round_and_inert() {
+    let mut app = app_with(with_findings(), 120, 32);
+    keys(&mut app, &["5"]);
+    let first = screen(&app);
+    assert!(
+        !first.contains("src/retry.rs:42"),
+        "only the selected round's: {first}"
+    );
+    keys(&mut app, &["j"]);
+    snap("critics_findings_120x32", screen(&app));
+    let shown = screen(&app);
+    assert!(shown.contains("● src/retry.rs:42 the counter i"), "{shown}");
+    assert!(shown.contains("● src/retry.rs:57 [2J]0;pwnedov"), "{shown}");
+    assert!(!shown.contains('\u{1b}') && !shown.contains('\u{7}'));
+    // j walks into the findings, then past them; k walks back.
+    keys(&mut app, &["j", "j"]);
+    assert_eq!((app.run_index, app.finding_index), (1, Some(1)));
+    assert_eq!(app.selected_finding().unwrap().line, 57);
+    keys(&mut app, &["j", "j"]);
+    assert_eq!(
+        (app.run_index, app.finding_index),
+        (1, Some(2)),
+        "the last row"
+    );
+    keys(&mut app, &["k", "k", "k", "k"]);
+    assert_eq!((app.run_index, app.finding_index), (0, None));
+}
+
+#[test]
+fn enter_on_a_finding_opens_the_diff_and_on_a_round_its_output() {
+    let mut app = app_with(with_findings(), 120, 32);
+    keys(&mut app, &["5", "j"]);
+    keys(&mut app, &["enter"]);
+    assert!(matches!(app.mode, Mode::Output { .. }), "{:?}", app.mode);
+    keys(&mut app, &["esc", "j"]);
+    let fx = keys(&mut app, &["enter"]);
+    let item = sample::item("octo/repo", 18);
+    assert!(
+        matches!(&app.mode, Mode::Diff { work_item, .. } if *work_item == item),
+        "{:?}",
+        app.mode
+    );
+    assert!(fx.contains(&Effect::LoadDiff(item)), "{fx:?}");
+}
+
+#[test]
+fn a_new_snapshot_keeps_the_finding_only_on_the_same_round() {
+    let mut app = app_with(with_findings(), 120, 32);
+    keys(&mut app, &["5", "j", "j", "j"]);
+    assert_eq!(app.finding_index, Some(1));
+    // The same round, fewer findings: the selection is clamped away.
+    let mut fewer = with_findings();
+    if let CriticRunState::Finished(r) = &mut fewer.runs[1].state {
+        r.findings.truncate(1);
+    }
+    send(
+        &mut app,
+        the_loop::tui::action::Action::Snapshot(Box::new(fewer)),
+    );
+    assert_eq!((app.run_index, app.finding_index), (1, None));
+    assert!(app.selected_finding().is_none());
+}

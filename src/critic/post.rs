@@ -85,7 +85,7 @@ fn findings_section(listed: &[&Finding]) -> String {
         }
         let line = format!(
             "- `{}` {}: {message}\n",
-            finding.place().replace('`', "'"),
+            one_line(&finding.place()).replace('`', "'"),
             finding.severity.as_str()
         );
         if section.len() + line.len() > MAX_LISTED_FINDINGS {

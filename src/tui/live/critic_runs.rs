@@ -251,13 +251,18 @@ impl CriticRuns {
             self.take_for_posting(id)?
         };
         match runner.post(&envelope, &item, saved.as_deref()).await {
-            Ok(comment) => {
-                self.set_posting(id, Some(comment.html_url.clone()));
+            Ok(posted) => {
+                self.set_posting(id, Some(posted.html_url.clone()));
+                let what = if posted.review {
+                    format!("a review ({} on their lines)", posted.comments)
+                } else {
+                    "a comment".to_string()
+                };
                 Ok(format!(
-                    "Posted {}'s findings on {}: {}",
+                    "Posted {}'s round on {} as {what}: {}",
                     envelope.critic,
                     short_ref(&item),
-                    comment.html_url
+                    posted.html_url
                 ))
             }
             Err(PostError::NoClient(why)) => {

@@ -25,6 +25,9 @@ pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// How much one round reads in all; a file met after that is not read (its places are
 /// refused), so 10 000 places in 10 000 large files cost no more than this.
 pub const MAX_READ_BYTES: u64 = 64 * 1024 * 1024;
+/// How many distinct paths one round looks up; the places in any further path are
+/// refused without a lookup.
+pub const MAX_PATHS: usize = 1_000;
 
 /// How serious a finding is, as the critic said (`note` when it said nothing).
 #[derive(
@@ -215,7 +218,8 @@ pub struct Checked {
 /// location (symlinks followed) is inside `root`, a line from 1 to the file's last, an
 /// end line (kept only when from `line` to the last). Messages are made inert
 /// ([`crate::guard::sanitize`]) and cut at [`MAX_MESSAGE_CHARS`]. Each file is read
-/// once, at most [`MAX_FILE_BYTES`] of it.
+/// once, at most [`MAX_FILE_BYTES`] of it, [`MAX_READ_BYTES`] in all, and at most
+/// [`MAX_PATHS`] paths are looked up.
 pub fn check(named: Vec<Named>, root: &Path) -> Checked {
     let mut checked = Checked::default();
     let Ok(root) = root.canonicalize() else {
@@ -234,9 +238,15 @@ pub fn check(named: Vec<Named>, root: &Path) -> Checked {
             checked.refused.push(place);
             continue;
         };
-        let last = *lines_of
-            .entry(path.clone())
-            .or_insert_with(|| line_count(&root, &path, &mut budget));
+        let last = match lines_of.get(&path) {
+            Some(last) => *last,
+            None if lines_of.len() >= MAX_PATHS => None,
+            None => {
+                let last = line_count(&root, &path, &mut budget);
+                lines_of.insert(path.clone(), last);
+                last
+            }
+        };
         let holds = |n: u64| n >= 1 && last.is_some_and(|last| n <= last);
         if !holds(place.line) || u32::try_from(place.line).is_err() {
             checked.refused.push(place);

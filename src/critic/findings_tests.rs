@@ -241,3 +241,24 @@ fn a_missing_worktree_keeps_nothing() {
     assert!(checked.findings.is_empty());
     assert_eq!(checked.refused.len(), 1);
 }
+
+#[test]
+fn at_most_max_paths_are_looked_up() {
+    let (_dir, root) = worktree();
+    let mut places: Vec<Named> = (0..MAX_PATHS)
+        .map(|i| place(&format!("missing{i}.rs"), 1))
+        .collect();
+    places.push(place("src/lib.rs", 1));
+    let checked = check(places, &root);
+    assert!(
+        checked.findings.is_empty(),
+        "a path past the limit is not looked up"
+    );
+    assert_eq!(checked.refused.len(), MAX_PATHS + 1);
+    // A path looked up before the limit is still known after it.
+    let mut places = vec![place("src/lib.rs", 1)];
+    places.extend((0..MAX_PATHS).map(|i| place(&format!("missing{i}.rs"), 1)));
+    places.push(place("src/lib.rs", 2));
+    let checked = check(places, &root);
+    assert_eq!(checked.findings.len(), 2);
+}

@@ -385,6 +385,8 @@ pub struct TuiConfig {
     pub theme: String,
     pub keymap: String,
     pub notify: NotifyMode,
+    /// Mouse reporting (SPEC §21.1); `false` leaves the mouse to the terminal.
+    pub mouse: bool,
 }
 
 impl Default for TuiConfig {
@@ -393,6 +395,7 @@ impl Default for TuiConfig {
             theme: "default".into(),
             keymap: "default".into(),
             notify: NotifyMode::Bell,
+            mouse: true,
         }
     }
 }

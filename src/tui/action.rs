@@ -5,7 +5,8 @@
 use super::backend::{ActionResult, RunId, Snapshot};
 use crate::events::Event;
 use crate::work_item::WorkItemRef;
-use crossterm::event::KeyEvent;
+use crossterm::event::{KeyEvent, MouseEvent};
+use std::time::Instant;
 use time::OffsetDateTime;
 
 #[derive(Debug, Clone)]
@@ -13,6 +14,12 @@ pub enum Action {
     Key(KeyEvent),
     /// A bracketed paste from the terminal.
     Paste(String),
+    /// Mouse input (SPEC §21.1), stamped with the monotonic clock when it was read, so
+    /// double clicks are told apart by time (tests pass their own instants).
+    Mouse {
+        event: MouseEvent,
+        at: Instant,
+    },
     Resize {
         width: u16,
         height: u16,

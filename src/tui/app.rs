@@ -228,6 +228,10 @@ pub struct App {
     pub(super) history_tail: Vec<Event>,
     /// `--attach X`: select X when the first snapshot has it.
     pub(super) pending_focus: Option<String>,
+    /// `tui.mouse`: mouse input is acted on (SPEC §21.1).
+    pub mouse: bool,
+    /// The last click, to tell a double click.
+    pub(super) last_click: Option<super::mouse::Click>,
 }
 
 /// What the app needs that does not come from the backend.
@@ -242,6 +246,8 @@ pub struct AppSettings {
     pub warnings: Vec<String>,
     /// `--attach X`: a ref (`github:o/r#1`, `o/r#1`) or a tmux session name.
     pub focus: Option<String>,
+    /// `tui.mouse`.
+    pub mouse: bool,
 }
 
 impl AppSettings {
@@ -257,6 +263,7 @@ impl AppSettings {
             utc_offset: UtcOffset::UTC,
             warnings: Vec::new(),
             focus: None,
+            mouse: true,
         }
     }
 }
@@ -305,6 +312,8 @@ impl App {
             notified_holds: HashSet::new(),
             history_tail: Vec::new(),
             pending_focus: settings.focus,
+            mouse: settings.mouse,
+            last_click: None,
         }
     }
 

@@ -153,7 +153,7 @@ pub(super) fn run(app: &mut App, command: Command, fx: &mut Vec<Effect>) {
     }
 }
 
-fn focus(app: &mut App, to: Focus, fx: &mut Vec<Effect>) {
+pub(super) fn focus(app: &mut App, to: Focus, fx: &mut Vec<Effect>) {
     app.focus = to;
     selection_changed(app, fx);
 }
@@ -209,36 +209,41 @@ fn move_by(app: &mut App, delta: isize, fx: &mut Vec<Effect>) {
             }
         }
         Mode::Picker { ref mut index, .. } => *index = step(*index, delta, app.critics.len()),
-        _ => match app.focus {
-            Focus::Sessions => {
-                app.session_index = step(app.session_index, delta, app.sessions.len());
-                selection_changed(app, fx);
+        _ => move_in(app, app.focus, delta, fx),
+    }
+}
+
+/// Moves the selection (or the scroll, in Events) of one pane, focused or not.
+pub(super) fn move_in(app: &mut App, pane: Focus, delta: isize, fx: &mut Vec<Effect>) {
+    match pane {
+        Focus::Sessions => {
+            app.session_index = step(app.session_index, delta, app.sessions.len());
+            selection_changed(app, fx);
+        }
+        Focus::Questions => {
+            app.question_index = step(app.question_index, delta, app.waiting_len());
+        }
+        Focus::Critics => {
+            // Runs, and the selected run's findings under it: one list.
+            let rows = super::panes::critics::rows(app);
+            let at = super::panes::critics::selected_row(app, &rows);
+            if let Some(to) = rows.get(step(at, delta, rows.len())) {
+                app.run_index = to.run;
+                app.finding_index = to.finding;
             }
-            Focus::Questions => {
-                app.question_index = step(app.question_index, delta, app.waiting_len());
-            }
-            Focus::Critics => {
-                // Runs, and the selected run's findings under it: one list.
-                let rows = super::panes::critics::rows(app);
-                let at = super::panes::critics::selected_row(app, &rows);
-                if let Some(to) = rows.get(step(at, delta, rows.len())) {
-                    app.run_index = to.run;
-                    app.finding_index = to.finding;
-                }
-            }
-            Focus::Events => {
-                // Up goes back in time; the newest row is at the bottom.
-                let len = app.feed.count_matching(&app.filter.to_lowercase());
-                let rows = app
-                    .layout()
-                    .events
-                    .map(|r| r.height.saturating_sub(2) as usize)
-                    .unwrap_or(1);
-                let max = len.saturating_sub(rows);
-                app.events_scroll = step(app.events_scroll, -delta, max + 1);
-            }
-            Focus::Pane => {}
-        },
+        }
+        Focus::Events => {
+            // Up goes back in time; the newest row is at the bottom.
+            let len = app.feed.count_matching(&app.filter.to_lowercase());
+            let rows = app
+                .layout()
+                .events
+                .map(|r| r.height.saturating_sub(2) as usize)
+                .unwrap_or(1);
+            let max = len.saturating_sub(rows);
+            app.events_scroll = step(app.events_scroll, -delta, max + 1);
+        }
+        Focus::Pane => {}
     }
 }
 

@@ -314,13 +314,17 @@ impl Keymap {
             .collect()
     }
 
-    /// The first key for a command, as shown: looked up in `group`, then `global`.
-    pub fn key_label(&self, group: Group, command: Command) -> Option<String> {
+    /// The first key for a command: looked up in `group`, then `global`.
+    pub fn key_for(&self, group: Group, command: Command) -> Option<Key> {
         self.keys_for(group, command)
             .into_iter()
             .chain(self.keys_for(Group::Global, command))
             .next()
-            .map(|k| k.to_string())
+    }
+
+    /// The first key for a command, as shown: looked up in `group`, then `global`.
+    pub fn key_label(&self, group: Group, command: Command) -> Option<String> {
+        self.key_for(group, command).map(|k| k.to_string())
     }
 
     /// Footer hints: the group's hinted bindings, then global's (a command bound in the
@@ -341,6 +345,7 @@ impl Keymap {
             {
                 out.push(Hint {
                     command: b.command,
+                    on: *key,
                     key: key.to_string(),
                     label: label.clone(),
                 });
@@ -350,10 +355,12 @@ impl Keymap {
     }
 }
 
-/// One footer hint: `r reply`.
+/// One footer hint: `r reply`. A click on it presses `on` (SPEC §21.1), so a hint does
+/// exactly what its key does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hint {
     pub command: Command,
+    pub on: Key,
     pub key: String,
     pub label: String,
 }

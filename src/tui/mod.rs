@@ -7,7 +7,8 @@
 //!   [`action::Action`] into state and [`action::Effect`]s (I/O for the loop).
 //! - [`view::render`] draws `&App`; each pane, bar and overlay has its module in
 //!   `panes/`. [`event_rows`] turns events into the Events pane's rows once, on arrival;
-//!   [`held`] says how deliveries held on a session show and when they notify.
+//!   [`held`] says how deliveries held on a session show and when they notify;
+//!   [`mouse`] says what is under the pointer and what a click or the wheel does there.
 //! - [`run::event_loop`] is the tokio loop, generic over the ratatui backend;
 //!   [`terminal`] owns raw mode and restores the terminal on every exit path.
 //! - Keys and colors are data: [`keymap`] and [`theme`], embedded from `keymaps/` and
@@ -25,6 +26,7 @@ pub mod keymap;
 pub mod keys;
 pub mod layout;
 pub mod live;
+pub mod mouse;
 pub mod notify;
 mod panes;
 pub mod run;

@@ -120,6 +120,7 @@ impl RunOptions {
                 utc_offset: self.utc_offset,
                 warnings,
                 focus: self.focus.clone(),
+                mouse: self.tui.mouse,
             },
             now,
         )
@@ -154,7 +155,7 @@ pub struct LoopStats {
 
 /// Runs the TUI on the real terminal until the operator quits.
 pub async fn run(backend: Arc<dyn Backend>, options: RunOptions) -> anyhow::Result<()> {
-    let restorer = Restorer::stdout();
+    let restorer = Restorer::stdout().with_mouse(options.tui.mouse);
     guarded(restorer.clone(), async move {
         let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
         full_redraw(&mut terminal)?;
@@ -230,6 +231,10 @@ fn to_action(event: TermEvent) -> Option<Action> {
         TermEvent::Key(key) => Some(Action::Key(key)),
         TermEvent::Paste(text) => Some(Action::Paste(text)),
         TermEvent::Resize(width, height) => Some(Action::Resize { width, height }),
+        TermEvent::Mouse(event) => Some(Action::Mouse {
+            event,
+            at: std::time::Instant::now(),
+        }),
         _ => None,
     }
 }

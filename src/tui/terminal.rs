@@ -2,7 +2,9 @@
 //! [`Restorer::restore`] is the one way back to a normal terminal — raw mode off,
 //! bracketed paste and mouse reporting off, main screen, cursor shown — and it runs on
 //! every exit path: normal return, error, a panic (via the hook installed by
-//! [`TerminalGuard`]), a signal, and around `tmux attach` (suspend/resume). The writer
+//! [`TerminalGuard`]), a signal, and around `tmux attach` (suspend/resume). Mouse
+//! reporting (`tui.mouse`) is turned on by every enter and off by every restore, so it
+//! is off while attached and after any exit. The writer
 //! and raw-mode switch are injected so tests can check exactly what was restored.
 
 use super::action::Notification;
@@ -45,6 +47,8 @@ impl RawMode for CrosstermRawMode {
 struct Inner {
     out: Mutex<Box<dyn Write + Send>>,
     raw: Box<dyn RawMode>,
+    /// `tui.mouse`: report clicks and the wheel while entered.
+    mouse: AtomicBool,
     entered: AtomicBool,
     restores: AtomicUsize,
 }
@@ -62,6 +66,7 @@ impl Restorer {
             inner: Arc::new(Inner {
                 out: Mutex::new(out),
                 raw,
+                mouse: AtomicBool::new(false),
                 entered: AtomicBool::new(false),
                 restores: AtomicUsize::new(0),
             }),
@@ -73,6 +78,13 @@ impl Restorer {
         Self::new(Box::new(io::stdout()), Box::new(CrosstermRawMode))
     }
 
+    /// Turns mouse reporting on with every [`enter`](Self::enter) (it is always off
+    /// after a restore: while attached, and on every exit path).
+    pub fn with_mouse(self, on: bool) -> Self {
+        self.inner.mouse.store(on, Ordering::SeqCst);
+        self
+    }
+
     fn with_out<T>(
         &self,
         f: impl FnOnce(&mut Box<dyn Write + Send>) -> io::Result<T>,
@@ -82,12 +94,17 @@ impl Restorer {
         f(&mut out)
     }
 
-    /// Raw mode, alternate screen, bracketed paste on, cursor hidden.
+    /// Raw mode, alternate screen, bracketed paste on, cursor hidden; mouse reporting
+    /// on when asked for.
     pub fn enter(&self) -> io::Result<()> {
         self.inner.raw.enable()?;
         self.inner.entered.store(true, Ordering::SeqCst);
+        let mouse = self.inner.mouse.load(Ordering::SeqCst);
         self.with_out(|out| {
             execute!(out, EnterAlternateScreen, EnableBracketedPaste, Hide)?;
+            if mouse {
+                execute!(out, EnableMouseClicks)?;
+            }
             out.flush()
         })
     }
@@ -129,6 +146,23 @@ impl Restorer {
             out.write_all(bytes)?;
             out.flush()
         })
+    }
+}
+
+/// Mouse reporting of presses, releases and the wheel in the SGR encoding (modes 1000
+/// and 1006). Not crossterm's `EnableMouseCapture`: that also asks for every pointer
+/// motion (1003), which would wake the loop on each move for nothing. The restore's
+/// `DisableMouseCapture` turns all of these modes off.
+struct EnableMouseClicks;
+
+impl crossterm::Command for EnableMouseClicks {
+    fn write_ansi(&self, f: &mut impl std::fmt::Write) -> std::fmt::Result {
+        f.write_str("\x1b[?1000h\x1b[?1006h")
+    }
+
+    #[cfg(windows)]
+    fn execute_winapi(&self) -> io::Result<()> {
+        crossterm::event::EnableMouseCapture.execute_winapi()
     }
 }
 

@@ -31,6 +31,7 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
             }
         }
         Action::Paste(text) => on_paste(app, &text),
+        Action::Mouse { event, at } => super::mouse::on_mouse(app, event, at, &mut fx),
         Action::Resize { width, height } => {
             app.area = Rect::new(0, 0, width, height);
             app.dirty = true;
@@ -169,7 +170,7 @@ pub(super) fn request_capture(app: &mut App, fx: &mut Vec<Effect>) {
     }
 }
 
-fn on_key(app: &mut App, key: KeyEvent, fx: &mut Vec<Effect>) {
+pub(super) fn on_key(app: &mut App, key: KeyEvent, fx: &mut Vec<Effect>) {
     let group = app.key_group();
     let command = app.keymap.lookup(group, &key);
     match &mut app.mode {

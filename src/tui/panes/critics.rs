@@ -202,6 +202,16 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
+/// The row listed on line `dy` of the pane's inside, as the last frame showed it: an
+/// index into [`rows`] (a run, or one of the selected run's findings).
+pub fn row_at(app: &App, inner: Rect, dy: u16) -> Option<usize> {
+    let rows = rows(app);
+    let start = window_start(selected_row(app, &rows), rows.len(), inner.height as usize);
+    (dy < inner.height)
+        .then(|| start + dy as usize)
+        .filter(|i| *i < rows.len())
+}
+
 /// As wide as the screen allows for reading, as tall as the output needs.
 fn output_rect(app: &App, run: &CriticRunView, area: Rect) -> Rect {
     let w = (area.width.saturating_mul(9) / 10)

@@ -69,13 +69,14 @@ pub fn hints(app: &App) -> Vec<Hint> {
     if waiting > 0
         && app.focus != Focus::Questions
         && answering.is_none()
-        && let Some(key) = app.keymap.key_label(group, Command::FocusQuestions)
+        && let Some(on) = app.keymap.key_for(group, Command::FocusQuestions)
     {
         hints.insert(
             0,
             Hint {
                 command: Command::FocusQuestions,
-                key,
+                on,
+                key: on.to_string(),
                 label: match (waiting, app.permissions.is_empty() && app.ships.is_empty()) {
                     (1, true) => "see the waiting question".into(),
                     (n, true) => format!("see {n} waiting questions"),
@@ -93,14 +94,21 @@ pub fn hints(app: &App) -> Vec<Hint> {
     hints
 }
 
-pub fn render(app: &App, frame: &mut Frame, area: Rect) {
-    if area.height == 0 || area.width == 0 {
-        return;
-    }
+/// A hint as drawn: its columns from the footer's left edge, for a click to find it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed {
+    pub x: u16,
+    pub width: u16,
+    pub hint: Hint,
+}
+
+/// The footer line at `avail` columns and where each hint shown on it sits. The one
+/// source for both drawing and clicking, so a click runs the hint under it.
+pub fn placed(app: &App, avail: usize) -> (Line<'static>, Vec<Placed>) {
     let t = &app.theme;
-    let avail = area.width as usize;
     let mut spans = vec![Span::raw(" ")];
     let mut used = 1;
+    let mut shown = Vec::new();
     if app.message_visible()
         && let Some(m) = &app.message
     {
@@ -127,20 +135,41 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             used += width(text);
         }
     }
-    let mut shown = 0;
     for h in hints(app) {
-        let sep = if shown == 0 { 0 } else { width(SEP) };
+        let sep = if shown.is_empty() { 0 } else { width(SEP) };
         let need = sep + width(&h.key) + 1 + width(&h.label);
         if used + need > avail {
             continue;
         }
-        if shown > 0 {
+        if !shown.is_empty() {
             spans.push(Span::styled(SEP, t.dim));
         }
-        shown += 1;
+        let at = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
+        shown.push(Placed {
+            x: at(used + sep),
+            width: at(need - sep),
+            hint: h.clone(),
+        });
         spans.push(Span::styled(h.key, t.key));
         spans.push(Span::styled(format!(" {}", h.label), t.hint));
         used += need;
     }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    (Line::from(spans), shown)
+}
+
+/// The hint drawn at column `x` of a footer `avail` columns wide.
+pub fn hint_at(app: &App, avail: usize, x: u16) -> Option<Hint> {
+    placed(app, avail)
+        .1
+        .into_iter()
+        .find(|p| x >= p.x && x < p.x.saturating_add(p.width))
+        .map(|p| p.hint)
+}
+
+pub fn render(app: &App, frame: &mut Frame, area: Rect) {
+    if area.height == 0 || area.width == 0 {
+        return;
+    }
+    let (line, _) = placed(app, area.width as usize);
+    frame.render_widget(Paragraph::new(line), area);
 }

@@ -1,5 +1,6 @@
 //! The help popup, generated from the keymap in use (so a user override shows up here
-//! as soon as it applies): one section per pane or mode, keys then what they do.
+//! as soon as it applies): one section per pane or mode, keys then what they do; then
+//! what the mouse does, while `tui.mouse` is on.
 
 use crate::tui::app::App;
 use crate::tui::keymap::Group;
@@ -43,6 +44,16 @@ fn lines(app: &App) -> Vec<Line<'static>> {
             Span::styled(format!("  {}", fit(&keys, key_w)), t.key),
             Span::styled(format!("  {desc}"), t.popup),
         ]));
+    }
+    if app.mouse {
+        out.push(Line::default());
+        out.push(Line::from(Span::styled("Mouse", t.section)));
+        for (gesture, what) in crate::tui::mouse::HELP {
+            out.push(Line::from(vec![
+                Span::styled(format!("  {}", fit(gesture, key_w)), t.key),
+                Span::styled(format!("  {what}"), t.popup),
+            ]));
+        }
     }
     out
 }

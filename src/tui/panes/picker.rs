@@ -22,8 +22,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, work_item: &WorkItemRef,
         .max()
         .unwrap_or(0)
         .min(24);
-    let rows = u16::try_from(app.critics.len()).unwrap_or(u16::MAX);
-    let rect = centered(area, 64, rows.saturating_add(4));
+    let rect = rect(app, area);
     let title = Line::from(format!(" Run a critic on {} ", short_ref(work_item)));
     let hints: Vec<Span> = crate::tui::view::hint_spans(app, Group::Picker, t.popup);
     let block = popup_frame(app, frame, rect, title).title_bottom(Line::from(hints));
@@ -41,8 +40,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, work_item: &WorkItemRef,
         .into_owned(),
         t.dim,
     ))];
-    let height = (inner.height as usize).saturating_sub(1);
-    let start = window_start(index, app.critics.len(), height);
+    let (start, height) = window(app, inner, index);
     for (i, c) in app.critics.iter().enumerate().skip(start).take(height) {
         let selected = i == index;
         let marker = if selected { "▸ " } else { "  " };
@@ -67,4 +65,26 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, work_item: &WorkItemRef,
         lines.push(full_width(line, inner.width, style));
     }
     frame.render_widget(Paragraph::new(lines).style(t.popup), inner);
+}
+
+fn rect(app: &App, area: Rect) -> Rect {
+    let rows = u16::try_from(app.critics.len()).unwrap_or(u16::MAX);
+    centered(area, 64, rows.saturating_add(4))
+}
+
+/// The first critic listed and how many rows list critics (under the one-line note).
+fn window(app: &App, inner: Rect, index: usize) -> (usize, usize) {
+    let height = (inner.height as usize).saturating_sub(1);
+    (window_start(index, app.critics.len(), height), height)
+}
+
+/// The critic listed at (`x`, `y`) of the screen, as the last frame showed it.
+pub fn critic_at(app: &App, area: Rect, index: usize, x: u16, y: u16) -> Option<usize> {
+    let inner = ratatui::widgets::Block::bordered().inner(rect(app, area));
+    let (start, height) = window(app, inner, index);
+    let inside = x >= inner.x && x < inner.right() && y > inner.y && y < inner.bottom();
+    let row = usize::from(y.checked_sub(inner.y + 1)?);
+    (inside && row < height)
+        .then_some(start + row)
+        .filter(|i| *i < app.critics.len())
 }

@@ -20,7 +20,6 @@ const STALE_SECS: i64 = 15 * 60;
 const AGE_W: usize = 3;
 
 pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
-    let t = &app.theme;
     let count = (app.waiting_len() > 0).then(|| app.waiting_len().to_string());
     let block = pane_block(
         app,
@@ -41,6 +40,20 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         render_empty(app, frame, inner, text);
         return;
     }
+    let items = items(app, inner);
+    let start = first_item(app, &items, inner.height as usize);
+    let lines: Vec<Line> = items
+        .into_iter()
+        .skip(start)
+        .flatten()
+        .take(inner.height as usize)
+        .collect();
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// Each row's lines at the width of `inner`: the selected one gets more.
+fn items<'a>(app: &'a App, inner: Rect) -> Vec<Vec<Line<'a>>> {
+    let t = &app.theme;
     let single_repo = app.single_repo();
     // Every row: permissions, ship requests, questions.
     let rows: Vec<Row> = app
@@ -88,8 +101,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         .max(1);
     let indent = " ".repeat(ref_w + AGE_W + 4);
 
-    let items: Vec<Vec<Line>> = rows
-        .iter()
+    rows.iter()
         .enumerate()
         .map(|(i, q)| {
             let selected = i == app.question_index;
@@ -151,10 +163,14 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
                 })
                 .collect()
         })
-        .collect();
+        .collect()
+}
 
-    // The first item to show so the selected one is fully visible.
-    let height = inner.height as usize;
+/// The first item to show so the selected one is fully visible in `height` rows.
+fn first_item(app: &App, items: &[Vec<Line>], height: usize) -> usize {
+    if items.is_empty() {
+        return 0;
+    }
     let sel = app.question_index.min(items.len() - 1);
     let mut start = sel;
     let mut used = items[sel].len();
@@ -162,13 +178,28 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         start -= 1;
         used += items[start].len();
     }
-    let lines: Vec<Line> = items
-        .into_iter()
-        .skip(start)
-        .flatten()
-        .take(height)
-        .collect();
-    frame.render_widget(Paragraph::new(lines), inner);
+    start
+}
+
+/// The row (permission, ship request or question) drawn on line `dy` of the pane's
+/// inside, as the last frame showed it.
+pub fn item_at(app: &App, inner: Rect, dy: u16) -> Option<usize> {
+    if app.waiting_len() == 0 || dy >= inner.height {
+        return None;
+    }
+    let items = items(app, inner);
+    let mut top = 0;
+    for (i, item) in items
+        .iter()
+        .enumerate()
+        .skip(first_item(app, &items, inner.height as usize))
+    {
+        top += item.len();
+        if (dy as usize) < top {
+            return Some(i);
+        }
+    }
+    None
 }
 
 /// One row of the pane: a permission request or a question.

@@ -345,21 +345,8 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         return;
     }
     let cols = columns(app, inner.width as usize);
-    let w = inner.width as usize;
-    // The selected session's lines under the rows: the hold first, then the worktree,
-    // each only while three rows stay in view.
-    let details: Vec<Line> = app
-        .selected_session()
-        .map(|s| [held_detail(app, s, w), detail(app, s, w)])
-        .into_iter()
-        .flatten()
-        .flatten()
-        .enumerate()
-        .filter(|(i, _)| inner.height as usize >= 4 + i)
-        .map(|(_, line)| line)
-        .collect();
-    let height = inner.height as usize - details.len();
-    let start = window_start(app.session_index, app.sessions.len(), height);
+    let details = details(app, inner);
+    let (start, height) = window(app, inner, details.len());
     let lines: Vec<Line> = app
         .sessions
         .iter()
@@ -381,4 +368,35 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         };
         frame.render_widget(Paragraph::new(details), bottom);
     }
+}
+
+/// The selected session's lines under the rows: the hold first, then the worktree,
+/// each only while three rows stay in view.
+fn details(app: &App, inner: Rect) -> Vec<Line<'static>> {
+    let w = inner.width as usize;
+    app.selected_session()
+        .map(|s| [held_detail(app, s, w), detail(app, s, w)])
+        .into_iter()
+        .flatten()
+        .flatten()
+        .enumerate()
+        .filter(|(i, _)| inner.height as usize >= 4 + i)
+        .map(|(_, line)| line)
+        .collect()
+}
+
+/// The first session listed and how many rows list sessions.
+fn window(app: &App, inner: Rect, details: usize) -> (usize, usize) {
+    let height = (inner.height as usize).saturating_sub(details);
+    let start = window_start(app.session_index, app.sessions.len(), height);
+    (start, height)
+}
+
+/// The session listed on line `dy` of the pane's inside, as the last frame showed it.
+pub fn row_at(app: &App, inner: Rect, dy: u16) -> Option<usize> {
+    let (start, height) = window(app, inner, details(app, inner).len());
+    let dy = dy as usize;
+    (dy < height)
+        .then_some(start + dy)
+        .filter(|i| *i < app.sessions.len())
 }

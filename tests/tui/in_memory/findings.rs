@@ -3,9 +3,12 @@
 //! one opens the diff of the round's work item.
 
 use crate::support::tui_app::*;
+use crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use ratatui::widgets::Block;
+use std::time::{Duration, Instant};
 use the_loop::critic::{Finding, Severity};
-use the_loop::tui::action::Effect;
-use the_loop::tui::app::Mode;
+use the_loop::tui::action::{Action, Effect};
+use the_loop::tui::app::{App, Mode};
 use the_loop::tui::backend::{CriticRunState, Snapshot};
 use the_loop::tui::sample;
 
@@ -106,4 +109,50 @@ fn a_new_snapshot_keeps_the_finding_only_on_the_same_round() {
     );
     assert_eq!((app.run_index, app.finding_index), (1, None));
     assert!(app.selected_finding().is_none());
+}
+
+/// A press and its release at `(x, y)`, as a terminal reports one click.
+fn click(app: &mut App, (x, y): (u16, u16), at: Instant) -> Vec<Effect> {
+    let mut fx = Vec::new();
+    for kind in [
+        MouseEventKind::Down(MouseButton::Left),
+        MouseEventKind::Up(MouseButton::Left),
+    ] {
+        let event = MouseEvent {
+            kind,
+            column: x,
+            row: y,
+            modifiers: KeyModifiers::NONE,
+        };
+        fx.extend(send(app, Action::Mouse { event, at }));
+    }
+    fx
+}
+
+#[test]
+fn a_click_selects_a_finding_and_a_double_click_opens_the_diff() {
+    let mut app = app_with(with_findings(), 120, 32);
+    keys(&mut app, &["5", "j"]);
+    let critics = Block::bordered().inner(app.layout().critics.unwrap());
+    // Rows: the running round, the finished one, then its three findings.
+    let at = (critics.x + 4, critics.y + 3);
+    let t0 = Instant::now();
+    click(&mut app, at, t0);
+    assert_eq!((app.run_index, app.finding_index), (1, Some(1)));
+    let fx = click(&mut app, at, t0 + Duration::from_millis(50));
+    let item = sample::item("octo/repo", 18);
+    assert!(
+        matches!(&app.mode, Mode::Diff { work_item, .. } if *work_item == item),
+        "{:?}",
+        app.mode
+    );
+    assert!(fx.contains(&Effect::LoadDiff(item)), "{fx:?}");
+    // A click on the run's own row selects the run again.
+    keys(&mut app, &["esc"]);
+    click(
+        &mut app,
+        (critics.x + 4, critics.y + 1),
+        t0 + Duration::from_secs(5),
+    );
+    assert_eq!((app.run_index, app.finding_index), (1, None));
 }

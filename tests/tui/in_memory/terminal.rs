@@ -185,3 +185,47 @@ fn suspend_and_resume_hand_the_terminal_over_and_back() {
     assert_eq!(raw.off.load(Ordering::SeqCst), 2);
     assert_eq!(r.restores(), 2);
 }
+
+const MOUSE_ON: &str = "\u{1b}[?1000h\u{1b}[?1006h";
+/// Reporting every pointer motion: never asked for (it would wake the loop for nothing).
+const MOTION_ON: &str = "\u{1b}[?1003h";
+
+/// `tui.mouse` (SPEC §21.1): reporting on with every enter — the start and the resume
+/// after an attach — and off with every restore: the suspend before an attach, a panic,
+/// the exit.
+#[test]
+fn mouse_reporting_is_on_only_while_the_screen_is_taken() {
+    let _hook = HOOK.lock().unwrap_or_else(|e| e.into_inner());
+    let (r, out, _raw) = restorer();
+    let r = r.with_mouse(true);
+    let guard = TerminalGuard::enter(r.clone()).unwrap();
+    assert!(out.text().contains(MOUSE_ON), "{:?}", out.text());
+    assert!(!out.text().contains(MOTION_ON), "{:?}", out.text());
+    out.clear();
+    r.restore().unwrap(); // suspend for an attach
+    assert!(out.text().contains(MOUSE_OFF), "{:?}", out.text());
+    assert!(!out.text().contains(MOUSE_ON));
+    out.clear();
+    r.enter().unwrap(); // resume
+    assert!(out.text().contains(MOUSE_ON), "{:?}", out.text());
+    out.clear();
+    let panicked = std::panic::catch_unwind(|| panic!("render bug"));
+    assert!(panicked.is_err());
+    assert!(out.text().contains(MOUSE_OFF), "{:?}", out.text());
+    drop(guard);
+}
+
+#[test]
+fn with_tui_mouse_false_reporting_is_never_turned_on() {
+    let _hook = HOOK.lock().unwrap_or_else(|e| e.into_inner());
+    let (r, out, _raw) = restorer();
+    let r = r.with_mouse(false);
+    let guard = TerminalGuard::enter(r.clone()).unwrap();
+    r.restore().unwrap();
+    r.enter().unwrap();
+    drop(guard);
+    let text = out.text();
+    assert!(!text.contains("\u{1b}[?1000h"), "{text:?}");
+    assert!(!text.contains("\u{1b}[?1006h"), "{text:?}");
+    assert_restored(&text);
+}

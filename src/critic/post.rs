@@ -148,9 +148,25 @@ pub async fn post(
         })
         .collect();
     let body = comment_body(envelope, saved, &listed);
-    let review = client
+    let review = match client
         .create_review(&repo, to.number, &body, &comments)
-        .await?;
+        .await
+    {
+        // GitHub took none of it (the diff moved since it was read): once more, with
+        // every finding in the body.
+        Err(e) if e.status() == Some(422) && !comments.is_empty() => {
+            tracing::warn!(error = %e, "review with line comments refused; posting it without them");
+            let all: Vec<&Finding> = envelope.findings.iter().collect();
+            let body = comment_body(envelope, saved, &all);
+            let review = client.create_review(&repo, to.number, &body, &[]).await?;
+            return Ok(Posted {
+                html_url: review.html_url,
+                review: true,
+                comments: 0,
+            });
+        }
+        other => other?,
+    };
     Ok(Posted {
         html_url: review.html_url,
         review: true,

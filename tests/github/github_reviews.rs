@@ -162,3 +162,80 @@ async fn the_review_request_has_githubs_shape() {
             .ends_with(&format!("{MARKER}\n"))
     );
 }
+
+#[tokio::test]
+async fn a_review_refused_for_its_lines_is_posted_again_with_the_findings_in_its_body() {
+    use the_loop::critic::{Envelope, Finding, Severity, Usage, post};
+    use the_loop::work_item::WorkItemRef;
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/repos/octo/repo/issues/16"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "number": 16, "state": "open",
+            "pull_request": {"url": "https://api.github.com/repos/octo/repo/pulls/16"}
+        })))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/repos/octo/repo/pulls/16/files"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([
+            {"filename": "src/a.rs", "patch": "@@ -1,2 +1,3 @@\n a\n+b\n c"}
+        ])))
+        .mount(&server)
+        .await;
+    // The diff moved after it was read: GitHub refuses the line, then takes the rest.
+    Mock::given(method("POST"))
+        .and(path("/repos/octo/repo/pulls/16/reviews"))
+        .respond_with(ResponseTemplate::new(422).set_body_json(json!({
+            "message": "Unprocessable Entity",
+            "errors": ["Line could not be resolved"]
+        })))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/repos/octo/repo/pulls/16/reviews"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": 81,
+            "html_url": "https://github.com/octo/repo/pull/16#pullrequestreview-81"
+        })))
+        .mount(&server)
+        .await;
+    let envelope = Envelope {
+        critic: "lint".into(),
+        harness: None,
+        model: None,
+        attribution: "[lint/default]".into(),
+        ok: true,
+        exit_code: 0,
+        duration_seconds: 1.0,
+        output: "review".into(),
+        error: None,
+        usage: Usage::default(),
+        findings: vec![Finding {
+            path: "src/a.rs".into(),
+            line: 2,
+            end_line: None,
+            column: None,
+            severity: Severity::Error,
+            message: "moved".into(),
+        }],
+    };
+    let client = client(&server.uri());
+    let item = WorkItemRef::new("octo", "repo", 16);
+    let posted = post::post(&client, &envelope, &item, None).await.unwrap();
+    assert_eq!((posted.review, posted.comments), (true, 0));
+    let sent: Vec<Value> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.method.as_str() == "POST")
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[0]["comments"].as_array().unwrap().len(), 1);
+    assert!(sent[1]["comments"].as_array().unwrap().is_empty());
+    let body = sent[1]["body"].as_str().unwrap();
+    assert!(body.contains("- `src/a.rs:2` error: moved"), "{body}");
+}

@@ -88,6 +88,7 @@ event_types! {
     SessionReset => "session.reset",
     SessionAwaitingInput => "session.awaiting_input",
     SessionReplySent => "session.reply_sent",
+    SessionReviewSent => "session.review_sent",
     SessionQuestionDismissed => "session.question_dismissed",
     SessionCommented => "session.commented",
     SessionPermissionRequested => "session.permission_requested",

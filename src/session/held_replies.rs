@@ -107,8 +107,13 @@ impl Replier {
                             .with("held_seconds", held_seconds(&next.since))
                             .with("reply_id", next.id.as_str()),
                     );
-                    self.delivered(pasted, &next.actor, via, next.comment, &next.reply)
-                        .await;
+                    match &next.review {
+                        Some(review) => self.review_delivered(&pasted, review, via),
+                        None => {
+                            self.delivered(pasted, &next.actor, via, next.comment, &next.reply)
+                                .await;
+                        }
+                    }
                 }
                 Err(error) => match *error {
                     PasteError::Held(_, held) => {

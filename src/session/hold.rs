@@ -185,6 +185,18 @@ pub struct HeldReply {
     pub comment: bool,
     pub reason: HoldReason,
     pub since: String,
+    /// Set when this is the operator's review of the diff (SPEC §21.2), not a reply:
+    /// its release is recorded as `session.review_sent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<HeldReview>,
+}
+
+/// What a held review records when it goes out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldReview {
+    pub comments: usize,
+    pub sha: String,
 }
 
 /// What waits on a session, summed up (`⏸ 2 held: permission dialog`).
@@ -328,6 +340,7 @@ mod tests {
             comment: true,
             reason,
             since: since.into(),
+            review: None,
         };
         let hold = Hold {
             events: Some(HeldEvents {

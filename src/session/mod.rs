@@ -25,6 +25,7 @@ mod queue;
 pub mod registry;
 pub mod reply;
 mod respawn;
+pub mod review;
 pub mod screen;
 mod sessions;
 pub mod settings;

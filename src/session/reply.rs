@@ -277,6 +277,7 @@ impl Replier {
                     comment: request.comment,
                     reason: held.reason,
                     since: crate::time::now_ts(),
+                    review: None,
                 };
                 return Err(self.queue(&item, queued, held, request.via).await);
             }
@@ -396,7 +397,7 @@ enum Pasting {
 }
 
 /// A fresh id for a reply that may be queued.
-fn reply_id() -> String {
+pub(super) fn reply_id() -> String {
     format!("reply-{:016x}", rand::random::<u64>())
 }
 

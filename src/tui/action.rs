@@ -4,6 +4,7 @@
 
 use super::backend::{ActionResult, RunId, Snapshot};
 use crate::events::Event;
+use crate::session::review::ReviewComment;
 use crate::work_item::WorkItemRef;
 use crossterm::event::{KeyEvent, MouseEvent};
 use std::time::Instant;
@@ -43,10 +44,11 @@ pub enum Action {
         work_item: WorkItemRef,
         result: Result<String, String>,
     },
-    /// The session's worktree diff arrived.
+    /// The session's worktree diff arrived, with its pending review and findings.
     DiffLoaded {
         work_item: WorkItemRef,
         result: Result<String, String>,
+        review: super::diff_view::ReviewMaterial,
     },
     /// What shipping a session's work would push, for its confirmation.
     ShipPreviewed {
@@ -94,6 +96,22 @@ pub enum Request {
         work_item: WorkItemRef,
         seen_head: String,
     },
+    /// Add a comment to the pending review (SPEC §21.2).
+    SaveComment {
+        work_item: WorkItemRef,
+        comment: Box<ReviewComment>,
+    },
+    /// Send the pending review's comments to the agent as one note.
+    SendReview {
+        work_item: WorkItemRef,
+        comments: Vec<ReviewComment>,
+    },
+    /// Drop these pending comments unsent; the diff view comes back at `scroll`.
+    DiscardReview {
+        work_item: WorkItemRef,
+        ids: Vec<String>,
+        scroll: u16,
+    },
 }
 
 impl Request {
@@ -120,6 +138,15 @@ impl Request {
             Request::PostCritic(_) => "post the critic's findings".into(),
             Request::OpenUrl(url) => format!("open {url}"),
             Request::Ship { work_item, .. } => format!("ship {}", short_ref(work_item)),
+            Request::SaveComment { work_item, .. } => {
+                format!("save the comment on {}'s diff", short_ref(work_item))
+            }
+            Request::SendReview { work_item, .. } => {
+                format!("send the review to {}", short_ref(work_item))
+            }
+            Request::DiscardReview { work_item, .. } => {
+                format!("discard the pending review of {}", short_ref(work_item))
+            }
         }
     }
 }

@@ -89,6 +89,8 @@ pub enum Mode {
     },
     Confirm(Confirm),
     Reply(Box<ReplyBox>),
+    /// Writing a comment on a line of the open diff (SPEC §21.2).
+    Comment(Box<CommentBox>),
     Filter {
         draft: String,
     },
@@ -104,6 +106,7 @@ impl Mode {
             Mode::Diff { .. } => Some(Group::Diff),
             Mode::Confirm(_) => Some(Group::Confirm),
             Mode::Reply(_) => Some(Group::Reply),
+            Mode::Comment(_) => Some(Group::Comment),
             Mode::Filter { .. } => Some(Group::Filter),
         }
     }
@@ -127,6 +130,17 @@ pub struct ReplyBox {
     /// Sent and waiting for the result; the text is kept until it succeeds.
     pub sending: bool,
     /// Why the last attempt failed, shown in the box.
+    pub error: Option<String>,
+}
+
+/// The comment box over the diff view: the line it is about and the text so far.
+#[derive(Debug, Clone)]
+pub struct CommentBox {
+    pub work_item: WorkItemRef,
+    /// The diff view's scroll, to come back to.
+    pub scroll: u16,
+    pub anchor: crate::session::review::Anchor,
+    pub textarea: TextArea<'static>,
     pub error: Option<String>,
 }
 
@@ -200,8 +214,10 @@ pub struct App {
     pub events_scroll: usize,
 
     pub preview: Preview,
-    /// The open diff view's text, once loaded (`Err`: why there is none).
-    pub diff: Option<Result<String, String>>,
+    /// The open diff view, once loaded (`Err`: why there is none).
+    pub diff: Option<Result<super::diff_view::DiffView, String>>,
+    /// Where the diff view opens (`path`, new-side line), when opened at a place.
+    pub diff_target: Option<(String, u32)>,
     /// The ship confirmation the diff view was opened from: closing the diff returns
     /// to it, unchanged (the head it shows is still the one that ships).
     pub diff_return: Option<Confirm>,
@@ -298,6 +314,7 @@ impl App {
             events_scroll: 0,
             preview: Preview::default(),
             diff: None,
+            diff_target: None,
             diff_return: None,
             pending_ship: None,
             message: None,
@@ -390,7 +407,7 @@ impl App {
         self.preview_target().is_some()
             && !matches!(
                 self.mode,
-                Mode::Help { .. } | Mode::Output { .. } | Mode::Diff { .. }
+                Mode::Help { .. } | Mode::Output { .. } | Mode::Diff { .. } | Mode::Comment(_)
             )
             && self
                 .layout()

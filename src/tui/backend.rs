@@ -8,6 +8,7 @@
 
 use crate::events::{Event, EventType};
 use crate::session::hold::HeldSummary;
+use crate::session::review::ReviewComment;
 pub use crate::session::ship::Preview;
 use crate::work_item::WorkItemRef;
 use futures::future::BoxFuture;
@@ -402,6 +403,35 @@ pub trait Backend: Send + Sync {
     /// compared against, the file list, untracked files, the patch.
     fn diff<'a>(&'a self, work_item: &'a WorkItemRef)
     -> BoxFuture<'a, Result<String, ActionError>>;
+
+    /// What the diff view shows beside the diff (SPEC §21.2, §21.3): the pending review
+    /// of `work_item` and the findings of its latest critic round that has any.
+    fn review_material<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+    ) -> BoxFuture<'a, super::diff_view::ReviewMaterial>;
+
+    /// Adds a comment to the pending review (kept across restarts).
+    fn save_comment<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        comment: &'a ReviewComment,
+    ) -> BoxFuture<'a, ActionResult>;
+
+    /// Sends these comments to the session's agent as one framed note through the one
+    /// paste path; sent (or queued behind a hold), they leave the pending review.
+    fn send_review<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        comments: &'a [ReviewComment],
+    ) -> BoxFuture<'a, ActionResult>;
+
+    /// Drops these comments from the pending review, unsent.
+    fn discard_review<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        ids: &'a [String],
+    ) -> BoxFuture<'a, ActionResult>;
 
     fn attach<'a>(
         &'a self,

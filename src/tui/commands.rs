@@ -24,6 +24,11 @@ pub(super) fn run(app: &mut App, command: Command, fx: &mut Vec<Effect>) {
             }
         }
         Command::Close => {
+            if let Mode::Confirm(c) = &app.mode
+                && super::review::after_discard_confirm(app, &c.request.clone(), false)
+            {
+                return;
+            }
             // The diff opened from a ship confirmation returns to it.
             let back = match app.mode {
                 Mode::Diff { .. } => app.diff_return.take(),
@@ -47,8 +52,14 @@ pub(super) fn run(app: &mut App, command: Command, fx: &mut Vec<Effect>) {
         }
         Command::Up => move_by(app, -1, fx),
         Command::Down => move_by(app, 1, fx),
-        Command::PageUp => move_by(app, -page(app), fx),
-        Command::PageDown => move_by(app, page(app), fx),
+        Command::PageUp => {
+            let page = page(app);
+            move_by(app, -page, fx)
+        }
+        Command::PageDown => {
+            let page = page(app);
+            move_by(app, page, fx)
+        }
         Command::Top => move_by(app, isize::MIN / 2, fx),
         Command::Bottom => move_by(app, isize::MAX / 2, fx),
         Command::Reply | Command::Open if app.focus != Focus::Critics => open_reply(app),
@@ -145,8 +156,17 @@ pub(super) fn run(app: &mut App, command: Command, fx: &mut Vec<Effect>) {
         Command::Select => select_critic(app, fx),
         Command::Confirm => {
             if let Mode::Confirm(c) = std::mem::replace(&mut app.mode, Mode::Normal) {
+                super::review::after_discard_confirm(app, &c.request, true);
                 fx.push(Effect::Request(c.request));
             }
+        }
+        Command::Comment
+        | Command::SendReview
+        | Command::DiscardReview
+        | Command::NextFinding
+        | Command::PrevFinding
+        | Command::TakeFinding => {
+            super::review::run(app, command, fx);
         }
         // Handled by the modes that own them; bound elsewhere they do nothing.
         Command::Send | Command::Cancel | Command::Apply | Command::Noop => {}
@@ -172,6 +192,9 @@ pub(super) fn selection_changed(app: &mut App, fx: &mut Vec<Effect>) {
 }
 
 fn page(app: &App) -> isize {
+    if matches!(app.mode, Mode::Diff { .. }) {
+        return super::review::view_height(app).saturating_sub(1).max(1) as isize;
+    }
     let rows = app
         .layout()
         .rect(app.focus)
@@ -202,12 +225,7 @@ fn move_by(app: &mut App, delta: isize, fx: &mut Vec<Effect>) {
                 *scroll = to_u16(step(*scroll as usize, delta, len));
             }
         }
-        Mode::Diff { .. } => {
-            let len = super::panes::diff::line_count(app);
-            if let Mode::Diff { scroll, .. } = &mut app.mode {
-                *scroll = to_u16(step(*scroll as usize, delta, len));
-            }
-        }
+        Mode::Diff { .. } => super::review::move_by(app, delta),
         Mode::Picker { ref mut index, .. } => *index = step(*index, delta, app.critics.len()),
         _ => move_in(app, app.focus, delta, fx),
     }
@@ -445,10 +463,11 @@ fn open_output(app: &mut App) {
     }
 }
 
-/// Enter on a finding: the diff of the run's work item.
+/// Enter on a finding (SPEC §21.3): the diff of the run's work item, at its line.
 fn open_finding(app: &mut App, fx: &mut Vec<Effect>) {
-    if app.selected_finding().is_some() {
-        open_diff(app, fx);
+    if let Some(f) = app.selected_finding() {
+        let at = (f.path.clone(), f.line);
+        open_diff_at(app, Some(at), fx);
     }
 }
 
@@ -483,6 +502,11 @@ fn post_critic(app: &mut App, fx: &mut Vec<Effect>) {
 /// Opens the diff view of the target session's worktree (or working directory) and
 /// asks the backend for the text.
 fn open_diff(app: &mut App, fx: &mut Vec<Effect>) {
+    open_diff_at(app, None, fx);
+}
+
+/// [`open_diff`], with `at` (`path`, new-side line) selected once the diff has loaded.
+fn open_diff_at(app: &mut App, at: Option<(String, u32)>, fx: &mut Vec<Effect>) {
     let Some(item) = target_item(app) else {
         say(app, MessageLevel::Info, "Select a session to see its diff");
         return;
@@ -501,12 +525,7 @@ fn open_diff(app: &mut App, fx: &mut Vec<Effect>) {
         );
         return;
     }
-    app.diff = None;
-    app.mode = Mode::Diff {
-        work_item: item.clone(),
-        scroll: 0,
-    };
-    fx.push(Effect::LoadDiff(item));
+    super::review::open_at(app, item, at, fx);
 }
 
 fn open_url(app: &mut App, fx: &mut Vec<Effect>) {

@@ -246,6 +246,19 @@ pub fn describe(event: &Event, offset: UtcOffset) -> EventRow {
             crate::tui::text::truncate(&s("question"), 120).into_owned(),
         ),
         T::SessionReplySent => ("↩", RowKind::Delivered, "reply sent".into(), String::new()),
+        T::SessionReviewSent => (
+            "↩",
+            RowKind::Delivered,
+            format!(
+                "review sent ({} comments)",
+                event
+                    .fields
+                    .get("comments")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0)
+            ),
+            String::new(),
+        ),
         T::SessionReplyFailed => (
             "✗",
             RowKind::Failed,

@@ -27,6 +27,7 @@ pub enum Group {
     Events,
     Critics,
     Reply,
+    Comment,
     Filter,
     Picker,
     Output,
@@ -36,7 +37,7 @@ pub enum Group {
 }
 
 impl Group {
-    pub const ALL: [Group; 13] = [
+    pub const ALL: [Group; 14] = [
         Group::Global,
         Group::Sessions,
         Group::Pane,
@@ -44,6 +45,7 @@ impl Group {
         Group::Events,
         Group::Critics,
         Group::Reply,
+        Group::Comment,
         Group::Filter,
         Group::Picker,
         Group::Output,
@@ -62,6 +64,7 @@ impl Group {
             Group::Events => "Events",
             Group::Critics => "Critics",
             Group::Reply => "Reply box",
+            Group::Comment => "Comment box",
             Group::Filter => "Events filter",
             Group::Picker => "Critic picker",
             Group::Output => "Critic output",
@@ -76,7 +79,7 @@ impl Group {
     fn required(self) -> &'static [Command] {
         match self {
             Group::Global => &[Command::Quit],
-            Group::Reply => &[Command::Send, Command::Cancel],
+            Group::Reply | Group::Comment => &[Command::Send, Command::Cancel],
             Group::Filter => &[Command::Apply, Command::Cancel],
             Group::Picker => &[Command::Select, Command::Close],
             Group::Output | Group::Diff | Group::Help => &[Command::Close],
@@ -130,6 +133,18 @@ pub enum Command {
     /// Ship the session's work: push its branch and open its pull request, after a
     /// confirmation (SPEC §19.4).
     Ship,
+    /// Diff view: write a comment on the selected line (SPEC §21.2).
+    Comment,
+    /// Diff view: send the pending review to the agent as one note.
+    SendReview,
+    /// Diff view: drop the pending review, unsent (asks first).
+    DiscardReview,
+    /// Diff view: the next line with a critic's finding (SPEC §21.3).
+    NextFinding,
+    /// Diff view: the previous line with a critic's finding.
+    PrevFinding,
+    /// Diff view: add the selected line's finding to the pending review.
+    TakeFinding,
     Send,
     Cancel,
     Apply,

@@ -18,6 +18,7 @@ pub mod action;
 pub mod app;
 pub mod backend;
 mod commands;
+pub mod diff_view;
 pub mod event_rows;
 #[cfg(any(test, feature = "test-support"))]
 pub mod fake;
@@ -29,6 +30,7 @@ pub mod live;
 pub mod mouse;
 pub mod notify;
 mod panes;
+pub mod review;
 pub mod run;
 #[cfg(any(test, feature = "test-support"))]
 pub mod sample;

@@ -72,7 +72,11 @@ pub fn target_at(app: &App, x: u16, y: u16) -> Target {
                 .map_or(Target::Nothing, Target::Critic);
         }
         // A popup covers the panes.
-        Mode::Help { .. } | Mode::Output { .. } | Mode::Diff { .. } | Mode::Confirm(_) => {
+        Mode::Help { .. }
+        | Mode::Output { .. }
+        | Mode::Diff { .. }
+        | Mode::Comment(_)
+        | Mode::Confirm(_) => {
             return Target::Nothing;
         }
         Mode::Normal | Mode::Reply(_) | Mode::Filter { .. } => {}
@@ -117,7 +121,12 @@ pub(super) fn on_mouse(app: &mut App, event: MouseEvent, at: Instant, fx: &mut V
 fn wheel(app: &mut App, event: MouseEvent, down: bool, fx: &mut Vec<Effect>) {
     let command = if down { Command::Down } else { Command::Up };
     match app.mode {
-        Mode::Help { .. } | Mode::Output { .. } | Mode::Diff { .. } => {
+        // The diff view scrolls under a selection that stays where it is.
+        Mode::Diff { .. } => {
+            let rows = WHEEL_LINES as isize;
+            super::review::scroll_by(app, if down { rows } else { -rows });
+        }
+        Mode::Help { .. } | Mode::Output { .. } => {
             for _ in 0..WHEEL_LINES {
                 commands::run(app, command, fx);
             }
@@ -137,12 +146,20 @@ fn wheel(app: &mut App, event: MouseEvent, down: bool, fx: &mut Vec<Effect>) {
             _ => {}
         },
         // The reply box, the filter line and a confirmation have nothing to scroll.
-        Mode::Reply(_) | Mode::Filter { .. } | Mode::Confirm(_) => {}
+        Mode::Reply(_) | Mode::Filter { .. } | Mode::Confirm(_) | Mode::Comment(_) => {}
     }
 }
 
 fn click(app: &mut App, event: MouseEvent, at: Instant, fx: &mut Vec<Effect>) {
     let cell = (event.column, event.row);
+    // A click on a row of the diff view selects its line (SPEC §21.2).
+    if matches!(app.mode, Mode::Diff { .. }) {
+        let body = super::panes::diff::body_rect(app.area);
+        if body.contains(Position::new(cell.0, cell.1)) {
+            super::review::select_row(app, cell.1 - body.y);
+            return;
+        }
+    }
     let target = target_at(app, cell.0, cell.1);
     // The second press of a double click may find another row under the same cell (a
     // selected question takes more lines): it is the first press's row that was meant.

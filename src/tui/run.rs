@@ -366,6 +366,16 @@ async fn perform_request(backend: &dyn Backend, request: &Request) -> ActionResu
             work_item,
             seen_head,
         } => backend.ship(work_item, seen_head).await,
+        Request::SaveComment { work_item, comment } => {
+            backend.save_comment(work_item, comment).await
+        }
+        Request::SendReview {
+            work_item,
+            comments,
+        } => backend.send_review(work_item, comments).await,
+        Request::DiscardReview { work_item, ids, .. } => {
+            backend.discard_review(work_item, ids).await
+        }
     }
 }
 
@@ -408,8 +418,13 @@ where
         Effect::LoadDiff(work_item) => {
             let b = Arc::clone(backend);
             spawn(Box::pin(async move {
-                let result = b.diff(&work_item).await.map_err(|e| e.to_string());
-                Action::DiffLoaded { work_item, result }
+                let (result, review) =
+                    futures::join!(b.diff(&work_item), b.review_material(&work_item));
+                Action::DiffLoaded {
+                    work_item,
+                    result: result.map_err(|e| e.to_string()),
+                    review,
+                }
             }));
         }
         Effect::LoadShip(work_item) => {

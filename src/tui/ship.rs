@@ -110,12 +110,7 @@ pub(super) fn diff_from_confirm(app: &mut App, fx: &mut Vec<Effect>) -> bool {
     };
     let item = work_item.clone();
     app.diff_return = Some(confirm.clone());
-    app.diff = None;
-    app.mode = Mode::Diff {
-        work_item: item.clone(),
-        scroll: 0,
-    };
-    fx.push(Effect::LoadDiff(item));
+    super::review::open_at(app, item, None, fx);
     true
 }
 

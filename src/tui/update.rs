@@ -66,12 +66,11 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
             request_refresh(app, &mut fx);
         }
         Action::Captured { work_item, result } => on_capture(app, work_item, result),
-        Action::DiffLoaded { work_item, result } => {
-            if matches!(&app.mode, Mode::Diff { work_item: open, .. } if *open == work_item) {
-                app.diff = Some(result);
-                app.dirty = true;
-            }
-        }
+        Action::DiffLoaded {
+            work_item,
+            result,
+            review,
+        } => super::review::loaded(app, work_item, result, review),
         Action::ShipPreviewed { work_item, result } => {
             super::ship::previewed(app, work_item, result)
         }
@@ -190,6 +189,18 @@ pub(super) fn on_key(app: &mut App, key: KeyEvent, fx: &mut Vec<Effect>) {
             }
             return;
         }
+        Mode::Comment(cbox) => {
+            match command {
+                Some(Command::Send) => super::review::keep_comment(app, fx),
+                Some(Command::Cancel) => super::review::cancel_comment(app),
+                _ => {
+                    cbox.error = None;
+                    cbox.textarea.input(key);
+                    app.dirty = true;
+                }
+            }
+            return;
+        }
         Mode::Filter { draft } => {
             match command {
                 Some(Command::Apply) => app.mode = Mode::Normal,
@@ -241,6 +252,11 @@ fn on_paste(app: &mut App, text: &str) {
         Mode::Reply(reply) if !reply.sending => {
             reply.error = None;
             reply.textarea.insert_str(&text);
+            app.dirty = true;
+        }
+        Mode::Comment(cbox) => {
+            cbox.error = None;
+            cbox.textarea.insert_str(&text);
             app.dirty = true;
         }
         Mode::Filter { draft } => {
@@ -530,6 +546,7 @@ fn on_done(
             say(app, level, text);
         }
     }
+    super::review::done(app, &request, &result);
     if let (Request::Reply { work_item, .. }, Mode::Reply(reply)) = (&request, &mut app.mode)
         && &reply.work_item == work_item
     {

@@ -41,6 +41,7 @@ pub fn render(app: &App, frame: &mut Frame) {
         Mode::Picker { work_item, index } => picker::render(app, frame, area, work_item, *index),
         Mode::Output { run, scroll } => critics::render_output(app, frame, area, run, *scroll),
         Mode::Diff { work_item, scroll } => diff::render(app, frame, area, work_item, *scroll),
+        Mode::Comment(cbox) => diff::render_comment(app, frame, area, cbox),
         Mode::Confirm(confirm) => confirm::render_confirm(app, frame, area, confirm),
         Mode::Normal | Mode::Reply(_) | Mode::Filter { .. } => {}
     }

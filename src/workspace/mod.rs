@@ -21,6 +21,7 @@
 //! git's own refs, never from GitHub text.
 
 mod create;
+pub mod diff_model;
 mod ending;
 pub mod git;
 mod process;

@@ -8,6 +8,7 @@ mod findings;
 mod held;
 mod mouse;
 mod permissions;
+mod review;
 mod ship;
 mod sizes;
 mod snapshots;

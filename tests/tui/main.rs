@@ -8,5 +8,6 @@ mod support;
 
 mod e2e_demo;
 mod e2e_mouse;
+mod e2e_review;
 mod e2e_tui;
 mod in_memory;

@@ -71,7 +71,10 @@ impl LiveBackend {
     /// base it started from; else its working directory (or the repo's `path` for an
     /// item without a session) and what git finds there. The same for the diff view and
     /// for critics (SPEC §11.4, §16.4).
-    fn review_place(&self, item: &WorkItemRef) -> Result<(PathBuf, Option<String>), ActionError> {
+    pub(super) fn review_place(
+        &self,
+        item: &WorkItemRef,
+    ) -> Result<(PathBuf, Option<String>), ActionError> {
         let workspace = self.sessions.workspaces().record(item).ok().flatten();
         let cwd = match (self.record(item)?, &workspace) {
             (Some(record), _) if record.cwd.is_dir() => record.cwd,

@@ -16,6 +16,7 @@
 mod actions;
 pub mod attach;
 pub mod critic_runs;
+mod diff_review;
 pub mod log_follower;
 pub mod review;
 pub mod rounds;
@@ -308,6 +309,37 @@ impl Backend for LiveBackend {
         work_item: &'a WorkItemRef,
     ) -> BoxFuture<'a, Result<String, super::backend::ActionError>> {
         Box::pin(self.diff_text(work_item))
+    }
+
+    fn review_material<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+    ) -> BoxFuture<'a, crate::tui::diff_view::ReviewMaterial> {
+        Box::pin(self.material(work_item))
+    }
+
+    fn save_comment<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        comment: &'a crate::session::review::ReviewComment,
+    ) -> BoxFuture<'a, ActionResult> {
+        Box::pin(self.keep_comment(work_item, comment))
+    }
+
+    fn send_review<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        comments: &'a [crate::session::review::ReviewComment],
+    ) -> BoxFuture<'a, ActionResult> {
+        Box::pin(self.send_comments(work_item, comments))
+    }
+
+    fn discard_review<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        ids: &'a [String],
+    ) -> BoxFuture<'a, ActionResult> {
+        Box::pin(self.drop_comments(work_item, ids))
     }
 
     fn attach<'a>(

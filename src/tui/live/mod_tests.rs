@@ -207,3 +207,93 @@ async fn a_viewer_follows_the_supervisors_config_reloads() {
         "{err:?}"
     );
 }
+
+/// The diff view's material (SPEC §21.2, §21.3): the latest round on the item whose
+/// envelope has findings, and the pending review kept across calls; a review to a
+/// paused session is refused and stays pending.
+#[tokio::test]
+async fn the_diff_view_gets_the_latest_findings_and_the_pending_review() {
+    use crate::critic::envelope::Header;
+    use crate::critic::findings::{Finding, Severity};
+    let f = fixture();
+    let round = |n: usize, findings: Vec<Finding>| {
+        let mut envelope = crate::critic::Envelope::not_run(
+            Header {
+                critic: "lint".into(),
+                harness: None,
+                model: None,
+                attribution: "[lint]".into(),
+            },
+            "x".into(),
+            0.0,
+        );
+        envelope.findings = findings;
+        let path = f.dir.path().join(format!("round-{n}.json"));
+        std::fs::write(&path, serde_json::to_vec(&envelope).unwrap()).unwrap();
+        for t in [EventType::CriticStarted, EventType::CriticFinished] {
+            let e = crate::events::Event::new(Source::Critic, t)
+                .with("critic", "lint")
+                .with("work_item", item(2).to_string())
+                .with("ok", false)
+                .with("path", path.display().to_string());
+            f.events.emit(e).unwrap();
+        }
+    };
+    let finding = |m: &str| Finding {
+        path: "src/a.rs".into(),
+        line: 3,
+        end_line: None,
+        column: None,
+        severity: Severity::Warning,
+        message: m.into(),
+    };
+    round(1, vec![finding("older")]);
+    round(2, vec![finding("newer")]);
+    round(3, Vec::new());
+    let mut material = f.backend.review_material(&item(2)).await;
+    for _ in 0..100 {
+        if !material.findings.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        material = f.backend.review_material(&item(2)).await;
+    }
+    assert_eq!(material.findings, [finding("newer")]);
+    assert_eq!(material.pending, Ok(Vec::new()));
+    assert!(
+        f.backend
+            .review_material(&item(1))
+            .await
+            .findings
+            .is_empty()
+    );
+
+    let model = crate::workspace::diff_model::DiffModel::parse(
+        "diff --git a/src/a.rs b/src/a.rs\n@@ -1,0 +1,1 @@\n+x",
+    );
+    let anchor = crate::session::review::Anchor::at(&model, 2).unwrap();
+    let comment = crate::session::review::ReviewComment::new(anchor, "why?");
+    let kept = f.backend.save_comment(&item(2), &comment).await.unwrap();
+    assert!(kept.contains("1 pending"), "{kept}");
+    let again = f.backend.review_material(&item(2)).await;
+    assert_eq!(again.pending, Ok(vec![comment.clone()]));
+    let refused = f
+        .backend
+        .send_review(&item(2), std::slice::from_ref(&comment))
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, ActionError::Refused(_)), "{refused:?}");
+    assert_eq!(
+        f.backend.review_material(&item(2)).await.pending,
+        Ok(vec![comment.clone()]),
+        "refused: still pending"
+    );
+    f.backend
+        .discard_review(&item(2), std::slice::from_ref(&comment.id))
+        .await
+        .unwrap();
+    assert_eq!(
+        f.backend.review_material(&item(2)).await.pending,
+        Ok(Vec::new())
+    );
+}

@@ -10,6 +10,7 @@ use the_loop::critic::{Finding, Severity};
 use the_loop::tui::action::{Action, Effect};
 use the_loop::tui::app::{App, Mode};
 use the_loop::tui::backend::{CriticRunState, Snapshot};
+use the_loop::tui::diff_view::ReviewMaterial;
 use the_loop::tui::sample;
 
 fn finding(path: &str, line: u32, severity: Severity, message: &str) -> Finding {
@@ -31,13 +32,13 @@ fn with_findings() -> Snapshot {
         r.findings = vec![
             finding(
                 "src/retry.rs",
-                42,
+                2,
                 Severity::Warning,
                 "the counter is never reset",
             ),
             finding(
                 "src/retry.rs",
-                57,
+                3,
                 Severity::Error,
                 "\u{1b}[2J\u{1b}]0;pwned\u{7}overflow",
             ),
@@ -53,19 +54,19 @@ fn findings_are_listed_under_the_selected_round_and_inert() {
     keys(&mut app, &["5"]);
     let first = screen(&app);
     assert!(
-        !first.contains("src/retry.rs:42"),
+        !first.contains("src/retry.rs:2"),
         "only the selected round's: {first}"
     );
     keys(&mut app, &["j"]);
     snap("critics_findings_120x32", screen(&app));
     let shown = screen(&app);
-    assert!(shown.contains("● src/retry.rs:42 the counter i"), "{shown}");
-    assert!(shown.contains("● src/retry.rs:57 [2J]0;pwnedov"), "{shown}");
+    assert!(shown.contains("● src/retry.rs:2 the counter is"), "{shown}");
+    assert!(shown.contains("● src/retry.rs:3 [2J]0;pwnedove"), "{shown}");
     assert!(!shown.contains('\u{1b}') && !shown.contains('\u{7}'));
     // j walks into the findings, then past them; k walks back.
     keys(&mut app, &["j", "j"]);
     assert_eq!((app.run_index, app.finding_index), (1, Some(1)));
-    assert_eq!(app.selected_finding().unwrap().line, 57);
+    assert_eq!(app.selected_finding().unwrap().line, 3);
     keys(&mut app, &["j", "j"]);
     assert_eq!(
         (app.run_index, app.finding_index),
@@ -77,12 +78,12 @@ fn findings_are_listed_under_the_selected_round_and_inert() {
 }
 
 #[test]
-fn enter_on_a_finding_opens_the_diff_and_on_a_round_its_output() {
+fn enter_on_a_finding_opens_the_diff_at_its_line_and_on_a_round_its_output() {
     let mut app = app_with(with_findings(), 120, 32);
     keys(&mut app, &["5", "j"]);
     keys(&mut app, &["enter"]);
     assert!(matches!(app.mode, Mode::Output { .. }), "{:?}", app.mode);
-    keys(&mut app, &["esc", "j"]);
+    keys(&mut app, &["esc", "j", "j"]);
     let fx = keys(&mut app, &["enter"]);
     let item = sample::item("octo/repo", 18);
     assert!(
@@ -90,7 +91,27 @@ fn enter_on_a_finding_opens_the_diff_and_on_a_round_its_output() {
         "{:?}",
         app.mode
     );
-    assert!(fx.contains(&Effect::LoadDiff(item)), "{fx:?}");
+    assert!(fx.contains(&Effect::LoadDiff(item.clone())), "{fx:?}");
+    // Once the diff arrives, the finding's line is the selected one.
+    send(
+        &mut app,
+        Action::DiffLoaded {
+            work_item: item,
+            result: Ok(sample::diff()),
+            review: ReviewMaterial {
+                pending: Ok(Vec::new()),
+                findings: Vec::new(),
+            },
+        },
+    );
+    let view = app.diff.as_ref().unwrap().as_ref().unwrap();
+    let anchor = view.anchor().expect("a line is selected");
+    assert_eq!((anchor.path.as_str(), anchor.line), ("src/retry.rs", 3));
+    assert!(
+        anchor.line_text.contains("saturating_mul"),
+        "{}",
+        anchor.line_text
+    );
 }
 
 #[test]

@@ -386,6 +386,7 @@ fn the_diff_view_is_coloured_and_scrolls() {
         Action::DiffLoaded {
             work_item: item,
             result: Ok(sample::diff()),
+            review: Default::default(),
         },
     );
     snap("diff_100x30", screen(&app));

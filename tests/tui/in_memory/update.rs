@@ -728,7 +728,7 @@ fn the_preview_is_wanted_only_when_visible_with_something_to_show() {
 }
 
 #[test]
-fn the_diff_key_loads_the_sessions_diff_and_the_view_scrolls() {
+fn the_diff_key_loads_the_sessions_diff_and_the_selection_moves_through_it() {
     let mut app = sample_app(120, 32);
     let item = app.selected_session().unwrap().work_item.clone();
     let fx = keys(&mut app, &["d"]);
@@ -741,6 +741,7 @@ fn the_diff_key_loads_the_sessions_diff_and_the_view_scrolls() {
         Action::DiffLoaded {
             work_item: sample::item("octo/web", 3),
             result: Ok("other".into()),
+            review: Default::default(),
         },
     );
     assert_eq!(app.diff, None);
@@ -749,12 +750,17 @@ fn the_diff_key_loads_the_sessions_diff_and_the_view_scrolls() {
         &mut app,
         Action::DiffLoaded {
             work_item: item.clone(),
-            result: Ok(format!("diff --git a/x b/x\n{long}")),
+            result: Ok(format!("diff --git a/x b/x\n@@ -0,0 +1,300 @@\n{long}")),
+            review: Default::default(),
         },
     );
-    assert!(app.diff.as_ref().is_some_and(|d| d.is_ok()));
+    let view = || app.diff.as_ref().unwrap().as_ref().unwrap();
+    assert_eq!(view().model.lines[view().cursor].text, "+line 0");
     keys(&mut app, &["j", "j"]);
-    assert!(matches!(app.mode, Mode::Diff { scroll: 2, .. }));
+    // The selection moves; the view scrolls only when it would leave the screen.
+    let view = app.diff.as_ref().unwrap().as_ref().unwrap();
+    assert_eq!(view.model.lines[view.cursor].text, "+line 2");
+    assert!(matches!(app.mode, Mode::Diff { scroll: 0, .. }));
     keys(&mut app, &["G"]);
     let Mode::Diff { scroll: end, .. } = app.mode else {
         panic!()

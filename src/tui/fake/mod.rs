@@ -11,10 +11,14 @@ use super::backend::{
 };
 use super::text::short_ref;
 use crate::events::{Event, EventType, Level, Source};
+use crate::session::review::ReviewComment;
 use crate::work_item::WorkItemRef;
 use futures::future::BoxFuture;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
+
+mod review;
+mod ship;
 use time::OffsetDateTime;
 use tokio::sync::broadcast;
 
@@ -35,16 +39,20 @@ pub enum Call {
 }
 
 #[derive(Debug, Default)]
-struct State {
-    snapshot: Snapshot,
-    history: Vec<Event>,
-    captures: HashMap<WorkItemRef, String>,
-    diffs: HashMap<WorkItemRef, String>,
-    ships: HashMap<WorkItemRef, super::backend::Preview>,
-    calls: Vec<Call>,
-    fail_next: Option<ActionError>,
-    next_run: u64,
-    now: Option<OffsetDateTime>,
+pub(super) struct State {
+    pub(super) snapshot: Snapshot,
+    pub(super) history: Vec<Event>,
+    pub(super) captures: HashMap<WorkItemRef, String>,
+    pub(super) diffs: HashMap<WorkItemRef, String>,
+    pub(super) ships: HashMap<WorkItemRef, super::backend::Preview>,
+    pub(super) reviews: HashMap<WorkItemRef, Vec<ReviewComment>>,
+    pub(super) findings: HashMap<WorkItemRef, Vec<crate::critic::findings::Finding>>,
+    /// The review notes "pasted", as the agent would read them.
+    pub(super) notes: Vec<(WorkItemRef, String)>,
+    pub(super) calls: Vec<Call>,
+    pub(super) fail_next: Option<ActionError>,
+    pub(super) next_run: u64,
+    pub(super) now: Option<OffsetDateTime>,
 }
 
 pub struct FakeBackend {
@@ -70,7 +78,7 @@ impl FakeBackend {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -162,7 +170,7 @@ impl FakeBackend {
         );
     }
 
-    fn record(&self, call: Call) -> Option<ActionError> {
+    pub(super) fn record(&self, call: Call) -> Option<ActionError> {
         let mut st = self.lock();
         st.calls.push(call);
         st.fail_next.take()
@@ -177,13 +185,16 @@ impl FakeBackend {
             .map(|s| s.state)
     }
 
-    fn held_reason(&self, item: &WorkItemRef) -> Option<crate::session::hold::HoldReason> {
+    pub(super) fn held_reason(
+        &self,
+        item: &WorkItemRef,
+    ) -> Option<crate::session::hold::HoldReason> {
         let st = self.lock();
         let s = st.snapshot.sessions.iter().find(|s| &s.work_item == item);
         s.and_then(|s| s.held.as_ref()).map(|h| h.reason)
     }
 
-    fn set_state(&self, item: &WorkItemRef, f: impl FnOnce(&mut SessionView)) {
+    pub(super) fn set_state(&self, item: &WorkItemRef, f: impl FnOnce(&mut SessionView)) {
         let mut st = self.lock();
         if let Some(s) = st
             .snapshot
@@ -204,7 +215,7 @@ impl FakeBackend {
     }
 
     /// A live session, or why not.
-    fn live(&self, item: &WorkItemRef) -> Result<SessionState, ActionError> {
+    pub(super) fn live(&self, item: &WorkItemRef) -> Result<SessionState, ActionError> {
         match self.state_of(item) {
             None | Some(SessionState::NoSession) => Err(ActionError::Refused(format!(
                 "{} has no session (a reply never starts one)",
@@ -539,43 +550,37 @@ impl Backend for FakeBackend {
         work_item: &'a WorkItemRef,
         seen_head: &'a str,
     ) -> BoxFuture<'a, ActionResult> {
-        let request = Request::Ship {
-            work_item: work_item.clone(),
-            seen_head: seen_head.into(),
-        };
-        if let Some(e) = self.record(Call::Action(request)) {
-            return ready(Err(e));
-        }
-        let now = self.lock().ships.get(work_item).map(|p| p.head.clone());
-        match now {
-            None => {
-                return ready(Err(ActionError::Refused(format!(
-                    "no open session for {}",
-                    short_ref(work_item)
-                ))));
-            }
-            Some(now) if now != seen_head => {
-                return ready(Err(ActionError::Refused(format!(
-                    "the head moved since it was shown: {seen_head} then, {now} now"
-                ))));
-            }
-            Some(_) => {}
-        }
-        let url = format!("https://github.com/{}/pull/7", work_item.repo_full_name());
-        self.lock()
-            .snapshot
-            .ships
-            .retain(|s| &s.work_item != work_item);
-        self.set_state(work_item, |s| s.pull_request = Some(7));
-        self.emit(
-            Event::new(Source::Tui, EventType::ShipPrOpened)
-                .with("work_item", work_item.to_string())
-                .with("number", 7)
-                .with("url", url.as_str()),
-        );
-        ready(Ok(format!(
-            "Shipped {}: pull request #7: {url}",
-            short_ref(work_item)
-        )))
+        ready(self.ship_now(work_item, seen_head))
+    }
+
+    fn review_material<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+    ) -> BoxFuture<'a, super::diff_view::ReviewMaterial> {
+        ready(self.material(work_item))
+    }
+
+    fn save_comment<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        comment: &'a ReviewComment,
+    ) -> BoxFuture<'a, ActionResult> {
+        ready(self.keep_comment(work_item, comment))
+    }
+
+    fn send_review<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        comments: &'a [ReviewComment],
+    ) -> BoxFuture<'a, ActionResult> {
+        ready(self.send_comments(work_item, comments))
+    }
+
+    fn discard_review<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        ids: &'a [String],
+    ) -> BoxFuture<'a, ActionResult> {
+        ready(self.drop_comments(work_item, ids))
     }
 }

@@ -22,7 +22,7 @@ pub enum CriticCommand {
     },
     /// Run one critic once; prints one JSON envelope on stdout.
     Run(RunArgs),
-    /// Post a saved envelope's findings as a marked comment.
+    /// Post a saved envelope, marked: a review with line comments on a PR, a comment on an issue.
     Post(PostArgs),
 }
 
@@ -59,7 +59,7 @@ pub struct RunArgs {
     /// Also write the envelope to this file.
     #[arg(long, value_name = "PATH")]
     pub output_file: Option<PathBuf>,
-    /// Post the findings on this PR or issue.
+    /// Post the round on this PR (one review, findings on its diff as line comments) or issue.
     #[arg(long, value_name = "REF")]
     pub post_to: Option<String>,
     /// With --post-to: post a failed round too.
@@ -72,7 +72,7 @@ pub struct PostArgs {
     /// An envelope written by `critic run` (`--output-file`, or `critics/` in the state
     /// directory).
     pub envelope_file: PathBuf,
-    /// The PR or issue to comment on, e.g. `github:octo/repo#15`.
+    /// The PR (a review) or issue (a comment) to post on, e.g. `github:octo/repo#15`.
     #[arg(long, value_name = "REF")]
     pub to: String,
     /// Post the envelope even though its round failed.
@@ -290,7 +290,8 @@ fn post_saved(args: PostArgs, ctx: &Ctx) -> CliResult {
     write_stdout(&format!("{url}\n"))
 }
 
-/// Posts through the product's client and logs `critic.posted`; returns the comment URL.
+/// Posts through the product's client and logs `critic.posted`; returns the review's or
+/// the comment's URL.
 async fn post_and_log(
     loaded: &LoadedConfig,
     envelope: &Envelope,

@@ -5,8 +5,10 @@
 //! The flow, one module per step: [`spec`] validates the raw `critics[]` entries;
 //! [`round`] checks a request, substitutes [`placeholders`] and builds the argv (a
 //! harness critic's comes from the harness adapter); [`run`] runs the process in its own
-//! group with capped capture; [`envelope`] reads the result; [`results`] saves it and
-//! logs `critic.*` events; [`post`] puts the findings on GitHub, marked.
+//! group with capped capture; [`envelope`] reads the result and [`findings`] the places
+//! it names that hold in the worktree; [`results`] saves it and
+//! logs `critic.*` events; [`post`] puts the round on GitHub, marked (a review with line
+//! comments for the [`findings`] on a pull request's diff).
 //!
 //! The CLI (`the-loop critic …`) and the TUI call the same functions:
 //! [`results::run_round`] is the whole round, cancellable by dropping its future. The
@@ -25,6 +27,7 @@ pub mod spec;
 
 pub use envelope::{Envelope, Header, Usage};
 pub use findings::{Finding, Severity};
+pub use post::Posted;
 pub use results::{Recorder, run_round, run_round_until};
 pub use round::{Prompt, Request, RunError, prepare};
 pub use service::{CriticRunner, PostError};

@@ -3,6 +3,7 @@
 //! exits 2); anything that goes wrong from there on is an `ok: false` envelope.
 
 use super::envelope::{Envelope, Header, Usage, read_json};
+use super::findings;
 use super::placeholders::{self, Values};
 use super::run::{self, Ending, Finished, ProcessSpec};
 use super::spec::{CriticSpec, OutputFormat, Runner};
@@ -280,13 +281,20 @@ impl Prepared {
                     .as_deref()
                     .and_then(|p| std::fs::read_to_string(p).ok())
                     .filter(|m| !m.trim().is_empty());
-                envelope(
+                let envelope = envelope(
                     self.header.clone(),
                     self.format,
                     self.timeout,
                     &finished,
                     last_message,
-                )
+                );
+                let (format, root) = (self.format, process.cwd.clone());
+                let stdout = finished.stdout.text();
+                // Reading the named files is blocking work, bounded (findings.rs).
+                let anchored = envelope.clone();
+                tokio::task::spawn_blocking(move || anchor(anchored, format, &stdout, &root))
+                    .await
+                    .unwrap_or(envelope)
             }
             Err(e) => Envelope::not_run(
                 self.header.clone(),
@@ -353,6 +361,17 @@ pub fn envelope(
         usage,
         findings: Vec::new(),
     }
+}
+
+/// The round's findings (SPEC §21.3): the places its answer names that hold in the
+/// worktree `root` (the round's working directory); the output gets a note for those
+/// it would not otherwise show and for those over the cap.
+pub fn anchor(mut envelope: Envelope, format: OutputFormat, stdout: &str, root: &Path) -> Envelope {
+    let json = (format == OutputFormat::Json).then_some(stdout);
+    let checked = findings::check(findings::named(&envelope.output, json), root);
+    envelope.output.push_str(&findings::output_note(&checked));
+    envelope.findings = checked.findings;
+    envelope
 }
 
 /// The last lines of stderr, so a failure says why without opening a log.

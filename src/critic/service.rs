@@ -4,12 +4,12 @@
 //! ([`post::post`]), logging `critic.posted`. Whoever wires the view builds it, with
 //! the client or the reason there is none.
 
-use super::post;
+use super::post::{self, Posted};
 use super::results::{Recorder, Round, run_round};
 use super::round::{Request, RunError};
 use super::{CriticSpec, Envelope};
 use crate::events::Source;
-use crate::github::{Client, CreatedComment};
+use crate::github::Client;
 use crate::work_item::WorkItemRef;
 use std::path::Path;
 use std::sync::Arc;
@@ -49,27 +49,28 @@ impl CriticRunner {
         run_round(spec, request, Some(&self.recorder)).await
     }
 
-    /// Posts `envelope`'s findings on `to` (marked) and logs `critic.posted`; `saved`
-    /// is where the envelope was saved.
+    /// Posts `envelope` on `to` (marked: a review with line comments on a pull
+    /// request, one comment on an issue) and logs `critic.posted`; `saved` is where the
+    /// envelope was saved.
     pub async fn post(
         &self,
         envelope: &Envelope,
         to: &WorkItemRef,
         saved: Option<&Path>,
-    ) -> Result<CreatedComment, PostError> {
+    ) -> Result<Posted, PostError> {
         let client = self
             .github
             .as_ref()
             .map_err(|why| PostError::NoClient(why.clone()))?;
-        let comment = post::post(client, envelope, to, saved).await?;
+        let posted = post::post(client, envelope, to, saved).await?;
         let _ = self.recorder.events().emit(post::posted_event(
             self.source,
             envelope,
             to,
-            &comment,
+            &posted,
             saved,
         ));
-        Ok(comment)
+        Ok(posted)
     }
 }
 

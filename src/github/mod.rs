@@ -4,7 +4,7 @@
 //! - [`Client`]: token from `GH_TOKEN` / `GITHUB_TOKEN` / `gh auth token`, conditional
 //!   GETs with an [`EtagCache`], `Link` pagination, rate-limit reading ([`RateInfo`])
 //!   and bounded retries with backoff; typed calls in `api.rs`, pull requests in
-//!   `pulls.rs`.
+//!   `pulls.rs`, reviews the tool writes (and the lines of a diff) in `reviews.rs`.
 //! - [`models`]: accessors over GitHub-shaped JSON.
 //! - [`sim`]: an axum server speaking the same endpoints, with scriptable faults.
 
@@ -16,6 +16,7 @@ pub mod models;
 mod pages;
 mod pulls;
 mod rate;
+mod reviews;
 mod send;
 pub mod sim;
 mod token;
@@ -26,4 +27,5 @@ pub use error::Error;
 pub use etag::EtagCache;
 pub use pulls::{NewPull, PullSummary};
 pub use rate::{RateInfo, RetryPolicy};
+pub use reviews::{CreatedReview, DiffLines, LineComment};
 pub use token::{Token, TokenResolver};

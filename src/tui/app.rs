@@ -203,6 +203,9 @@ pub struct App {
     pub critics: Vec<CriticSpecView>,
     pub runs: Vec<CriticRunView>,
     pub run_index: usize,
+    /// The selected finding of the selected run, listed under it (SPEC §21.3); `None`
+    /// when the run's own row is selected.
+    pub finding_index: Option<usize>,
 
     pub feed: Feed,
     /// The applied filter, as typed (matching lowercases it).
@@ -305,6 +308,7 @@ impl App {
             critics: Vec::new(),
             runs: Vec::new(),
             run_index: 0,
+            finding_index: None,
             feed: Feed::default(),
             filter: String::new(),
             events_scroll: 0,
@@ -368,6 +372,12 @@ impl App {
 
     pub fn selected_run(&self) -> Option<&CriticRunView> {
         self.runs.get(self.run_index)
+    }
+
+    /// The finding selected in the Critics pane, if a finding row is.
+    pub fn selected_finding(&self) -> Option<&crate::critic::Finding> {
+        let findings = &self.selected_run()?.result()?.findings;
+        findings.get(self.finding_index?)
     }
 
     pub fn session_for(&self, work_item: &WorkItemRef) -> Option<&SessionView> {

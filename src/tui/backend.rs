@@ -267,6 +267,9 @@ pub struct CriticResult {
     pub attribution: String,
     pub output: String,
     pub error: Option<String>,
+    /// The places the output names in the worktree (SPEC §21.3), listed in the Critics
+    /// pane under the selected round.
+    pub findings: Vec<crate::critic::Finding>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -64,6 +64,7 @@ pub(super) fn run(app: &mut App, command: Command, fx: &mut Vec<Effect>) {
         Command::Bottom => move_by(app, isize::MAX / 2, fx),
         Command::Reply | Command::Open if app.focus != Focus::Critics => open_reply(app),
         Command::Reply => open_reply(app),
+        Command::Open if app.finding_index.is_some() => open_finding(app, fx),
         Command::Open => open_output(app),
         Command::Attach | Command::AttachReadOnly => {
             if let Some(s) = target_session(app, "attach to") {
@@ -240,7 +241,15 @@ pub(super) fn move_in(app: &mut App, pane: Focus, delta: isize, fx: &mut Vec<Eff
         Focus::Questions => {
             app.question_index = step(app.question_index, delta, app.waiting_len());
         }
-        Focus::Critics => app.run_index = step(app.run_index, delta, app.runs.len()),
+        Focus::Critics => {
+            // Runs, and the selected run's findings under it: one list.
+            let rows = super::panes::critics::rows(app);
+            let at = super::panes::critics::selected_row(app, &rows);
+            if let Some(to) = rows.get(step(at, delta, rows.len())) {
+                app.run_index = to.run;
+                app.finding_index = to.finding;
+            }
+        }
         Focus::Events => {
             // Up goes back in time; the newest row is at the bottom.
             let len = app.feed.count_matching(&app.filter.to_lowercase());
@@ -454,6 +463,14 @@ fn open_output(app: &mut App) {
     }
 }
 
+/// Enter on a finding (SPEC §21.3): the diff of the run's work item, at its line.
+fn open_finding(app: &mut App, fx: &mut Vec<Effect>) {
+    if let Some(f) = app.selected_finding() {
+        let at = (f.path.clone(), f.line);
+        open_diff_at(app, Some(at), fx);
+    }
+}
+
 fn post_critic(app: &mut App, fx: &mut Vec<Effect>) {
     let run = match &app.mode {
         Mode::Output { run, .. } => app.runs.iter().find(|r| &r.id == run),
@@ -485,6 +502,11 @@ fn post_critic(app: &mut App, fx: &mut Vec<Effect>) {
 /// Opens the diff view of the target session's worktree (or working directory) and
 /// asks the backend for the text.
 fn open_diff(app: &mut App, fx: &mut Vec<Effect>) {
+    open_diff_at(app, None, fx);
+}
+
+/// [`open_diff`], with `at` (`path`, new-side line) selected once the diff has loaded.
+fn open_diff_at(app: &mut App, at: Option<(String, u32)>, fx: &mut Vec<Effect>) {
     let Some(item) = target_item(app) else {
         say(app, MessageLevel::Info, "Select a session to see its diff");
         return;
@@ -503,7 +525,7 @@ fn open_diff(app: &mut App, fx: &mut Vec<Effect>) {
         );
         return;
     }
-    super::review::open_at(app, item, None, fx);
+    super::review::open_at(app, item, at, fx);
 }
 
 fn open_url(app: &mut App, fx: &mut Vec<Effect>) {

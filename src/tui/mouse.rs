@@ -227,7 +227,12 @@ fn select(app: &mut App, pane: Focus, row: usize, fx: &mut Vec<Effect>) {
             commands::selection_changed(app, fx);
         }
         Focus::Questions => app.question_index = row,
-        Focus::Critics => app.run_index = row,
+        Focus::Critics => {
+            if let Some(to) = critics::rows(app).get(row) {
+                app.run_index = to.run;
+                app.finding_index = to.finding;
+            }
+        }
         Focus::Pane | Focus::Events => {}
     }
 }

@@ -130,6 +130,7 @@ pub fn runs(now: OffsetDateTime) -> Vec<CriticRunView> {
                 attribution: "[codex/default]".into(),
                 output: REVIEW.into(),
                 error: None,
+                findings: Vec::new(),
             }),
             posted: None,
         },

@@ -388,9 +388,16 @@ fn on_snapshot(app: &mut App, mut s: Snapshot, fx: &mut Vec<Effect>) {
         .unwrap_or(app.question_index)
         .min(app.waiting_len().saturating_sub(1));
     app.run_index = run
-        .and_then(|id| app.runs.iter().position(|r| r.id == id))
+        .as_ref()
+        .and_then(|id| app.runs.iter().position(|r| &r.id == id))
         .unwrap_or(app.run_index)
         .min(app.runs.len().saturating_sub(1));
+    let same_run = app.selected_run().map(|r| &r.id) == run.as_ref();
+    let findings = app
+        .selected_run()
+        .and_then(|r| r.result())
+        .map_or(0, |r| r.findings.len());
+    app.finding_index = app.finding_index.filter(|i| same_run && *i < findings);
     if let Mode::Picker { index, .. } = &mut app.mode {
         *index = (*index).min(app.critics.len().saturating_sub(1));
     }

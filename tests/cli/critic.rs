@@ -2,6 +2,7 @@
 //! `tests/critics/` are the critics — and prints one envelope.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod findings;
 mod list;
 mod post;
 mod process;

@@ -1,4 +1,4 @@
-//! The GitHub client against wiremock, and the simulated GitHub itself; pull requests.
+//! The GitHub client against wiremock, and the simulated GitHub itself; pull requests; reviews.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -7,4 +7,5 @@ mod support;
 
 mod github_client;
 mod github_pulls;
+mod github_reviews;
 mod github_sim;

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cost;
+mod critic_review;
 mod faults;
 mod flow;
 mod spawn_ci;

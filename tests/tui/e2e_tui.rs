@@ -133,7 +133,7 @@ async fn the_operator_runs_the_loop_from_the_screen() {
         .await;
     // `P` posts the findings on the work item, marked so the loop never reads them back.
     screen.keys(&["P"]);
-    screen.wait_text("Posted diffcheck's findings").await;
+    screen.wait_text("Posted diffcheck's round").await;
     screen.keys(&["Escape"]);
     // An Escape followed at once by another key reads as Alt+key: let it land first.
     screen

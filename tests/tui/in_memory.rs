@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod event_loop;
+mod findings;
 mod held;
 mod mouse;
 mod permissions;

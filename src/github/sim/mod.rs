@@ -15,11 +15,13 @@
 
 mod clock;
 mod gate;
+mod pull_reviews;
 mod pulls;
 mod routes;
 mod shapes;
 mod state;
 
+pub use pull_reviews::{PullFile, SimLineComment, SimReview};
 pub use pulls::SimPull;
 use state::{ItemFields, PullInfo, ScriptedFault, SimState};
 use std::collections::BTreeMap;

@@ -4,7 +4,7 @@
 
 use super::state::{Issue, Repo, SimState, Threaded};
 use super::{SimError, gate, lock};
-use super::{pulls, shapes};
+use super::{pull_reviews, pulls, shapes};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{OriginalUri, Path, Query, State};
@@ -61,7 +61,11 @@ pub(crate) fn router(shared: Shared) -> Router {
         .route("/repos/{owner}/{repo}/pulls/{number}", get(get_pull))
         .route(
             "/repos/{owner}/{repo}/pulls/{number}/reviews",
-            get(reviews::list_reviews),
+            get(reviews::list_reviews).post(pull_reviews::create_review),
+        )
+        .route(
+            "/repos/{owner}/{repo}/pulls/{number}/files",
+            get(pull_reviews::list_files),
         )
         .route(
             "/repos/{owner}/{repo}/pulls/{number}/comments",

@@ -126,6 +126,7 @@ pub(crate) struct Repo {
     pub comments: BTreeMap<u64, Comment>,
     pub review_comments: BTreeMap<u64, ReviewComment>,
     pub reviews: BTreeMap<u64, Review>,
+    pub pull_files: BTreeMap<u64, Vec<super::pull_reviews::PullFile>>,
     pub issue_events: BTreeMap<u64, IssueEvent>,
     pub check_runs: BTreeMap<u64, CheckRun>,
 }
@@ -225,13 +226,13 @@ impl SimState {
         self.repos.get(&repo_key(repo))
     }
 
-    fn repo_mut(&mut self, repo: &str) -> Result<&mut Repo, SimError> {
+    pub(crate) fn repo_mut(&mut self, repo: &str) -> Result<&mut Repo, SimError> {
         self.repos
             .get_mut(&repo_key(repo))
             .ok_or_else(|| SimError::NoRepo(repo.to_string()))
     }
 
-    fn issue_mut(&mut self, repo: &str, number: u64) -> Result<&mut Issue, SimError> {
+    pub(crate) fn issue_mut(&mut self, repo: &str, number: u64) -> Result<&mut Issue, SimError> {
         self.repo_mut(repo)?
             .issues
             .get_mut(&number)

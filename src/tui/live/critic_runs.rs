@@ -97,6 +97,7 @@ impl CriticRuns {
                         "ended without a result: process {} is gone",
                         round.pid
                     )),
+                    findings: Vec::new(),
                 }),
             };
             logged.insert(
@@ -132,6 +133,7 @@ impl CriticRuns {
             attribution: format!("[{critic}]"),
             output: String::new(),
             error: done.error.clone(),
+            findings: Vec::new(),
         }
     }
 
@@ -249,13 +251,18 @@ impl CriticRuns {
             self.take_for_posting(id)?
         };
         match runner.post(&envelope, &item, saved.as_deref()).await {
-            Ok(comment) => {
-                self.set_posting(id, Some(comment.html_url.clone()));
+            Ok(posted) => {
+                self.set_posting(id, Some(posted.html_url.clone()));
+                let what = if posted.review {
+                    format!("a review ({} on their lines)", posted.comments)
+                } else {
+                    "a comment".to_string()
+                };
                 Ok(format!(
-                    "Posted {}'s findings on {}: {}",
+                    "Posted {}'s round on {} as {what}: {}",
                     envelope.critic,
                     short_ref(&item),
-                    comment.html_url
+                    posted.html_url
                 ))
             }
             Err(PostError::NoClient(why)) => {
@@ -395,6 +402,7 @@ fn result_of(envelope: &Envelope) -> CriticResult {
         attribution: envelope.attribution.clone(),
         output: envelope.output.clone(),
         error: envelope.error.clone(),
+        findings: envelope.findings.clone(),
     }
 }
 

@@ -297,3 +297,47 @@ async fn the_diff_view_gets_the_latest_findings_and_the_pending_review() {
         Ok(Vec::new())
     );
 }
+
+/// SPEC §21.3 below the screen: a real critic script's round on the item's worktree,
+/// recorded, gives the diff view exactly the findings its envelope kept.
+#[tokio::test]
+async fn a_critic_scripts_findings_reach_the_diff_view() {
+    use crate::critic::{Prompt, Recorder, Request, run_round};
+    let f = fixture();
+    let wt = f.dir.path().join("wt");
+    std::fs::create_dir_all(wt.join("src")).unwrap();
+    std::fs::write(wt.join("src/lib.rs"), "a\nb\nc\nd\ne\n").unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/critics/findings.sh");
+    let raw: serde_norway::Value = serde_norway::from_str(&format!(
+        "{{name: lint, command: {script}, args: [text, '{{prompt}}']}}"
+    ))
+    .unwrap();
+    let spec = crate::critic::parse_all(&[raw], &crate::config::SessionsConfig::default())
+        .remove(0)
+        .spec
+        .unwrap();
+    let recorder = Recorder::new(
+        &StatePaths::new(f.dir.path().join("state")),
+        f.events.clone(),
+    );
+    let mut request = Request::new(Prompt::Text("review".into()));
+    request.cwd = Some(wt);
+    request.work_item = Some(item(2));
+    let round = run_round(&spec, &request, Some(&recorder)).await.unwrap();
+    let places: Vec<String> = round.envelope.findings.iter().map(|f| f.place()).collect();
+    assert_eq!(
+        places,
+        ["src/lib.rs:2", "src/lib.rs:4"],
+        "README.md is not there"
+    );
+    let mut material = f.backend.review_material(&item(2)).await;
+    for _ in 0..100 {
+        if !material.findings.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        material = f.backend.review_material(&item(2)).await;
+    }
+    assert_eq!(material.findings, round.envelope.findings);
+    assert!(!material.findings[1].message.contains('\u{1b}'));
+}

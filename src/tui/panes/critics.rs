@@ -1,8 +1,10 @@
 //! The Critics pane (running rounds with a spinner and elapsed time, finished ones with
-//! ok/failed, duration and cost) and the output popup, where a finished round's whole
+//! ok/failed, duration and cost; under the selected round, its findings as
+//! `path:line message`, SPEC §21.3) and the output popup, where a finished round's whole
 //! output is read — under its attribution, as review material, never as instructions
 //! (SPEC §9.5).
 
+use crate::critic::{Finding, Severity};
 use crate::tui::app::{App, Focus};
 use crate::tui::backend::{CriticRunState, CriticRunView, RunId};
 use crate::tui::keymap::{Command, Group};
@@ -75,6 +77,60 @@ fn row<'a>(app: &App, run: &CriticRunView, name_w: usize, item_w: usize, w: usiz
     Line::from(spans)
 }
 
+/// A row of the pane: a run, or one finding of the selected run, listed under it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Row {
+    pub run: usize,
+    pub finding: Option<usize>,
+}
+
+/// The pane's rows, in order: every run, and the selected run's findings under it.
+pub fn rows(app: &App) -> Vec<Row> {
+    let mut rows = Vec::with_capacity(app.runs.len());
+    for (run, view) in app.runs.iter().enumerate() {
+        rows.push(Row { run, finding: None });
+        if run == app.run_index {
+            let findings = view.result().map_or(0, |r| r.findings.len());
+            rows.extend((0..findings).map(|f| Row {
+                run,
+                finding: Some(f),
+            }));
+        }
+    }
+    rows
+}
+
+/// Where the selection is among `rows`.
+pub fn selected_row(app: &App, rows: &[Row]) -> usize {
+    rows.iter()
+        .position(|r| r.run == app.run_index && r.finding == app.finding_index)
+        .unwrap_or(0)
+}
+
+/// `  ● path:line message`: the glyph coloured by severity, the text inert.
+fn finding_row<'a>(app: &App, finding: &Finding, w: usize) -> Line<'a> {
+    let t = &app.theme;
+    let style = match finding.severity {
+        Severity::Error => t.error,
+        Severity::Warning => t.warn,
+        Severity::Note => t.dim,
+    };
+    let place = clean_line(&finding.place()).into_owned();
+    let message = clean_line(&finding.message).into_owned();
+    let mut spans = vec![Span::raw("  "), Span::styled("●", style), Span::raw(" ")];
+    let mut used = 4;
+    for (text, style) in [(place, t.accent), (format!(" {message}"), t.text)] {
+        let room = w.saturating_sub(used);
+        if room == 0 {
+            break;
+        }
+        let shown = crate::tui::text::truncate(&text, room).into_owned();
+        used += width(&shown);
+        spans.push(Span::styled(shown, style));
+    }
+    Line::from(spans)
+}
+
 pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
     let running = app.runs.iter().filter(|r| r.is_running()).count();
     let count = match (app.runs.len(), running) {
@@ -125,30 +181,35 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
         .unwrap_or(0)
         .min(w / 4);
     let height = inner.height as usize;
-    let start = first_row(app, inner);
-    let lines: Vec<Line> = app
-        .runs
+    let rows = rows(app);
+    let selected = selected_row(app, &rows);
+    let start = window_start(selected, rows.len(), height);
+    let lines: Vec<Line> = rows
         .iter()
         .enumerate()
         .skip(start)
         .take(height)
-        .map(|(i, run)| {
-            let style = row_style(app, Focus::Critics, i == app.run_index);
-            full_width(row(app, run, name_w, item_w, w), inner.width, style)
+        .filter_map(|(i, r)| {
+            let run = app.runs.get(r.run)?;
+            let line = match r.finding {
+                None => row(app, run, name_w, item_w, w),
+                Some(f) => finding_row(app, run.result()?.findings.get(f)?, w),
+            };
+            let style = row_style(app, Focus::Critics, i == selected);
+            Some(full_width(line, inner.width, style))
         })
         .collect();
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
-fn first_row(app: &App, inner: Rect) -> usize {
-    window_start(app.run_index, app.runs.len(), inner.height as usize)
-}
-
-/// The run listed on line `dy` of the pane's inside, as the last frame showed it.
+/// The row listed on line `dy` of the pane's inside, as the last frame showed it: an
+/// index into [`rows`] (a run, or one of the selected run's findings).
 pub fn row_at(app: &App, inner: Rect, dy: u16) -> Option<usize> {
+    let rows = rows(app);
+    let start = window_start(selected_row(app, &rows), rows.len(), inner.height as usize);
     (dy < inner.height)
-        .then(|| first_row(app, inner) + dy as usize)
-        .filter(|i| *i < app.runs.len())
+        .then(|| start + dy as usize)
+        .filter(|i| *i < rows.len())
 }
 
 /// As wide as the screen allows for reading, as tall as the output needs.

@@ -11,11 +11,11 @@ use the_loop::routing::{
     DeliveryDedupe, DropReason, EnabledEvents, Inbound, Outcome, RouterConfig, route,
 };
 
-const TOKEN: &str = "ghp_critictesttoken_0123456789abcdef";
-const REPO: &str = "octo/repo";
-const ITEM: &str = "github:octo/repo#15";
+pub(super) const TOKEN: &str = "ghp_critictesttoken_0123456789abcdef";
+pub(super) const REPO: &str = "octo/repo";
+pub(super) const ITEM: &str = "github:octo/repo#15";
 
-async fn sim() -> SimHandle {
+pub(super) async fn sim() -> SimHandle {
     let sim = SimGithub::start().await.unwrap();
     sim.add_issue(REPO, IssueSpec::new("Review me").number(15).author("carol"))
         .unwrap();
@@ -33,7 +33,7 @@ fn home() -> Home {
 }
 
 /// Runs the binary off the runtime's threads so the simulator keeps serving.
-async fn run(home: &Home, sim: &SimHandle, args: &[&str]) -> Output {
+pub(super) async fn run(home: &Home, sim: &SimHandle, args: &[&str]) -> Output {
     run_against(home, &sim.base_url(), args).await
 }
 

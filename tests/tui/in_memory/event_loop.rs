@@ -226,6 +226,7 @@ fn finish(rig: &Rig) {
             attribution: "[cursor/gpt-5]".into(),
             output: "LGTM".into(),
             error: None,
+            findings: Vec::new(),
         },
     );
 }

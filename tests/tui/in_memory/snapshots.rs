@@ -171,6 +171,7 @@ fn critic_rows_show_running_ok_failed_and_posted() {
             attribution: "[gemini/default]".into(),
             output: String::new(),
             error: Some("`gemini` was not found on PATH".into()),
+            findings: Vec::new(),
         }),
         posted: None,
     });

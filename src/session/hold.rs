@@ -31,6 +31,8 @@ pub enum HoldReason {
     OperatorDraft,
     /// The harness has not drawn its input box (booting, a trust or login screen).
     NotReady,
+    /// The session's cost, or every session's today, reached its budget (SPEC §20.4).
+    OverBudget,
 }
 
 impl HoldReason {
@@ -40,6 +42,7 @@ impl HoldReason {
             Self::PermissionDialog => "permission-dialog",
             Self::OperatorDraft => "operator-draft",
             Self::NotReady => "not-ready",
+            Self::OverBudget => "over-budget",
         }
     }
 
@@ -49,6 +52,7 @@ impl HoldReason {
             Self::PermissionDialog => "permission dialog",
             Self::OperatorDraft => "operator's draft",
             Self::NotReady => "harness not ready",
+            Self::OverBudget => "over budget",
         }
     }
 
@@ -58,6 +62,7 @@ impl HoldReason {
             Self::PermissionDialog => "a permission dialog",
             Self::OperatorDraft => "the operator's draft in its input box",
             Self::NotReady => "its harness, which has not drawn its input box yet",
+            Self::OverBudget => "its budget, which it has reached",
         }
     }
 
@@ -67,6 +72,9 @@ impl HoldReason {
             Self::PermissionDialog => "answer it first",
             Self::OperatorDraft => "send or clear the draft in the pane first",
             Self::NotReady => "it goes out once the harness shows its input box",
+            Self::OverBudget => {
+                "raise sessions.budgetUsd or budgets.dailyUsd in the config, or deliver it anyway with confirmation"
+            }
         }
     }
 }
@@ -75,10 +83,15 @@ impl std::str::FromStr for HoldReason {
     type Err = ();
 
     fn from_str(s: &str) -> Result<Self, ()> {
-        [Self::PermissionDialog, Self::OperatorDraft, Self::NotReady]
-            .into_iter()
-            .find(|r| r.as_str() == s)
-            .ok_or(())
+        [
+            Self::PermissionDialog,
+            Self::OperatorDraft,
+            Self::NotReady,
+            Self::OverBudget,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
+        .ok_or(())
     }
 }
 

@@ -97,6 +97,9 @@ pub(crate) struct PastePolicy<'a> {
     /// Names the paste while a dialog keeps it in the box unsubmitted
     /// (`hold.unsubmitted`): the event's delivery id, a reply's id.
     key: &'a str,
+    /// The operator confirmed pasting into a session over its budget (SPEC §20.4);
+    /// else such a session holds the paste (`over-budget`).
+    over_budget_confirmed: bool,
 }
 
 impl<'a> PastePolicy<'a> {
@@ -110,6 +113,7 @@ impl<'a> PastePolicy<'a> {
             paste_blind: true,
             delivery_id: &inputs.delivery_id,
             key: &inputs.delivery_id,
+            over_budget_confirmed: false,
         }
     }
 
@@ -123,7 +127,14 @@ impl<'a> PastePolicy<'a> {
             paste_blind: false,
             delivery_id: "",
             key: id,
+            over_budget_confirmed: false,
         }
+    }
+
+    /// Pastes even into a session over its budget: the operator confirmed.
+    pub fn over_budget_confirmed(mut self, confirmed: bool) -> Self {
+        self.over_budget_confirmed = confirmed;
+        self
     }
 }
 
@@ -334,6 +345,12 @@ impl Sessions {
         policy: &PastePolicy<'_>,
     ) -> Result<Delivered, Stopped> {
         let settings = self.settings();
+        if !policy.over_budget_confirmed && self.over_budget(record, &settings.budgets) {
+            return Err(Stopped::Held(Held {
+                reason: HoldReason::OverBudget,
+                pasted: false,
+            }));
+        }
         let harness = Harness::resolve(&record.harness, &settings.sessions).ok();
         let known = harness.as_ref().map(Harness::screen) == Some(ScreenKind::Claude);
         let Some(marker) = harness
@@ -419,6 +436,19 @@ impl Sessions {
             bytes,
             respawned: None,
         })
+    }
+
+    /// Whether `record`'s session is at or over a budget in force (SPEC §20.4). Every
+    /// record is read only when a daily budget is set.
+    fn over_budget(&self, record: &SessionRecord, budgets: &crate::usage::Budgets) -> bool {
+        if budgets.session_usd.is_none() && budgets.daily_usd.is_none() {
+            return false;
+        }
+        let records = match budgets.daily_usd {
+            Some(_) => self.registry.list().unwrap_or_default(),
+            None => Vec::new(),
+        };
+        super::usage::over_budget(record, &records, budgets).is_some()
     }
 
     /// What the harness last reported, once a turn-end report is `Timings::settle`

@@ -91,6 +91,11 @@ pub fn record(
     let events = EventLog::open(paths);
     let registry = Registry::new(paths, events.clone(), Source::Hook);
     let now = crate::time::now_ts();
+    let turn_over = matches!(
+        report.signal,
+        state::Signal::TurnEnded | state::Signal::SessionEnded
+    );
+    let transcript = report.transcript.clone();
     let outcomes = registry
         .update(item, |record| {
             let (next, outcomes) = state::apply(
@@ -106,6 +111,27 @@ pub fn record(
         .ok_or_else(|| HookError::NoSession(item.clone()))?;
     for outcome in &outcomes {
         let _ = events.emit(outcome_event(Source::Hook, item, outcome));
+    }
+    if turn_over {
+        // What the turn used (SPEC §20): read after the state is recorded, so a slow
+        // read never loses the report.
+        let budgets = match crate::config::load(None) {
+            Ok(loaded) => crate::usage::Budgets::from_config(&loaded.config),
+            Err(e) => {
+                tracing::warn!("usage: the config did not load ({e}); budgets unchecked");
+                crate::usage::Budgets::default()
+            }
+        };
+        let claude_dir = crate::usage::track::claude_config_dir();
+        let named =
+            transcript
+                .as_deref()
+                .zip(claude_dir.as_deref())
+                .map(|(transcript, claude_dir)| crate::session::usage::Named {
+                    transcript,
+                    claude_dir,
+                });
+        crate::session::usage::after_turn(&registry, &events, item, named, &budgets)?;
     }
     Ok(outcomes)
 }

@@ -153,6 +153,7 @@ impl LiveBackend {
             actor: None,
             comment: true,
             via: Via::Tui,
+            over_budget: false,
         };
         match self.replier.reply(request).await {
             Ok(replied) => {

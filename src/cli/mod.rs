@@ -18,6 +18,7 @@ pub mod run_cmd;
 pub mod sessions_cmd;
 pub mod ship_cmd;
 pub mod tui_cmd;
+pub mod usage_cmd;
 
 use crate::runtime;
 pub(crate) use crate::runtime::Threads;
@@ -50,6 +51,8 @@ pub enum Command {
     Excerpt(excerpt_cmd::ExcerptArgs),
     /// Read (or follow) the event log.
     Events(events_cmd::EventsArgs),
+    /// What the sessions' models used and cost, by item, repo, day or model.
+    Usage(usage_cmd::UsageArgs),
     /// List, run and post critics: one-shot reviewers from the operator config.
     #[command(subcommand)]
     Critic(critic_cmd::CriticCommand),
@@ -163,6 +166,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Config(cmd) => config_cmd::run(cmd, &ctx),
         Command::Excerpt(args) => excerpt_cmd::run(args, &ctx),
         Command::Events(args) => events_cmd::run(args, &ctx),
+        Command::Usage(args) => usage_cmd::run(args, &ctx),
         Command::Critic(cmd) => critic_cmd::run(cmd, &ctx),
         Command::Ask(args) => ask_cmd::run(args, &ctx),
         Command::Propose(args) => propose_cmd::run(args, &ctx),

@@ -10,6 +10,8 @@
 //! - [`budget`]: where a cost stands against a budget, and the crossings to tell.
 
 pub mod budget;
+pub mod critics;
+pub mod group;
 pub mod line;
 pub mod pricing;
 pub mod reader;

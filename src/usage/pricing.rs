@@ -192,6 +192,23 @@ impl Costed {
             .map(|m| m.model.as_str())
     }
 
+    /// As `sessions list --json` and `the-loop usage --json` show it: per model the four
+    /// token kinds (cache writes by lifetime), `costUsd` and `known`; then the totals.
+    pub fn to_json(&self) -> serde_json::Value {
+        let t = &self.tokens;
+        serde_json::json!({
+            "models": self.models,
+            "tokens": t.total(),
+            "input": t.input,
+            "output": t.output,
+            "cacheWrite5m": t.cache_write5m,
+            "cacheWrite1h": t.cache_write1h,
+            "cacheRead": t.cache_read,
+            "costUsd": self.cost_usd(),
+            "known": self.known,
+        })
+    }
+
     /// `1.2M $3.41`; `1.2M $?` when nothing is priced, `1.2M $3.41+?` when part is.
     pub fn label(&self) -> String {
         let tokens = super::tokens::short(self.tokens.total());

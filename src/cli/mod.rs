@@ -85,6 +85,10 @@ pub enum Command {
     /// Run by a session's harness to report its state (SPEC §17): prints nothing.
     #[command(hide = true)]
     Hook(hook_cmd::HookArgs),
+    /// Started by a turn-end hook, detached: reads what the turn used once Claude
+    /// Code has written it (SPEC §20.1); prints nothing.
+    #[command(hide = true, name = "hook-usage")]
+    HookUsage(hook_cmd::HookUsageArgs),
     /// A session's first process when it is handed passed values: runs the harness.
     #[command(hide = true, name = "exec-env")]
     ExecEnv(exec_env_cmd::ExecEnvArgs),
@@ -180,6 +184,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Demo(args) => demo_cmd::run(args, &ctx),
         Command::DemoCritic(args) => demo_cmd::run_critic(args),
         Command::Hook(args) => hook_cmd::run(args),
+        Command::HookUsage(args) => hook_cmd::run_usage(args),
         Command::ExecEnv(args) => exec_env_cmd::run(args),
     };
     match result {

@@ -132,6 +132,15 @@ pub fn settling(reported: &Reported, settle: Duration, now: OffsetDateTime) -> O
     settle.checked_sub(age).filter(|left| !left.is_zero())
 }
 
+/// A delivery the session held back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    pub reason: HoldReason,
+    /// The text is in the box, its Enter stopped by a dialog: the next try submits it
+    /// (the record's `hold.unsubmitted` names it) instead of pasting it again.
+    pub pasted: bool,
+}
+
 /// What waits on a session, in its record (`hold`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

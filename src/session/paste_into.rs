@@ -26,6 +26,7 @@ use super::registry::{RegistryError, SessionRecord, Status};
 use super::screen;
 use super::sessions::{PaneState, Sessions};
 use super::spawn::PromptInputs;
+use super::usage::held_for_budget;
 use crate::harness::{Harness, ScreenKind};
 use crate::tmux::{self, PaneId};
 use crate::work_item::WorkItemRef;
@@ -67,14 +68,7 @@ pub enum DeliveryFailure {
     Ended(WorkItemRef),
 }
 
-/// A delivery the session held back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Held {
-    pub reason: HoldReason,
-    /// The text is in the box, its Enter stopped by a dialog: the next try submits it
-    /// (the record's `hold.unsubmitted` names it) instead of pasting it again.
-    pub pasted: bool,
-}
+pub use super::hold::Held;
 
 /// What differs between pasting an event and a reply (see the module docs).
 #[derive(Debug, Clone, Copy)]
@@ -97,8 +91,7 @@ pub(crate) struct PastePolicy<'a> {
     /// Names the paste while a dialog keeps it in the box unsubmitted
     /// (`hold.unsubmitted`): the event's delivery id, a reply's id.
     key: &'a str,
-    /// The operator confirmed pasting into a session over its budget (SPEC §20.4);
-    /// else such a session holds the paste (`over-budget`).
+    /// The operator confirmed pasting into a session over budget (SPEC §20.4).
     over_budget_confirmed: bool,
 }
 
@@ -345,7 +338,7 @@ impl Sessions {
         policy: &PastePolicy<'_>,
     ) -> Result<Delivered, Stopped> {
         let settings = self.settings();
-        if !policy.over_budget_confirmed && self.over_budget(record, &settings.budgets) {
+        if !policy.over_budget_confirmed && held_for_budget(&self.registry, record, &settings) {
             return Err(Stopped::Held(Held {
                 reason: HoldReason::OverBudget,
                 pasted: false,
@@ -436,19 +429,6 @@ impl Sessions {
             bytes,
             respawned: None,
         })
-    }
-
-    /// Whether `record`'s session is at or over a budget in force (SPEC §20.4). Every
-    /// record is read only when a daily budget is set.
-    fn over_budget(&self, record: &SessionRecord, budgets: &crate::usage::Budgets) -> bool {
-        if budgets.session_usd.is_none() && budgets.daily_usd.is_none() {
-            return false;
-        }
-        let records = match budgets.daily_usd {
-            Some(_) => self.registry.list().unwrap_or_default(),
-            None => Vec::new(),
-        };
-        super::usage::over_budget(record, &records, budgets).is_some()
     }
 
     /// What the harness last reported, once a turn-end report is `Timings::settle`

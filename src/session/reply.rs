@@ -162,7 +162,7 @@ pub enum ReplyError {
     /// The session (or every session today) reached its budget (SPEC §20.4): an
     /// operator reply goes out only when confirmed; nothing was pasted or queued.
     #[error(
-        "{item} is over budget: nothing was delivered; confirm to deliver anyway (`the-loop reply --over-budget`, or `y` in the TUI), or raise sessions.budgetUsd / budgets.dailyUsd"
+        "{item} is over budget: nothing was delivered; deliver it anyway with `the-loop reply --over-budget`, or raise sessions.budgetUsd / budgets.dailyUsd"
     )]
     OverBudget { item: String },
     #[error(transparent)]

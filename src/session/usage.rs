@@ -154,6 +154,25 @@ fn crossing_event(item: &WorkItemRef, crossing: &Crossing) -> Event {
         .with("budget_usd", crossing.budget_usd)
 }
 
+/// Whether `record`'s session is at or over a budget in force (SPEC §20.4), as the
+/// paste path asks before every paste. Every record is read only when a daily budget
+/// is set.
+pub fn held_for_budget(
+    registry: &Registry,
+    record: &SessionRecord,
+    settings: &super::Settings,
+) -> bool {
+    let budgets = &settings.budgets;
+    if budgets.session_usd.is_none() && budgets.daily_usd.is_none() {
+        return false;
+    }
+    let records = match budgets.daily_usd {
+        Some(_) => registry.list().unwrap_or_default(),
+        None => Vec::new(),
+    };
+    over_budget(record, &records, budgets).is_some()
+}
+
 /// Whether `record`'s deliveries are held for its budget: its own cost, or every
 /// session's today (`records`), at or over the budget in force.
 pub fn over_budget(

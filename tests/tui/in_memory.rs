@@ -12,3 +12,4 @@ mod snapshots;
 mod terminal;
 mod themes;
 mod update;
+mod usage;

@@ -133,7 +133,11 @@ fn bench_usage(c: &mut Criterion) {
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(20));
     group.bench_function("cold 100 MB", |b| {
-        b.iter_batched(|| world.forget(), |()| world.usage(), BatchSize::PerIteration)
+        b.iter_batched(
+            || world.forget(),
+            |()| world.usage(),
+            BatchSize::PerIteration,
+        )
     });
     group.bench_function("warm 100 MB", |b| b.iter(|| world.usage()));
     group.finish();
@@ -149,7 +153,10 @@ fn bench_usage(c: &mut Criterion) {
     group.bench_function("one turn appended to a 5 MB transcript", |b| {
         b.iter(|| {
             n += 1;
-            let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap();
             f.write_all(turn(n).as_bytes()).unwrap();
             the_loop::session::usage::refresh(&registry, &item, None).unwrap()
         })

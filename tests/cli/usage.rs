@@ -178,6 +178,16 @@ fn usage_reads_incrementally_groups_and_prices() {
     assert!(text.contains("no price for mystery-9"), "{text}");
     assert!(text.contains("prices as of"), "{text}");
 
+    // `config check` names the model without a price, and only that one.
+    let check = w.run(&["config", "check"]);
+    assert!(check.status.success(), "{check:?}");
+    let notes = String::from_utf8_lossy(&check.stderr);
+    assert!(notes.contains("model `mystery-9` has no price"), "{notes}");
+    assert!(
+        !notes.contains("my-model") && !notes.contains("claude-opus"),
+        "{notes}"
+    );
+
     let bad = w.run(&["usage", "--since", "yesterday"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("expected a day"));

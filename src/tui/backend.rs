@@ -396,6 +396,16 @@ pub trait Backend: Send + Sync {
         approve: bool,
     ) -> BoxFuture<'a, ActionResult>;
 
+    /// A reply the operator confirmed for a session over its budget (SPEC §20.4); a
+    /// backend without budgets replies as usual.
+    fn reply_over_budget<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        text: &'a str,
+    ) -> BoxFuture<'a, ActionResult> {
+        self.reply(work_item, text)
+    }
+
     /// Closes an open question without replying (`session.question_dismissed`).
     fn dismiss_question<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;
 

@@ -4,7 +4,8 @@
 //! notification per budget reached.
 
 use crate::support::tui_app::*;
-use the_loop::tui::action::{Action, Effect};
+use the_loop::tui::action::{Action, Effect, Request};
+use the_loop::tui::app::Mode;
 use the_loop::tui::sample;
 
 #[test]
@@ -42,5 +43,43 @@ fn reaching_a_budget_notifies_once() {
     assert!(
         !again.iter().any(|e| matches!(e, Effect::Bell)),
         "{again:?}"
+    );
+}
+
+fn requests(fx: &[Effect]) -> Vec<Request> {
+    fx.iter()
+        .filter_map(|e| match e {
+            Effect::Request(r) => Some(r.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_reply_to_a_session_over_budget_asks_first() {
+    let mut snapshot = sample::snapshot(NOW);
+    snapshot.sessions[0].usage = Some(the_loop::tui::backend::UsageView {
+        label: "2.5M $12.80".into(),
+        over_budget: true,
+        budget_warning: true,
+        today_tokens: 2_500_000,
+        today_usd: Some(12.8),
+    });
+    let item = snapshot.sessions[0].work_item.clone();
+    let mut app = app_with(snapshot, 120, 32);
+    keys(&mut app, &["r"]);
+    type_text(&mut app, "keep going");
+    let fx = keys(&mut app, &["alt-enter"]);
+    assert!(requests(&fx).is_empty(), "nothing sent yet: {fx:?}");
+    assert!(matches!(app.mode, Mode::Confirm(_)), "{:?}", app.mode);
+    snap("usage_confirm_reply", screen(&app));
+    assert!(screen(&app).contains("over its budget"));
+    let fx = keys(&mut app, &["y"]);
+    assert_eq!(
+        requests(&fx),
+        [Request::ReplyOverBudget {
+            work_item: item,
+            text: "keep going".into()
+        }]
     );
 }

@@ -31,8 +31,6 @@ pub struct SessionUsage {
     pub refreshes: u64,
     /// Over-long lines skipped.
     pub skipped_lines: u64,
-    /// The turn ends already told as `session.usage`.
-    pub told_turns: u64,
 }
 
 impl SessionUsage {

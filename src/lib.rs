@@ -29,6 +29,7 @@ pub mod supervisor;
 pub mod time;
 pub mod tmux;
 pub mod tui;
+pub mod usage;
 pub mod work_item;
 pub mod workspace;
 

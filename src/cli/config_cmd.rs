@@ -55,8 +55,32 @@ fn check(env: &Environment, flag: Option<&Path>) -> CliResult {
     for line in harness_screens(&loaded.config.sessions) {
         eprintln!("{line}");
     }
+    for note in unpriced_notes(&loaded.config) {
+        eprintln!("note: {note}");
+    }
     print!("{yaml}");
     Ok(())
+}
+
+/// Models the sessions used that no price covers (SPEC §20.2): their cost shows as
+/// unknown until `pricing.models` names them.
+fn unpriced_notes(config: &config::Config) -> Vec<String> {
+    let paths = crate::paths::StatePaths::from_env();
+    let events = crate::events::EventLog::open(&paths);
+    let registry = crate::session::Registry::new(&paths, events, crate::events::Source::Cli);
+    let prices = crate::usage::Prices::new(&config.pricing.models);
+    let mut models = std::collections::BTreeSet::new();
+    for record in registry.list().unwrap_or_default() {
+        for model in record.usage.tally().by_model().into_keys() {
+            if prices.of(&model).is_none() {
+                models.insert(model);
+            }
+        }
+    }
+    models
+        .into_iter()
+        .map(|m| format!("model `{m}` has no price: its cost shows as unknown (?); add pricing.models.{m} (USD per million tokens)"))
+        .collect()
 }
 
 /// Where each repo's sessions will work (SPEC §16.1): worktrees, or a shared path.

@@ -19,6 +19,24 @@ pub struct HookArgs {
     pub payload: Vec<String>,
 }
 
+#[derive(Debug, clap::Args)]
+pub struct HookUsageArgs {
+    /// The transcript the harness named.
+    #[arg(long, value_name = "PATH")]
+    pub transcript: std::path::PathBuf,
+}
+
+/// `the-loop hook-usage`: what the turn used, read once the transcript settles.
+/// Prints nothing; what goes wrong goes to the log file.
+pub fn run_usage(args: HookUsageArgs) -> CliResult {
+    let outcome = report::work_item_from_env()
+        .and_then(|item| report::record_usage(&StatePaths::from_env(), &item, &args.transcript));
+    if let Err(error) = outcome {
+        tracing::warn!("hook-usage: {error}");
+    }
+    Ok(())
+}
+
 pub fn run(args: HookArgs) -> CliResult {
     let started = std::time::Instant::now();
     let harness = args.harness;

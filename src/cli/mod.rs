@@ -18,6 +18,7 @@ pub mod run_cmd;
 pub mod sessions_cmd;
 pub mod ship_cmd;
 pub mod tui_cmd;
+pub mod usage_cmd;
 
 use crate::runtime;
 pub(crate) use crate::runtime::Threads;
@@ -50,6 +51,8 @@ pub enum Command {
     Excerpt(excerpt_cmd::ExcerptArgs),
     /// Read (or follow) the event log.
     Events(events_cmd::EventsArgs),
+    /// What the sessions' models used and cost, by item, repo, day or model.
+    Usage(usage_cmd::UsageArgs),
     /// List, run and post critics: one-shot reviewers from the operator config.
     #[command(subcommand)]
     Critic(critic_cmd::CriticCommand),
@@ -82,6 +85,10 @@ pub enum Command {
     /// Run by a session's harness to report its state (SPEC §17): prints nothing.
     #[command(hide = true)]
     Hook(hook_cmd::HookArgs),
+    /// Started by a turn-end hook, detached: reads what the turn used once Claude
+    /// Code has written it (SPEC §20.1); prints nothing.
+    #[command(hide = true, name = "hook-usage")]
+    HookUsage(hook_cmd::HookUsageArgs),
     /// A session's first process when it is handed passed values: runs the harness.
     #[command(hide = true, name = "exec-env")]
     ExecEnv(exec_env_cmd::ExecEnvArgs),
@@ -163,6 +170,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Config(cmd) => config_cmd::run(cmd, &ctx),
         Command::Excerpt(args) => excerpt_cmd::run(args, &ctx),
         Command::Events(args) => events_cmd::run(args, &ctx),
+        Command::Usage(args) => usage_cmd::run(args, &ctx),
         Command::Critic(cmd) => critic_cmd::run(cmd, &ctx),
         Command::Ask(args) => ask_cmd::run(args, &ctx),
         Command::Propose(args) => propose_cmd::run(args, &ctx),
@@ -176,6 +184,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Demo(args) => demo_cmd::run(args, &ctx),
         Command::DemoCritic(args) => demo_cmd::run_critic(args),
         Command::Hook(args) => hook_cmd::run(args),
+        Command::HookUsage(args) => hook_cmd::run_usage(args),
         Command::ExecEnv(args) => exec_env_cmd::run(args),
     };
     match result {

@@ -50,6 +50,10 @@ pub struct ReplyArgs {
     /// long for the queued reply to go out; then exit 1, leaving it queued.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     pub wait: u64,
+    /// Deliver even though the session is over its budget (`sessions.budgetUsd` or
+    /// `budgets.dailyUsd`); without it such a reply is refused and nothing is queued.
+    #[arg(long)]
+    pub over_budget: bool,
 }
 
 pub fn run(args: ReplyArgs, ctx: &Ctx) -> CliResult {
@@ -64,6 +68,7 @@ pub fn run(args: ReplyArgs, ctx: &Ctx) -> CliResult {
         actor: args.actor,
         comment: !args.no_comment,
         via: Via::Cli,
+        over_budget: args.over_budget,
     };
     // Usage errors first, the same on both paths (and nothing is contacted for them).
     if let Err(error) = request.work_item.trim().parse::<WorkItemRef>() {

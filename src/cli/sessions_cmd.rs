@@ -310,16 +310,36 @@ async fn list(sessions: &Sessions, as_json: bool) -> CliResult {
         eprintln!("the-loop: session states are unknown: {error}");
     }
     if as_json {
+        let prices = sessions.settings().budgets.prices.clone();
+        let critics = crate::usage::critics::by_item(sessions.events.path(), None);
         let rows: Vec<Value> = records
             .iter()
             .zip(&seen)
-            .map(|(r, a)| json_row(r, a))
+            .map(|(r, a)| {
+                let mut row = json_row(r, a);
+                row["usage"] = usage_json(r, &prices);
+                row["critics"] = json!(critics.get(&r.work_item.to_string()));
+                row
+            })
             .collect();
         println!("{}", Value::Array(rows));
     } else {
         print_table(&records, &seen);
     }
     Ok(())
+}
+
+/// The session's usage priced (SPEC §20.3); `null` when nothing is known (a harness
+/// that reports nothing, a transcript not named yet).
+fn usage_json(record: &SessionRecord, prices: &crate::usage::Prices) -> Value {
+    if !record.usage.is_known() {
+        return Value::Null;
+    }
+    let mut out = prices.cost(&record.usage.tally()).to_json();
+    out["bytesRead"] = json!(record.usage.bytes_read);
+    out["lastReadBytes"] = json!(record.usage.last_read_bytes);
+    out["skippedLines"] = json!(record.usage.skipped_lines);
+    out
 }
 
 fn json_row(record: &SessionRecord, seen: &SessionActivity) -> Value {

@@ -21,6 +21,15 @@ fn sample() -> Config {
         .sessions
         .harnesses
         .insert("mine".into(), HarnessConfig::default());
+    config.pricing.models.insert(
+        "my-model".into(),
+        ModelPrice {
+            cache_write5m: Some(0.0),
+            cache_write1h: Some(0.0),
+            cache_read: Some(0.0),
+            ..ModelPrice::default()
+        },
+    );
     config
 }
 
@@ -32,6 +41,8 @@ fn key_paths(value: &serde_json::Value) -> BTreeSet<String> {
                 for (key, child) in map {
                     let key = if path == "sessions.harnesses" {
                         "<name>"
+                    } else if path == "pricing.models" {
+                        "<id>"
                     } else {
                         key.as_str()
                     };
@@ -123,6 +134,7 @@ fn the_starter_is_valid_and_shows_every_key_with_its_default() {
     let missing: Vec<String> = config_key_paths()
         .into_iter()
         .filter(|p| !p.starts_with("sessions.harnesses.<name>"))
+        .filter(|p| !p.starts_with("pricing.models.<id>"))
         .filter(|p| !shown.contains(p))
         .collect();
     assert!(missing.is_empty(), "the starter omits {missing:#?}");

@@ -1,6 +1,7 @@
 //! The operator config (SPEC §2): types with their defaults. Resolution and loading
 //! live in `load`, parsing with located errors in `parse`, the rules in `validate`.
 
+mod budgets;
 pub mod load;
 mod locate;
 pub mod parse;
@@ -12,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+pub use budgets::{BudgetsConfig, ModelPrice, PricingConfig};
 pub use load::{
     ConfigError, Environment, LoadedConfig, PathSource, ResolvedPath, load, load_file, resolve,
 };
@@ -32,6 +34,8 @@ pub struct Config {
     pub ship: ShipConfig,
     pub server: ServerConfig,
     pub tui: TuiConfig,
+    pub budgets: BudgetsConfig,
+    pub pricing: PricingConfig,
     /// Critic entries stay raw here: an invalid entry is listed with its error rather
     /// than failing the whole file (SPEC §9.1). `critic::spec` validates them.
     pub critics: Vec<serde_norway::Value>,
@@ -297,6 +301,9 @@ pub struct SessionsConfig {
     /// How many comments one session's agent may post (`the-loop comment`) in any
     /// minute (SPEC §19.2).
     pub comments_per_minute: u32,
+    /// One session's cost at which its deliveries are held (SPEC §20.4), in USD; none
+    /// when unset.
+    pub budget_usd: Option<f64>,
 }
 
 impl Default for SessionsConfig {
@@ -311,6 +318,7 @@ impl Default for SessionsConfig {
             trust_workspaces: true,
             hold_notify_seconds: DEFAULT_HOLD_NOTIFY_SECONDS,
             comments_per_minute: DEFAULT_COMMENTS_PER_MINUTE,
+            budget_usd: None,
         }
     }
 }

@@ -38,7 +38,41 @@ pub fn errors(config: &Config) -> Vec<Problem> {
     check_routing(config, &mut out);
     check_sessions(config, &mut out);
     check_server(config, &mut out);
+    check_budgets(config, &mut out);
     out
+}
+
+/// Budgets are positive amounts of USD; prices are amounts, 0 allowed (a free model).
+fn check_budgets(config: &Config, out: &mut Vec<Problem>) {
+    for (key, value) in [
+        ("sessions.budgetUsd", config.sessions.budget_usd),
+        ("budgets.dailyUsd", config.budgets.daily_usd),
+    ] {
+        if value.is_some_and(|v| !(v.is_finite() && v > 0.0)) {
+            out.push(Problem::new(
+                KeyPath::parse(key),
+                "must be a positive amount of USD (e.g. 25); leave it out for no budget",
+            ));
+        }
+    }
+    for (model, price) in &config.pricing.models {
+        if model.trim().is_empty() {
+            out.push(Problem::new(
+                KeyPath::parse("pricing.models"),
+                "a model id is empty; name a model id or prefix, e.g. `claude-sonnet-4`",
+            ));
+        }
+        for (field, value) in price.fields() {
+            if !(value.is_finite() && value >= 0.0) {
+                out.push(Problem::new(
+                    KeyPath::parse("pricing.models")
+                        .key(model.clone())
+                        .key(field),
+                    "must be a price in USD per million tokens, 0 or more",
+                ));
+            }
+        }
+    }
 }
 
 /// Legal settings that weaken a guard or make the tool do nothing.

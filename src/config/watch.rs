@@ -245,6 +245,8 @@ pub fn changed_sections(old: &Config, new: &Config) -> Vec<&'static str> {
     check("sessions", old.sessions != new.sessions);
     check("server", old.server != new.server);
     check("tui", old.tui != new.tui);
+    check("budgets", old.budgets != new.budgets);
+    check("pricing", old.pricing != new.pricing);
     check("critics", old.critics != new.critics);
     out
 }

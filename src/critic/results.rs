@@ -167,5 +167,7 @@ fn finished_event(
         .with("duration_seconds", envelope.duration_seconds)
         .with_opt("path", saved.map(|p| p.display().to_string()))
         .with_opt("cost_usd", envelope.usage.cost_usd)
+        .with_opt("input_tokens", envelope.usage.input_tokens)
+        .with_opt("output_tokens", envelope.usage.output_tokens)
         .with_opt("error", envelope.error.clone())
 }

@@ -97,6 +97,9 @@ struct ReplyBody {
     actor: Option<String>,
     #[serde(default)]
     comment: Option<bool>,
+    /// The operator confirmed delivering to a session over its budget.
+    #[serde(default, rename = "overBudget")]
+    over_budget: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -122,8 +125,7 @@ struct CommentBody {
 }
 
 async fn reply(State(api): State<Arc<OperatorApi>>, headers: HeaderMap, body: Body) -> Response {
-    const EXPECTED: &str =
-        r#"{"ref": "github:owner/repo#N", "text": "…", "actor"?: "name", "comment"?: true}"#;
+    const EXPECTED: &str = r#"{"ref": "github:owner/repo#N", "text": "…", "actor"?: "name", "comment"?: true, "overBudget"?: false}"#;
     let parsed: ReplyBody = match read_json(&headers, body, EXPECTED).await {
         Ok(parsed) => parsed,
         Err(refused) => return refused,
@@ -137,6 +139,7 @@ async fn reply(State(api): State<Arc<OperatorApi>>, headers: HeaderMap, body: Bo
         actor: parsed.actor,
         comment: parsed.comment.unwrap_or(true),
         via: if cli { Via::Cli } else { Via::Api },
+        over_budget: parsed.over_budget,
     };
     let task = Arc::clone(&api);
     let done = tokio::spawn(async move { task.replier.reply(request).await }).await;

@@ -114,6 +114,7 @@ impl OperatorClient {
             "text": request.text,
             "actor": request.actor,
             "comment": request.comment,
+            "overBudget": request.over_budget,
         });
         let answer = self
             .post(REPLY_PATH, &body, request.via == Via::Cli)
@@ -337,6 +338,7 @@ mod tests {
             actor: None,
             comment: false,
             via: Via::Cli,
+            over_budget: false,
         };
         let err = client.reply(&request).await.unwrap_err();
         assert!(matches!(err, ClientError::NotListening { .. }), "{err}");
@@ -353,6 +355,7 @@ mod tests {
             actor: None,
             comment: false,
             via: Via::Cli,
+            over_budget: false,
         };
         let err = client.reply(&request).await.unwrap_err();
         match &err {

@@ -263,6 +263,7 @@ fn reply_request(text: &str) -> ReplyRequest {
         actor: Some("op".into()),
         comment: false,
         via: Via::Tui,
+        over_budget: false,
     }
 }
 

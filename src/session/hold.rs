@@ -31,6 +31,8 @@ pub enum HoldReason {
     OperatorDraft,
     /// The harness has not drawn its input box (booting, a trust or login screen).
     NotReady,
+    /// The session's cost, or every session's today, reached its budget (SPEC §20.4).
+    OverBudget,
 }
 
 impl HoldReason {
@@ -40,6 +42,7 @@ impl HoldReason {
             Self::PermissionDialog => "permission-dialog",
             Self::OperatorDraft => "operator-draft",
             Self::NotReady => "not-ready",
+            Self::OverBudget => "over-budget",
         }
     }
 
@@ -49,6 +52,7 @@ impl HoldReason {
             Self::PermissionDialog => "permission dialog",
             Self::OperatorDraft => "operator's draft",
             Self::NotReady => "harness not ready",
+            Self::OverBudget => "over budget",
         }
     }
 
@@ -58,6 +62,7 @@ impl HoldReason {
             Self::PermissionDialog => "a permission dialog",
             Self::OperatorDraft => "the operator's draft in its input box",
             Self::NotReady => "its harness, which has not drawn its input box yet",
+            Self::OverBudget => "its budget, which it has reached",
         }
     }
 
@@ -67,6 +72,9 @@ impl HoldReason {
             Self::PermissionDialog => "answer it first",
             Self::OperatorDraft => "send or clear the draft in the pane first",
             Self::NotReady => "it goes out once the harness shows its input box",
+            Self::OverBudget => {
+                "raise sessions.budgetUsd or budgets.dailyUsd in the config, or deliver it anyway with confirmation"
+            }
         }
     }
 }
@@ -75,10 +83,15 @@ impl std::str::FromStr for HoldReason {
     type Err = ();
 
     fn from_str(s: &str) -> Result<Self, ()> {
-        [Self::PermissionDialog, Self::OperatorDraft, Self::NotReady]
-            .into_iter()
-            .find(|r| r.as_str() == s)
-            .ok_or(())
+        [
+            Self::PermissionDialog,
+            Self::OperatorDraft,
+            Self::NotReady,
+            Self::OverBudget,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
+        .ok_or(())
     }
 }
 
@@ -117,6 +130,15 @@ pub fn settling(reported: &Reported, settle: Duration, now: OffsetDateTime) -> O
     let at = crate::time::parse_ts(&reported.at)?;
     let age = Duration::try_from(now - at).unwrap_or(Duration::ZERO);
     settle.checked_sub(age).filter(|left| !left.is_zero())
+}
+
+/// A delivery the session held back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    pub reason: HoldReason,
+    /// The text is in the box, its Enter stopped by a dialog: the next try submits it
+    /// (the record's `hold.unsubmitted` names it) instead of pasting it again.
+    pub pasted: bool,
 }
 
 /// What waits on a session, in its record (`hold`).

@@ -34,6 +34,7 @@ pub mod signal;
 mod spawn;
 #[cfg(test)]
 mod test_support;
+pub mod usage;
 
 pub use activity::{ActivityState, ActivityTracker, SessionActivity, StateSource, observe};
 pub use deliver::{DeliverError, Delivery, deliver};

@@ -26,6 +26,7 @@ use super::registry::{RegistryError, SessionRecord, Status};
 use super::screen;
 use super::sessions::{PaneState, Sessions};
 use super::spawn::PromptInputs;
+use super::usage::held_for_budget;
 use crate::harness::{Harness, ScreenKind};
 use crate::tmux::{self, PaneId};
 use crate::work_item::WorkItemRef;
@@ -67,14 +68,7 @@ pub enum DeliveryFailure {
     Ended(WorkItemRef),
 }
 
-/// A delivery the session held back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Held {
-    pub reason: HoldReason,
-    /// The text is in the box, its Enter stopped by a dialog: the next try submits it
-    /// (the record's `hold.unsubmitted` names it) instead of pasting it again.
-    pub pasted: bool,
-}
+pub use super::hold::Held;
 
 /// What differs between pasting an event and a reply (see the module docs).
 #[derive(Debug, Clone, Copy)]
@@ -97,6 +91,8 @@ pub(crate) struct PastePolicy<'a> {
     /// Names the paste while a dialog keeps it in the box unsubmitted
     /// (`hold.unsubmitted`): the event's delivery id, a reply's id.
     key: &'a str,
+    /// The operator confirmed pasting into a session over budget (SPEC §20.4).
+    over_budget_confirmed: bool,
 }
 
 impl<'a> PastePolicy<'a> {
@@ -110,6 +106,7 @@ impl<'a> PastePolicy<'a> {
             paste_blind: true,
             delivery_id: &inputs.delivery_id,
             key: &inputs.delivery_id,
+            over_budget_confirmed: false,
         }
     }
 
@@ -123,7 +120,14 @@ impl<'a> PastePolicy<'a> {
             paste_blind: false,
             delivery_id: "",
             key: id,
+            over_budget_confirmed: false,
         }
+    }
+
+    /// Pastes even into a session over its budget: the operator confirmed.
+    pub fn over_budget_confirmed(mut self, confirmed: bool) -> Self {
+        self.over_budget_confirmed = confirmed;
+        self
     }
 }
 
@@ -334,6 +338,12 @@ impl Sessions {
         policy: &PastePolicy<'_>,
     ) -> Result<Delivered, Stopped> {
         let settings = self.settings();
+        if !policy.over_budget_confirmed && held_for_budget(&self.registry, record, &settings) {
+            return Err(Stopped::Held(Held {
+                reason: HoldReason::OverBudget,
+                pasted: false,
+            }));
+        }
         let harness = Harness::resolve(&record.harness, &settings.sessions).ok();
         let known = harness.as_ref().map(Harness::screen) == Some(ScreenKind::Claude);
         let Some(marker) = harness

@@ -119,9 +119,17 @@ pub struct SessionRecord {
     /// `session::comment`), seen by every process that comments for it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recent_comments: Vec<u64>,
+    /// What the session's model responses used, read from its transcripts (SPEC §20;
+    /// `session::usage`).
+    #[serde(default, skip_serializing_if = "is_default_usage")]
+    pub usage: crate::usage::SessionUsage,
     /// Fields written by another version, kept untouched.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+fn is_default_usage(usage: &crate::usage::SessionUsage) -> bool {
+    *usage == crate::usage::SessionUsage::default()
 }
 
 impl SessionRecord {
@@ -149,6 +157,7 @@ impl SessionRecord {
             pushed: None,
             pull_request: None,
             recent_comments: Vec::new(),
+            usage: Default::default(),
             extra: Map::new(),
         }
     }

@@ -88,6 +88,9 @@ pub struct ReplyRequest {
     /// Post the delivery report on the work item.
     pub comment: bool,
     pub via: Via,
+    /// The operator confirmed delivering to a session over its budget (SPEC §20.4):
+    /// without it such a reply is refused ([`ReplyError::OverBudget`]), never queued.
+    pub over_budget: bool,
 }
 
 /// A reply that reached the agent.
@@ -156,6 +159,12 @@ pub enum ReplyError {
         reason: HoldReason,
         id: String,
     },
+    /// The session (or every session today) reached its budget (SPEC §20.4): an
+    /// operator reply goes out only when confirmed; nothing was pasted or queued.
+    #[error(
+        "{item} is over budget: nothing was delivered; deliver it anyway with `the-loop reply --over-budget`, or raise sessions.budgetUsd / budgets.dailyUsd"
+    )]
+    OverBudget { item: String },
     #[error(transparent)]
     Registry(#[from] RegistryError),
 }
@@ -168,6 +177,7 @@ impl ReplyError {
             Self::NoSession(_) | Self::Closed(_) | Self::NoLivePane { .. } => 404,
             Self::TmuxUnavailable { .. } | Self::Busy { .. } => 503,
             Self::Held { .. } => 202,
+            Self::OverBudget { .. } => 409,
             Self::PasteFailed { .. } | Self::Registry(_) => 500,
         }
     }
@@ -203,6 +213,7 @@ impl ReplyError {
             Self::Busy { .. } => "session-busy",
             Self::PasteFailed { .. } => "paste-failed",
             Self::Held { .. } => "held",
+            Self::OverBudget { .. } => "over-budget",
             Self::Registry(_) => "registry-error",
         })
     }
@@ -265,8 +276,15 @@ impl Replier {
         let text = reply_text(&request.text).ok_or(ReplyError::EmptyText)?;
         let actor = claimed_actor(request.actor.as_deref());
         let id = reply_id();
-        let pasted = match self.paste(&item, &text, &id).await {
+        let pasted = match self.paste(&item, &text, &id, request.over_budget).await {
             Ok(done) => done,
+            Err(Pasting::Held(item, held)) if held.reason == HoldReason::OverBudget => {
+                let error = ReplyError::OverBudget {
+                    item: item.to_string(),
+                };
+                self.refused(&item, &actor, request.via, &error);
+                return Err(error);
+            }
             Err(Pasting::Held(item, held)) => {
                 let queued = HeldReply {
                     id,
@@ -339,8 +357,14 @@ impl Replier {
     /// The checks that need the session, then the paste, under the paste lock: the
     /// one paste into a session, under the reply's policy (no respawn, no paste
     /// without the lock or while tmux does not answer).
-    async fn paste(&self, item: &WorkItemRef, text: &str, id: &str) -> Result<Pasted, Pasting> {
-        let policy = PastePolicy::reply(self.lock_wait, id);
+    async fn paste(
+        &self,
+        item: &WorkItemRef,
+        text: &str,
+        id: &str,
+        over_budget: bool,
+    ) -> Result<Pasted, Pasting> {
+        let policy = PastePolicy::reply(self.lock_wait, id).over_budget_confirmed(over_budget);
         self.sessions
             .paste_into(item, |item| framed(item, text), &policy)
             .await

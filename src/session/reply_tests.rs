@@ -21,6 +21,7 @@ fn request(work_item: &str, text: &str) -> ReplyRequest {
         actor: Some("alice".into()),
         comment: false,
         via: Via::Cli,
+        over_budget: false,
     }
 }
 

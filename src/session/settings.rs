@@ -80,6 +80,8 @@ pub struct Settings {
     pub child_env: crate::secrets::ChildEnv,
     /// `ship.draft`: a pull request the-loop opens starts as a draft (SPEC §19.4).
     pub ship_draft: bool,
+    /// `sessions.budgetUsd`, `budgets.dailyUsd` and the prices (SPEC §20.4).
+    pub budgets: crate::usage::Budgets,
 }
 
 impl Settings {
@@ -103,6 +105,7 @@ impl Settings {
             claude_config: crate::workspace::trust::config_file(),
             child_env: config.child_env(),
             ship_draft: config.ship.draft,
+            budgets: crate::usage::Budgets::from_config(config),
         })
     }
 

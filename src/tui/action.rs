@@ -74,6 +74,11 @@ pub enum Request {
         work_item: WorkItemRef,
         text: String,
     },
+    /// A reply the operator confirmed for a session over its budget (SPEC §20.4).
+    ReplyOverBudget {
+        work_item: WorkItemRef,
+        text: String,
+    },
     Start(WorkItemRef),
     Pause(WorkItemRef),
     Resume(WorkItemRef),
@@ -120,6 +125,9 @@ impl Request {
         use super::text::short_ref;
         match self {
             Request::Reply { work_item, .. } => format!("reply to {}", short_ref(work_item)),
+            Request::ReplyOverBudget { work_item, .. } => {
+                format!("reply to {} over its budget", short_ref(work_item))
+            }
             Request::Start(w) => format!("start {}", short_ref(w)),
             Request::Pause(w) => format!("pause {}", short_ref(w)),
             Request::Resume(w) => format!("resume {}", short_ref(w)),

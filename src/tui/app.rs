@@ -240,6 +240,8 @@ pub struct App {
     pub(super) seen_ships: HashSet<String>,
     /// The holds that have notified, so each does once.
     pub(super) notified_holds: HashSet<super::held::HoldKey>,
+    /// Sessions already notified as near (`false`) or over (`true`) a budget.
+    pub(super) notified_budgets: HashSet<(crate::work_item::WorkItemRef, bool)>,
     /// The end of the initial history, to skip live events it already holds.
     pub(super) history_tail: Vec<Event>,
     /// `--attach X`: select X when the first snapshot has it.
@@ -327,6 +329,7 @@ impl App {
             seen_permissions: HashSet::new(),
             seen_ships: HashSet::new(),
             notified_holds: HashSet::new(),
+            notified_budgets: HashSet::new(),
             history_tail: Vec::new(),
             pending_focus: settings.focus,
             mouse: settings.mouse,

@@ -86,6 +86,22 @@ pub struct SessionView {
     pub held: Option<HeldSummary>,
     /// The number of the pull request the session's work went to (SPEC §19.4).
     pub pull_request: Option<u64>,
+    /// What the session's model used and cost (SPEC §20.3); `None`: unknown (`—`).
+    pub usage: Option<UsageView>,
+}
+
+/// A session's usage as the Sessions pane and the header show it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageView {
+    /// `1.2M $3.41`; `$?` where a model has no price.
+    pub label: String,
+    /// The session's deliveries are held for a budget (SPEC §20.4).
+    pub over_budget: bool,
+    /// At 80 % of a budget or more.
+    pub budget_warning: bool,
+    /// Today's tokens and cost (`None`: a model has no price), for the header total.
+    pub today_tokens: u64,
+    pub today_usd: Option<f64>,
 }
 
 /// A session's worktree as the Sessions pane shows it.
@@ -120,6 +136,7 @@ impl SessionView {
             workspace: None,
             held: None,
             pull_request: None,
+            usage: None,
         }
     }
 }
@@ -382,6 +399,16 @@ pub trait Backend: Send + Sync {
         request_id: &'a str,
         approve: bool,
     ) -> BoxFuture<'a, ActionResult>;
+
+    /// A reply the operator confirmed for a session over its budget (SPEC §20.4); a
+    /// backend without budgets replies as usual.
+    fn reply_over_budget<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        text: &'a str,
+    ) -> BoxFuture<'a, ActionResult> {
+        self.reply(work_item, text)
+    }
 
     /// Closes an open question without replying (`session.question_dismissed`).
     fn dismiss_question<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;

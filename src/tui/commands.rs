@@ -370,6 +370,10 @@ fn open_reply(app: &mut App) {
 }
 
 pub(super) fn send_reply(app: &mut App, fx: &mut Vec<Effect>) {
+    let over = match &app.mode {
+        Mode::Reply(reply) => over_budget(app, &reply.work_item),
+        _ => None,
+    };
     let Mode::Reply(reply) = &mut app.mode else {
         return;
     };
@@ -379,6 +383,19 @@ pub(super) fn send_reply(app: &mut App, fx: &mut Vec<Effect>) {
     let text = reply.textarea.lines().join("\n");
     if text.trim().is_empty() {
         reply.error = Some("Nothing to send: type a reply first".into());
+    } else if let Some(item) = over {
+        // Its deliveries wait for the budget (SPEC §20.4): this one only if meant.
+        app.mode = Mode::Confirm(Confirm {
+            prompt: format!(
+                "{} is over its budget. Deliver this reply anyway?",
+                short_ref(&item)
+            ),
+            detail: "Its other deliveries stay held until the budget is raised.".into(),
+            request: Request::ReplyOverBudget {
+                work_item: item,
+                text,
+            },
+        });
     } else {
         reply.sending = true;
         reply.error = None;
@@ -388,6 +405,18 @@ pub(super) fn send_reply(app: &mut App, fx: &mut Vec<Effect>) {
         }));
     }
     app.dirty = true;
+}
+
+/// `item`, when its session is over a budget.
+fn over_budget(
+    app: &App,
+    item: &crate::work_item::WorkItemRef,
+) -> Option<crate::work_item::WorkItemRef> {
+    let s = app.sessions.iter().find(|s| &s.work_item == item)?;
+    s.usage
+        .as_ref()
+        .filter(|u| u.over_budget)
+        .map(|_| item.clone())
 }
 
 fn open_picker(app: &mut App) {

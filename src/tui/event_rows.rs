@@ -116,6 +116,30 @@ impl Feed {
     }
 }
 
+/// `1.2M tokens $3.41`, `$4.10 of $5.00 (session)`.
+fn usage_text(event: &Event) -> String {
+    let f = |k: &str| event.fields.get(k).and_then(Value::as_f64);
+    let usd = |v: Option<f64>| v.map_or_else(|| "$?".into(), |v| format!("${v:.2}"));
+    match (
+        f("budget_usd"),
+        event.fields.get("scope").and_then(Value::as_str),
+    ) {
+        (Some(b), Some(scope)) => format!("{} of ${b:.2} ({scope})", usd(f("cost_usd"))),
+        _ => {
+            let tokens = event
+                .fields
+                .get("tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            format!(
+                "{} tokens {}",
+                crate::usage::tokens::short(tokens),
+                usd(f("cost_usd"))
+            )
+        }
+    }
+}
+
 fn hhmmss(ts: &str, offset: UtcOffset) -> String {
     crate::time::parse_ts(ts)
         .map(|t| {
@@ -314,6 +338,12 @@ pub fn describe(event: &Event, offset: UtcOffset) -> EventRow {
                 .map(|s| format!("after {}", crate::tui::text::clock(s)))
                 .unwrap_or_default();
             ("▶", RowKind::Delivered, "released".into(), secs)
+        }
+        T::SessionUsage => ("$", RowKind::Session, "usage".into(), usage_text(event)),
+        T::SessionBudgetWarning | T::SessionOverBudget => {
+            let over = event.event == T::SessionOverBudget;
+            let verb = if over { "over budget" } else { "budget 80%" };
+            ("$", RowKind::Question, verb.into(), usage_text(event))
         }
         T::CriticStarted => (
             "◇",

@@ -52,6 +52,7 @@ pub fn session(
         workspace: None,
         held: None,
         pull_request: None,
+        usage: None,
     }
 }
 
@@ -247,6 +248,25 @@ pub fn snapshot_with_holds(now: OffsetDateTime) -> Snapshot {
     let mut s = snapshot_with_permission(now);
     s.sessions[0].held = Some(held(now, 2, HoldReason::PermissionDialog, 35));
     s.sessions[1].held = Some(held(now, 1, HoldReason::OperatorDraft, 75));
+    s
+}
+
+/// Sessions with usage (SPEC §20.3): priced, a model without a price, one over its
+/// budget with a delivery held, one whose harness reports nothing.
+pub fn snapshot_with_usage(now: OffsetDateTime) -> Snapshot {
+    use crate::tui::backend::UsageView;
+    let mut s = snapshot(now);
+    let usage = |label: &str, today_usd: Option<f64>, over: bool| UsageView {
+        label: label.into(),
+        over_budget: over,
+        budget_warning: over,
+        today_tokens: 400_000,
+        today_usd,
+    };
+    s.sessions[0].usage = Some(usage("1.2M $3.41", Some(1.25), false));
+    s.sessions[1].usage = Some(usage("340.0k $?", None, false));
+    s.sessions[2].usage = Some(usage("2.5M $12.80", Some(4.0), true));
+    s.sessions[2].held = Some(held(now, 1, HoldReason::OverBudget, 20));
     s
 }
 

@@ -355,6 +355,7 @@ fn on_snapshot(app: &mut App, mut s: Snapshot, fx: &mut Vec<Effect>) {
 
     app.sessions = s.sessions;
     notify_long_holds(app, first, fx);
+    notify_budgets(app, fx);
     app.questions = s.questions;
     app.permissions = s.permissions;
     app.ships = s.ships;
@@ -452,6 +453,36 @@ fn notify_long_holds(app: &mut App, quiet: bool, fx: &mut Vec<Effect>) {
         &mut app.notified_holds,
     );
     for (title, body) in due.into_iter().filter(|_| !quiet) {
+        notify(app, title, &body, fx);
+    }
+}
+
+/// A session reaching 80 % of a budget, then its budget, notifies once each (SPEC
+/// §20.4); its row is marked either way.
+fn notify_budgets(app: &mut App, fx: &mut Vec<Effect>) {
+    let mut due = Vec::new();
+    for s in &app.sessions {
+        let Some(u) = &s.usage else { continue };
+        for (reached, over) in [(u.budget_warning, false), (u.over_budget, true)] {
+            if reached && app.notified_budgets.insert((s.work_item.clone(), over)) {
+                due.push((s.work_item.clone(), over, u.label.clone()));
+            }
+        }
+    }
+    for (item, over, label) in due {
+        let (title, body) = if over {
+            let body = format!("{label}: deliveries are held until the budget is raised");
+            (
+                format!("the-loop: {} is over budget", short_ref(&item)),
+                body,
+            )
+        } else {
+            let body = format!("{label}: 80 % of its budget");
+            (
+                format!("the-loop: {} nears its budget", short_ref(&item)),
+                body,
+            )
+        };
         notify(app, title, &body, fx);
     }
 }

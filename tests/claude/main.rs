@@ -13,3 +13,4 @@ mod claude_code;
 mod claude_hooks;
 mod harness_cli;
 mod safe_delivery;
+mod usage;

@@ -12,3 +12,4 @@ mod critic;
 mod events;
 mod exec_env;
 mod supervisor_lock;
+mod usage;

@@ -125,6 +125,36 @@ struct ModelState {
     turns: VecDeque<Turn>,
     requests: Vec<Recorded>,
     next_id: u64,
+    /// Report a different usage on every response ([`usage_of`]) instead of the same.
+    varied_usage: bool,
+    /// What each response reported: its id, whether it answered the agent loop, and
+    /// the final usage.
+    sent: Vec<Sent>,
+}
+
+/// The usage one response reported.
+#[derive(Debug, Clone)]
+pub struct Sent {
+    pub id: u64,
+    pub agent_loop: bool,
+    pub model: String,
+    /// As the API states it at the end of the stream (`message_delta` carries the
+    /// final `output_tokens`).
+    pub usage: Value,
+}
+
+/// A different usage for every response `id`, every kind present over a few
+/// responses: a 5-minute cache write on even ids, a 1-hour write on multiples of 3.
+pub fn usage_of(id: u64) -> Value {
+    let w5m = if id.is_multiple_of(2) { 40 * id } else { 0 };
+    let w1h = if id.is_multiple_of(3) { 70 * id } else { 0 };
+    json!({
+        "input_tokens": 100 + 7 * id,
+        "output_tokens": 20 + 3 * id,
+        "cache_creation_input_tokens": w5m + w1h,
+        "cache_read_input_tokens": 500 * id,
+        "cache_creation": {"ephemeral_5m_input_tokens": w5m, "ephemeral_1h_input_tokens": w1h},
+    })
 }
 
 /// The running fake; dropping it stops the server.
@@ -164,6 +194,16 @@ impl FakeModel {
     /// Queues turns for the agent loop's next requests, in order.
     pub fn script(&self, turns: impl IntoIterator<Item = Turn>) {
         self.lock().turns.extend(turns);
+    }
+
+    /// From now on every response reports a different usage ([`usage_of`]).
+    pub fn vary_usage(&self) {
+        self.lock().varied_usage = true;
+    }
+
+    /// The usage every response reported so far.
+    pub fn sent(&self) -> Vec<Sent> {
+        self.lock().sent.clone()
     }
 
     /// Every request so far.
@@ -235,23 +275,34 @@ async fn handle(
         .as_str()
         .unwrap_or("claude-fake")
         .to_string();
-    let (turn, id) = {
+    let (turn, id, usage) = {
         let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
         st.next_id += 1;
+        let id = st.next_id;
+        let usage = if st.varied_usage {
+            usage_of(id)
+        } else {
+            usage()
+        };
+        st.sent.push(Sent {
+            id,
+            agent_loop: recorded.is_agent_loop(),
+            model: model.clone(),
+            usage: usage.clone(),
+        });
         let turn = if recorded.is_agent_loop() {
             st.turns.pop_front().unwrap_or_else(|| Turn::text("Done."))
         } else {
             // A helper request (session title, structured output): small JSON text.
             Turn::text(r#"{"title": "Test session", "isNewTopic": false}"#)
         };
-        let id = st.next_id;
         st.requests.push(recorded);
-        (turn, id)
+        (turn, id, usage)
     };
     if stream {
-        sse(turn, id, &model)
+        sse(turn, id, &model, usage)
     } else {
-        json_message(turn, id, &model).await
+        json_message(turn, id, &model, usage).await
     }
 }
 
@@ -299,14 +350,18 @@ fn event(name: &str, data: Value) -> Bytes {
     Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
 }
 
-fn sse(turn: Turn, id: u64, model: &str) -> Response {
+fn sse(turn: Turn, id: u64, model: &str, usage: Value) -> Response {
     let (delay, turn) = unwrap_slow(turn);
     let message_id = format!("msg_fake{id:04}");
+    // As the API streams it: the start carries the input side and a first output
+    // count, the delta the final output count.
+    let mut start_usage = usage.clone();
+    start_usage["output_tokens"] = json!(1);
     let start = event(
         "message_start",
         json!({"type": "message_start", "message": {
             "id": message_id, "type": "message", "role": "assistant", "model": model,
-            "content": [], "stop_reason": null, "stop_sequence": null, "usage": usage()
+            "content": [], "stop_reason": null, "stop_sequence": null, "usage": start_usage
         }}),
     );
     let mut rest = Vec::new();
@@ -348,7 +403,7 @@ fn sse(turn: Turn, id: u64, model: &str) -> Response {
     rest.push(event(
         "message_delta",
         json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null},
-               "usage": {"output_tokens": 5}}),
+               "usage": {"output_tokens": usage["output_tokens"]}}),
     ));
     rest.push(event("message_stop", json!({"type": "message_stop"})));
     let chunks = futures::stream::iter([(Duration::ZERO, start), (delay, Bytes::new())])
@@ -363,13 +418,14 @@ fn sse(turn: Turn, id: u64, model: &str) -> Response {
         });
     Response::builder()
         .status(StatusCode::OK)
+        .header("request-id", format!("req_fake{id:04}"))
         .header("content-type", "text/event-stream")
         .header("cache-control", "no-cache")
         .body(Body::from_stream(chunks))
         .unwrap()
 }
 
-async fn json_message(turn: Turn, id: u64, model: &str) -> Response {
+async fn json_message(turn: Turn, id: u64, model: &str, usage: Value) -> Response {
     let (delay, turn) = unwrap_slow(turn);
     tokio::time::sleep(delay).await;
     let (content, stop_reason) = match tool_call(&turn, id) {
@@ -387,7 +443,7 @@ async fn json_message(turn: Turn, id: u64, model: &str) -> Response {
     axum::Json(json!({
         "id": format!("msg_fake{id:04}"), "type": "message", "role": "assistant",
         "model": model, "content": content, "stop_reason": stop_reason,
-        "stop_sequence": null, "usage": usage()
+        "stop_sequence": null, "usage": usage
     }))
     .into_response()
 }

@@ -15,3 +15,4 @@ mod snapshots;
 mod terminal;
 mod themes;
 mod update;
+mod usage;

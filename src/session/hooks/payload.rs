@@ -31,6 +31,9 @@ impl Reporter {
 pub struct Report {
     pub event: String,
     pub signal: Signal,
+    /// Claude Code's `transcript_path`: where the session's usage is read from (SPEC
+    /// §20.1), accepted only inside its project directory (`session::usage`).
+    pub transcript: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -93,7 +96,14 @@ fn claude(v: &Value) -> Option<Report> {
         "SessionEnd" => Signal::SessionEnded,
         _ => return None,
     };
-    Some(Report { event, signal })
+    let transcript = text(v, "transcript_path")
+        .filter(|t| !t.is_empty())
+        .map(std::path::PathBuf::from);
+    Some(Report {
+        event,
+        signal,
+        transcript,
+    })
 }
 
 fn codex(v: &Value) -> Option<Report> {
@@ -101,6 +111,7 @@ fn codex(v: &Value) -> Option<Report> {
     (event == "agent-turn-complete").then_some(Report {
         event,
         signal: Signal::TurnEnded,
+        transcript: None,
     })
 }
 
@@ -188,6 +199,12 @@ mod tests {
             with(serde_json::json!({"hook_event_name": "PreCompact"})),
             None
         );
+        let stop = serde_json::json!({"hook_event_name": "Stop", "session_id": "0fdc",
+            "transcript_path": "/h/.claude/projects/-w/0fdc.jsonl"});
+        assert_eq!(
+            claude_json(stop).unwrap().transcript,
+            Some("/h/.claude/projects/-w/0fdc.jsonl".into())
+        );
     }
 
     #[test]
@@ -199,6 +216,7 @@ mod tests {
             .unwrap();
         assert_eq!(report.signal, Signal::TurnEnded);
         assert_eq!(report.event, "agent-turn-complete");
+        assert_eq!(report.transcript, None);
         assert!(
             parse(Reporter::Codex, br#"{"type":"other"}"#)
                 .unwrap()

@@ -91,6 +91,13 @@ pub fn record(
     let events = EventLog::open(paths);
     let registry = Registry::new(paths, events.clone(), Source::Hook);
     let now = crate::time::now_ts();
+    let turn_over = matches!(
+        report.signal,
+        state::Signal::TurnEnded | state::Signal::SessionEnded
+    );
+    let transcript = report.transcript.clone();
+    let claude_dir = crate::usage::track::claude_config_dir();
+    let mut accepted = None;
     let outcomes = registry
         .update(item, |record| {
             let (next, outcomes) = state::apply(
@@ -101,14 +108,98 @@ pub fn record(
                 &now,
             );
             record.reported = Some(next);
+            // Only a transcript inside the session's Claude project dir is read.
+            if turn_over && let (Some(transcript), Some(claude_dir)) = (&transcript, &claude_dir) {
+                let named = crate::session::usage::Named {
+                    transcript,
+                    claude_dir,
+                };
+                accepted = crate::session::usage::accept(record, named)
+                    .map_err(|e| tracing::warn!(%item, "usage: {e}; not read"))
+                    .ok();
+            }
             outcomes
         })?
         .ok_or_else(|| HookError::NoSession(item.clone()))?;
     for outcome in &outcomes {
         let _ = events.emit(outcome_event(Source::Hook, item, outcome));
     }
+    if let Some(transcript) = accepted {
+        // What the turn used (SPEC §20): Claude Code 2.1.197 writes the turn's last
+        // response to its transcript after its `Stop` hooks return, so it is read by a
+        // detached process once the file settles, never by this one.
+        usage_later(&transcript);
+    }
     Ok(outcomes)
 }
+
+/// Starts `<bin> hook-usage --transcript PATH` detached (its own process group, no
+/// stdio: the harness waits for neither), inheriting the session's environment.
+fn usage_later(transcript: &std::path::Path) {
+    use std::os::unix::process::CommandExt;
+    let Ok(bin) = std::env::current_exe() else {
+        return;
+    };
+    let spawned = std::process::Command::new(bin)
+        .arg("hook-usage")
+        .arg("--transcript")
+        .arg(transcript)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn();
+    if let Err(e) = spawned {
+        tracing::warn!("usage: could not start the reader: {e}");
+    }
+}
+
+/// After a turn ended: waits for `transcript` to settle (it grew, then stayed the same
+/// for [`SETTLED`]; at most [`SETTLE_LIMIT`]), then reads what the turn used and tells
+/// it (`session::usage::after_turn`).
+pub fn record_usage(
+    paths: &StatePaths,
+    item: &WorkItemRef,
+    transcript: &std::path::Path,
+) -> Result<(), HookError> {
+    let size = || std::fs::symlink_metadata(transcript).map_or(0, |m| m.len());
+    let start = std::time::Instant::now();
+    let first = size();
+    let (mut last, mut since) = (first, std::time::Instant::now());
+    while start.elapsed() < SETTLE_LIMIT {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = size();
+        if now != last {
+            (last, since) = (now, std::time::Instant::now());
+        } else if now != first && since.elapsed() >= SETTLED {
+            break;
+        }
+    }
+    let budgets = match crate::config::load(None) {
+        Ok(loaded) => crate::usage::Budgets::from_config(&loaded.config),
+        Err(e) => {
+            tracing::warn!("usage: the config did not load ({e}); budgets unchecked");
+            crate::usage::Budgets::default()
+        }
+    };
+    let events = EventLog::open(paths);
+    let registry = Registry::new(paths, events.clone(), Source::Hook);
+    let claude_dir = crate::usage::track::claude_config_dir();
+    let named = claude_dir
+        .as_deref()
+        .map(|claude_dir| crate::session::usage::Named {
+            transcript,
+            claude_dir,
+        });
+    crate::session::usage::after_turn(&registry, &events, item, named, &budgets)?;
+    Ok(())
+}
+
+/// How long the transcript stays unchanged before the turn's usage is read.
+pub const SETTLED: Duration = Duration::from_millis(300);
+
+/// The longest wait for the transcript to settle.
+pub const SETTLE_LIMIT: Duration = Duration::from_secs(5);
 
 /// The event that tells `outcome` on `item`'s session.
 pub fn outcome_event(source: Source, item: &WorkItemRef, outcome: &Outcome) -> Event {

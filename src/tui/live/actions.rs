@@ -149,13 +149,19 @@ impl LiveBackend {
             .map_err(|e| ActionError::Failed(e.to_string()))
     }
 
-    pub(super) async fn do_reply(&self, item: &WorkItemRef, text: &str) -> ActionResult {
+    pub(super) async fn do_reply(
+        &self,
+        item: &WorkItemRef,
+        text: &str,
+        over_budget: bool,
+    ) -> ActionResult {
         let request = ReplyRequest {
             work_item: item.to_string(),
             text: text.to_string(),
             actor: None,
             comment: true,
             via: Via::Tui,
+            over_budget,
         };
         match self.replier.reply(request).await {
             Ok(replied) => {

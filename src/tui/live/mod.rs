@@ -256,7 +256,15 @@ impl Backend for LiveBackend {
         work_item: &'a WorkItemRef,
         text: &'a str,
     ) -> BoxFuture<'a, ActionResult> {
-        Box::pin(self.do_reply(work_item, text))
+        Box::pin(self.do_reply(work_item, text, false))
+    }
+
+    fn reply_over_budget<'a>(
+        &'a self,
+        work_item: &'a WorkItemRef,
+        text: &'a str,
+    ) -> BoxFuture<'a, ActionResult> {
+        Box::pin(self.do_reply(work_item, text, true))
     }
 
     fn start<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult> {

@@ -119,9 +119,16 @@ impl SessionRows {
             .filter(|r| r.status.is_open())
             .filter_map(|r| Some((r.work_item.clone(), r.ship_request.clone()?)))
             .collect();
+        let mut rows = merge(&records, &seen, watched, &trees);
+        let budgets = &sessions.settings().budgets;
+        for row in &mut rows {
+            if let Some(record) = records.iter().find(|r| r.work_item == row.work_item) {
+                row.usage = usage_view(record, &records, budgets);
+            }
+        }
         Rows {
             ship_requests,
-            sessions: merge(&records, &seen, watched, &trees),
+            sessions: rows,
             permissions: permissions(&seen),
             tmux_unknown,
         }
@@ -218,6 +225,8 @@ fn permissions(seen: &[SessionActivity]) -> Vec<PermissionView> {
 /// Open sessions first (by ref), then watched items that have none (closed sessions
 /// among them, since the start key applies to them again). A closed session of an item
 /// no longer watched is not listed.
+///
+/// (Usage is added by [`usage_view`].)
 fn merge(
     records: &[SessionRecord],
     seen: &[SessionActivity],
@@ -254,6 +263,7 @@ fn merge(
             workspace: trees.get(&record.work_item).cloned(),
             held: record.hold.summary(),
             pull_request: record.pull_request.as_ref().map(|p| p.number),
+            usage: None,
         })
         .collect();
     // An ended session whose worktree was kept: listed (watched or not), marked.
@@ -365,6 +375,27 @@ fn read_watched(path: &std::path::Path, repo: &str) -> Vec<WatchedItem> {
             Vec::new()
         }
     }
+}
+
+/// A session's usage for the screen; `None` when nothing is known.
+pub(crate) fn usage_view(
+    record: &SessionRecord,
+    records: &[SessionRecord],
+    budgets: &crate::usage::Budgets,
+) -> Option<crate::tui::backend::UsageView> {
+    if !record.usage.is_known() {
+        return None;
+    }
+    let tally = record.usage.tally();
+    let today = budgets.prices.cost(&tally.day(&crate::usage::today()));
+    let day = crate::session::usage::day_total(records, &crate::usage::today());
+    Some(crate::tui::backend::UsageView {
+        label: budgets.prices.cost(&tally).label(),
+        over_budget: crate::session::usage::over_budget(record, records, budgets).is_some(),
+        budget_warning: budgets.standing(&tally, &day) >= crate::usage::Standing::Warning,
+        today_tokens: today.tokens.total(),
+        today_usd: today.cost_usd(),
+    })
 }
 
 #[cfg(test)]

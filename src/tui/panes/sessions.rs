@@ -10,6 +10,10 @@
 //! A session whose work was shipped (SPEC §19.4) names its pull request there: `PR #7`.
 //! The last line names the selected session's branch and base, and the diff key.
 //!
+//! What a session's model used and cost (SPEC §20.3) has a column, `1.2M $3.41`: `—`
+//! when the harness reports nothing, `$?` when a model has no price, and `!` in front,
+//! in the warning colour, when the session is over a budget (its deliveries wait).
+//!
 //! Deliveries held back from a session (SPEC §18.3) end its row in the room left
 //! (`⏸ 2 held: permission dialog`, shortened to `⏸ 2 held`, `⏸ 2`); the selected one
 //! gets a line saying for how long and what to do.
@@ -30,6 +34,8 @@ const WORK_W: usize = 8;
 /// The widest the worktree column grows, for `~3 ↑2 PR #123`.
 const WORK_MAX: usize = 14;
 const REF_MIN: usize = 8;
+/// `!1.2M $3.41+?`.
+const USAGE_W: usize = 12;
 /// Room kept for the held mark when a session has one: `⏸ 12`.
 const HELD_MIN: usize = 4;
 
@@ -52,6 +58,7 @@ struct Columns {
     state: bool,
     idle: bool,
     work: bool,
+    usage: bool,
     /// The worktree column's width: its widest label, within bounds.
     work_w: usize,
     /// The held mark's width: what the other columns leave; 0 when nothing is held.
@@ -112,23 +119,27 @@ fn columns(app: &App, w: usize) -> Columns {
     // A held mark is kept through every narrowing: it says deliveries wait.
     let held = app.sessions.iter().any(|s| s.held.is_some());
     let held_min = if held { HELD_MIN + 1 } else { 0 };
-    let fixed = |h: usize, state: bool, idle: bool, work: bool| {
+    // Shown once some session's usage is known; then an unknown one reads `—`.
+    let usage = app.sessions.iter().any(|s| s.usage.is_some());
+    let fixed = |(h, state, idle, work, usage): (usize, bool, bool, bool, bool)| {
         2 + held_min
             + (if h > 0 { h + 1 } else { 0 })
             + (if state { STATE_W + 1 } else { 0 })
             + (if idle { IDLE_W + 1 } else { 0 })
             + (if work { work_w + 1 } else { 0 })
+            + (if usage { USAGE_W + 1 } else { 0 })
     };
     // What gives way first: the worktree counts (the selected session's are on the
-    // pane's last line), the harness (the Pane title names it), the idle time, the
-    // state word (the glyph says it). Whole refs are preferred to any column.
+    // pane's last line), the harness (the Pane title names it), the usage, the idle
+    // time, the state word (the glyph says it). Whole refs are preferred to any column.
     let options = [
-        (harness, true, true, work),
-        (0, true, true, work),
-        (harness, true, true, false),
-        (0, true, true, false),
-        (0, true, false, false),
-        (0, false, false, false),
+        (harness, true, true, work, usage),
+        (0, true, true, work, usage),
+        (harness, true, true, false, usage),
+        (0, true, true, false, usage),
+        (0, true, true, false, false),
+        (0, true, false, false, false),
+        (0, false, false, false, false),
     ];
     let longest = app
         .sessions
@@ -136,26 +147,22 @@ fn columns(app: &App, w: usize) -> Columns {
         .map(|s| width(&short_ref(&s.work_item)))
         .max()
         .unwrap_or(REF_MIN);
-    let fits = |need: usize| {
-        options
-            .into_iter()
-            .find(|(h, s, i, k)| fixed(*h, *s, *i, *k) + need <= w)
-    };
-    let (h, state, idle, work) = fits(longest.max(REF_MIN))
+    let fits = |need: usize| options.into_iter().find(|o| fixed(*o) + need <= w);
+    let chosen = fits(longest.max(REF_MIN))
         .or_else(|| fits(REF_MIN))
-        .unwrap_or((0, false, false, false));
-    let reference = w
-        .saturating_sub(fixed(h, state, idle, work))
-        .min(longest.max(REF_MIN));
+        .unwrap_or((0, false, false, false, false));
+    let reference = w.saturating_sub(fixed(chosen)).min(longest.max(REF_MIN));
+    let (h, state, idle, work, usage) = chosen;
     Columns {
         reference,
         harness: h,
         state,
         idle,
         work,
+        usage,
         work_w,
         held: if held {
-            (w + HELD_MIN).saturating_sub(fixed(h, state, idle, work) + reference)
+            (w + HELD_MIN).saturating_sub(fixed(chosen) + reference)
         } else {
             0
         },
@@ -211,6 +218,16 @@ fn row<'a>(app: &App, s: &SessionView, cols: &Columns) -> Line<'a> {
         };
         spans.push(Span::raw(" "));
         spans.push(Span::styled(fit_right(&idle, IDLE_W), t.time));
+    }
+    if cols.usage {
+        let (label, style) = match &s.usage {
+            Some(u) if u.over_budget => (format!("!{}", u.label), t.warn),
+            Some(u) => (u.label.clone(), t.dim),
+            None if s.state.has_session() => ("—".into(), t.dim),
+            None => (String::new(), t.dim),
+        };
+        spans.push(Span::raw(" "));
+        spans.push(Span::styled(fit_right(&label, USAGE_W), style));
     }
     if cols.work {
         let label = work_label(s).unwrap_or_default();

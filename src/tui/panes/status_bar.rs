@@ -48,6 +48,9 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
             segments.push(rate);
         }
         segments.push(webhook(app));
+        if let Some(usage) = usage_today(app) {
+            segments.push(usage);
+        }
     }
     let warning = warnings(app);
     let two_lines = area.height >= 2;
@@ -197,6 +200,31 @@ fn webhook(app: &App) -> Segment {
         WebhookState::Failed(_) => vec![("webhook ✗ failed".into(), bar(t.error))],
     };
     Segment { priority: 5, spans }
+}
+
+/// `today 1.2M $3.41`: what the watched sessions' models used today (SPEC §20.3);
+/// `$?` when a model has no price; in the warning colour when a session is over budget.
+/// Nothing while no session's usage is known.
+fn usage_today(app: &App) -> Option<Segment> {
+    let t = &app.theme;
+    let known: Vec<_> = app
+        .sessions
+        .iter()
+        .filter_map(|s| s.usage.as_ref())
+        .collect();
+    if known.is_empty() {
+        return None;
+    }
+    let tokens: u64 = known.iter().map(|u| u.today_tokens).sum();
+    let usd: Option<f64> = known.iter().map(|u| u.today_usd).sum();
+    let cost = usd.map_or_else(|| "$?".to_string(), |c| format!("${c:.2}"));
+    let over = known.iter().any(|u| u.over_budget);
+    let text = format!("today {} {cost}", crate::usage::tokens::short(tokens));
+    let style = if over { t.warn } else { t.dim };
+    Some(Segment {
+        priority: 4,
+        spans: vec![(text, t.status_bar.patch(style))],
+    })
 }
 
 /// Every standing warning in one segment, most serious first.

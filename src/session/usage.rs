@@ -1,0 +1,195 @@
+//! A session's usage kept current (SPEC §20): the hook names the transcript, each turn
+//! end reads what it gained (from the kept offsets, under the record's lock), tells it
+//! once (`session.usage`), and tells a budget crossed (`session.budget_warning`,
+//! `session.over_budget`). Holding deliveries over budget is `budget_hold`, asked by
+//! the paste path before every paste.
+
+use super::registry::{Registry, RegistryError, SessionRecord};
+use crate::events::{Event, EventLog, EventType, Level, Source};
+use crate::usage::budget::{Crossing, Scope};
+use crate::usage::reader::ReadStats;
+use crate::usage::track::{self, TranscriptError};
+use crate::usage::{Budgets, Standing, Tally};
+use crate::work_item::WorkItemRef;
+use std::path::{Path, PathBuf};
+
+/// What one refresh of a session found.
+#[derive(Debug, Clone, Default)]
+pub struct Refreshed {
+    pub before: Tally,
+    pub after: Tally,
+    pub stats: ReadStats,
+}
+
+/// A transcript a harness named, and Claude Code's config dir in the harness's
+/// environment (`CLAUDE_CONFIG_DIR`, else `~/.claude`: `track::claude_config_dir`).
+#[derive(Debug, Clone, Copy)]
+pub struct Named<'a> {
+    pub transcript: &'a Path,
+    pub claude_dir: &'a Path,
+}
+
+/// The transcript named, if it lies in the session's Claude project directory
+/// (`<claude dir>/projects/<encoded cwd>`); else why not.
+pub fn accept(record: &SessionRecord, named: Named<'_>) -> Result<PathBuf, TranscriptError> {
+    let (transcript, config_dir) = (named.transcript, named.claude_dir);
+    let mut last = None;
+    let cwds = [Some(record.cwd.clone()), record.cwd.canonicalize().ok()];
+    for cwd in cwds.into_iter().flatten() {
+        match track::accept_transcript(transcript, &track::claude_project_dir(config_dir, &cwd)) {
+            Ok(path) => return Ok(path),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| TranscriptError::NotJsonl(transcript.display().to_string())))
+}
+
+/// Follows `transcript` (when given and accepted) and reads what `item`'s transcripts
+/// gained, under the record's lock. `None`: no record.
+pub fn refresh(
+    registry: &Registry,
+    item: &WorkItemRef,
+    transcript: Option<Named<'_>>,
+) -> Result<Option<Refreshed>, RegistryError> {
+    let today = crate::usage::today();
+    let offset = crate::time::local_offset();
+    registry.update(item, |record| {
+        if let Some(named) = transcript {
+            match accept(record, named) {
+                Ok(path) => record.usage.follow(path),
+                Err(e) => tracing::warn!(%item, "usage: {e}; not read"),
+            }
+        }
+        let before = record.usage.tally();
+        let stats = if record.usage.transcript.is_some() {
+            record.usage.refresh(&today, offset)
+        } else {
+            ReadStats::default()
+        };
+        Refreshed {
+            before,
+            after: record.usage.tally(),
+            stats,
+        }
+    })
+}
+
+/// Every session's usage today except `except`'s.
+pub fn others_today(records: &[SessionRecord], except: &WorkItemRef, today: &str) -> Tally {
+    let mut out = Tally::default();
+    for r in records.iter().filter(|r| &r.work_item != except) {
+        out.merge(&r.usage.tally().day(today));
+    }
+    out
+}
+
+/// Every session's usage today.
+pub fn day_total(records: &[SessionRecord], today: &str) -> Tally {
+    let mut out = Tally::default();
+    for r in records {
+        out.merge(&r.usage.tally().day(today));
+    }
+    out
+}
+
+/// After a turn ended: refresh, then tell what it found (`session.usage`, once per turn
+/// end, only when something new was counted) and any budget crossed.
+pub fn after_turn(
+    registry: &Registry,
+    events: &EventLog,
+    item: &WorkItemRef,
+    transcript: Option<Named<'_>>,
+    budgets: &Budgets,
+) -> Result<Option<Refreshed>, RegistryError> {
+    let Some(found) = refresh(registry, item, transcript)? else {
+        return Ok(None);
+    };
+    if found.after != found.before {
+        let costed = budgets.prices.cost(&found.after);
+        let tokens = costed.tokens;
+        let unpriced: Vec<&str> = costed.unpriced().collect();
+        let _ = events.emit(
+            Event::new(Source::Hook, EventType::SessionUsage)
+                .with("work_item", item.to_string())
+                .with("tokens", tokens.total())
+                .with("input", tokens.input)
+                .with("output", tokens.output)
+                .with("cache_write_5m", tokens.cache_write5m)
+                .with("cache_write_1h", tokens.cache_write1h)
+                .with("cache_read", tokens.cache_read)
+                .with("cost_usd", costed.cost_usd())
+                .with(
+                    "unpriced",
+                    (!unpriced.is_empty()).then(|| unpriced.join(",")),
+                )
+                .with("bytes_read", found.stats.bytes),
+        );
+    }
+    if budgets.session_usd.is_some() || budgets.daily_usd.is_some() {
+        let today = crate::usage::today();
+        let records = registry.list()?;
+        let others = others_today(&records, item, &today);
+        let mut day_before = others.clone();
+        day_before.merge(&found.before.day(&today));
+        let mut day_after = others;
+        day_after.merge(&found.after.day(&today));
+        for crossing in budgets.crossings((&found.before, &found.after), (&day_before, &day_after))
+        {
+            let _ = events.emit(crossing_event(item, &crossing));
+        }
+    }
+    Ok(Some(found))
+}
+
+fn crossing_event(item: &WorkItemRef, crossing: &Crossing) -> Event {
+    let kind = match crossing.standing {
+        Standing::Over => EventType::SessionOverBudget,
+        _ => EventType::SessionBudgetWarning,
+    };
+    Event::new(Source::Hook, kind)
+        .level(Level::Warning)
+        .with("work_item", item.to_string())
+        .with("scope", crossing.scope.as_str())
+        .with("cost_usd", crossing.cost_usd)
+        .with("budget_usd", crossing.budget_usd)
+}
+
+/// Whether `record`'s session is at or over a budget in force (SPEC §20.4), as the
+/// paste path asks before every paste. Every record is read only when a daily budget
+/// is set.
+pub fn held_for_budget(
+    registry: &Registry,
+    record: &SessionRecord,
+    settings: &super::Settings,
+) -> bool {
+    let budgets = &settings.budgets;
+    if budgets.session_usd.is_none() && budgets.daily_usd.is_none() {
+        return false;
+    }
+    let records = match budgets.daily_usd {
+        Some(_) => registry.list().unwrap_or_default(),
+        None => Vec::new(),
+    };
+    over_budget(record, &records, budgets).is_some()
+}
+
+/// Whether `record`'s deliveries are held for its budget: its own cost, or every
+/// session's today (`records`), at or over the budget in force.
+pub fn over_budget(
+    record: &SessionRecord,
+    records: &[SessionRecord],
+    budgets: &Budgets,
+) -> Option<Scope> {
+    let own = budgets.known_cost(&record.usage.tally());
+    if own.is_some_and(|c| Standing::of(c, budgets.session_usd) == Standing::Over) {
+        return Some(Scope::Session);
+    }
+    let today = crate::usage::today();
+    let day = budgets.known_cost(&day_total(records, &today));
+    day.is_some_and(|c| Standing::of(c, budgets.daily_usd) == Standing::Over)
+        .then_some(Scope::Daily)
+}
+
+#[cfg(test)]
+#[path = "usage_tests.rs"]
+mod tests;

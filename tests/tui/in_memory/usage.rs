@@ -1,0 +1,85 @@
+//! Usage on the screen (SPEC §20.3, §20.4): the Sessions column (`1.2M $3.41`, `$?`
+//! for an unpriced model, `—` for a harness that reports nothing, `!` over budget),
+//! the header's total for today, a held delivery marked `over budget`, and one
+//! notification per budget reached.
+
+use crate::support::tui_app::*;
+use the_loop::tui::action::{Action, Effect, Request};
+use the_loop::tui::app::Mode;
+use the_loop::tui::sample;
+
+#[test]
+fn the_sessions_pane_and_header_show_usage_and_budgets() {
+    let app = app_with(sample::snapshot_with_usage(NOW), 140, 30);
+    snap("usage_140x30", screen(&app));
+    let text = screen(&app);
+    assert!(text.contains("1.2M $3.41"), "{text}");
+    assert!(text.contains("340.0k $?"), "an unpriced model: {text}");
+    assert!(text.contains("!2.5M $12.80"), "over budget: {text}");
+    assert!(
+        text.contains("—"),
+        "a session whose usage is unknown: {text}"
+    );
+    assert!(text.contains("!2.5M $12.80 ⏸ 1 held"), "{text}");
+    // Today's total: one session's cost is unknown, so the total is too.
+    assert!(text.contains("today 1.2M $?"), "{text}");
+}
+
+#[test]
+fn reaching_a_budget_notifies_once() {
+    let mut snapshot = sample::snapshot(NOW);
+    let mut app = app_with(snapshot.clone(), 140, 30);
+    snapshot.sessions[0].usage = Some(the_loop::tui::backend::UsageView {
+        label: "2.5M $12.80".into(),
+        over_budget: true,
+        budget_warning: true,
+        today_tokens: 2_500_000,
+        today_usd: Some(12.8),
+    });
+    let fx = send(&mut app, Action::Snapshot(Box::new(snapshot.clone())));
+    let bells = fx.iter().filter(|e| matches!(e, Effect::Bell)).count();
+    assert_eq!(bells, 2, "80 % and 100 %, once each: {fx:?}");
+    let again = send(&mut app, Action::Snapshot(Box::new(snapshot)));
+    assert!(
+        !again.iter().any(|e| matches!(e, Effect::Bell)),
+        "{again:?}"
+    );
+}
+
+fn requests(fx: &[Effect]) -> Vec<Request> {
+    fx.iter()
+        .filter_map(|e| match e {
+            Effect::Request(r) => Some(r.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_reply_to_a_session_over_budget_asks_first() {
+    let mut snapshot = sample::snapshot(NOW);
+    snapshot.sessions[0].usage = Some(the_loop::tui::backend::UsageView {
+        label: "2.5M $12.80".into(),
+        over_budget: true,
+        budget_warning: true,
+        today_tokens: 2_500_000,
+        today_usd: Some(12.8),
+    });
+    let item = snapshot.sessions[0].work_item.clone();
+    let mut app = app_with(snapshot, 120, 32);
+    keys(&mut app, &["r"]);
+    type_text(&mut app, "keep going");
+    let fx = keys(&mut app, &["alt-enter"]);
+    assert!(requests(&fx).is_empty(), "nothing sent yet: {fx:?}");
+    assert!(matches!(app.mode, Mode::Confirm(_)), "{:?}", app.mode);
+    snap("usage_confirm_reply", screen(&app));
+    assert!(screen(&app).contains("over its budget"));
+    let fx = keys(&mut app, &["y"]);
+    assert_eq!(
+        requests(&fx),
+        [Request::ReplyOverBudget {
+            work_item: item,
+            text: "keep going".into()
+        }]
+    );
+}

@@ -95,7 +95,9 @@ impl World {
         let registry = self.registry();
         for (item, path) in &self.transcripts {
             let mut record = SessionRecord::new(item, "claude", "/w".into());
-            record.usage.follow(path.clone());
+            record
+                .usage
+                .follow(path.clone(), the_loop::usage::reader::Format::Claude);
             registry.put(&record).unwrap();
         }
     }

@@ -21,7 +21,10 @@ pub struct HookArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct HookUsageArgs {
-    /// The transcript the harness named.
+    /// The harness that wrote the log.
+    #[arg(long, value_enum, default_value = "claude")]
+    pub harness: Reporter,
+    /// The log the harness named (Claude's transcript, codex's rollout).
     #[arg(long, value_name = "PATH")]
     pub transcript: std::path::PathBuf,
 }
@@ -29,8 +32,10 @@ pub struct HookUsageArgs {
 /// `the-loop hook-usage`: what the turn used, read once the transcript settles.
 /// Prints nothing; what goes wrong goes to the log file.
 pub fn run_usage(args: HookUsageArgs) -> CliResult {
-    let outcome = report::work_item_from_env()
-        .and_then(|item| report::record_usage(&StatePaths::from_env(), &item, &args.transcript));
+    let outcome = report::work_item_from_env().and_then(|item| {
+        let paths = StatePaths::from_env();
+        report::record_usage(&paths, &item, args.harness, &args.transcript)
+    });
     if let Err(error) = outcome {
         tracing::warn!("hook-usage: {error}");
     }

@@ -85,8 +85,8 @@ pub enum Command {
     /// Run by a session's harness to report its state (SPEC §17): prints nothing.
     #[command(hide = true)]
     Hook(hook_cmd::HookArgs),
-    /// Started by a turn-end hook, detached: reads what the turn used once Claude
-    /// Code has written it (SPEC §20.1); prints nothing.
+    /// Started by a turn-end hook, detached: reads what the turn used once the
+    /// harness has written it to its log (SPEC §20.1); prints nothing.
     #[command(hide = true, name = "hook-usage")]
     HookUsage(hook_cmd::HookUsageArgs),
     /// A session's first process when it is handed passed values: runs the harness.

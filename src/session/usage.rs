@@ -7,7 +7,8 @@
 use super::registry::{Registry, RegistryError, SessionRecord};
 use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::usage::budget::{Crossing, Scope};
-use crate::usage::reader::ReadStats;
+use crate::usage::codex::{self, RolloutError};
+use crate::usage::reader::{Format, ReadStats};
 use crate::usage::track::{self, TranscriptError};
 use crate::usage::{Budgets, Standing, Tally};
 use crate::work_item::WorkItemRef;
@@ -21,27 +22,60 @@ pub struct Refreshed {
     pub stats: ReadStats,
 }
 
-/// A transcript a harness named, and Claude Code's config dir in the harness's
-/// environment (`CLAUDE_CONFIG_DIR`, else `~/.claude`: `track::claude_config_dir`).
+/// A log a harness named, and where that harness keeps its logs in the harness's
+/// environment.
 #[derive(Debug, Clone, Copy)]
 pub struct Named<'a> {
     pub transcript: &'a Path,
-    pub claude_dir: &'a Path,
+    pub root: Root<'a>,
 }
 
-/// The transcript named, if it lies in the session's Claude project directory
-/// (`<claude dir>/projects/<encoded cwd>`); else why not.
-pub fn accept(record: &SessionRecord, named: Named<'_>) -> Result<PathBuf, TranscriptError> {
-    let (transcript, config_dir) = (named.transcript, named.claude_dir);
-    let mut last = None;
-    let cwds = [Some(record.cwd.clone()), record.cwd.canonicalize().ok()];
-    for cwd in cwds.into_iter().flatten() {
-        match track::accept_transcript(transcript, &track::claude_project_dir(config_dir, &cwd)) {
-            Ok(path) => return Ok(path),
-            Err(e) => last = Some(e),
+/// Where a harness keeps its logs.
+#[derive(Debug, Clone, Copy)]
+pub enum Root<'a> {
+    /// Claude Code's config dir (`CLAUDE_CONFIG_DIR`, else `~/.claude`:
+    /// `track::claude_config_dir`).
+    Claude(&'a Path),
+    /// Codex's home (`CODEX_HOME`, else `~/.codex`: `codex::codex_home`).
+    Codex(&'a Path),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum NotAccepted {
+    #[error(transparent)]
+    Transcript(#[from] TranscriptError),
+    #[error(transparent)]
+    Rollout(#[from] RolloutError),
+}
+
+/// The log named, with how it is read, if it is the session's: a Claude transcript in
+/// the session's project directory (`<claude dir>/projects/<encoded cwd>`), a codex
+/// rollout under `<codex home>/sessions` of a session in the session's directory; else
+/// why not.
+pub fn accept(record: &SessionRecord, named: Named<'_>) -> Result<(PathBuf, Format), NotAccepted> {
+    let transcript = named.transcript;
+    let cwds: Vec<PathBuf> = [Some(record.cwd.clone()), record.cwd.canonicalize().ok()]
+        .into_iter()
+        .flatten()
+        .collect();
+    match named.root {
+        Root::Codex(home) => Ok((
+            codex::accept_rollout(transcript, home, &cwds)?,
+            Format::Codex,
+        )),
+        Root::Claude(config_dir) => {
+            let mut last = None;
+            for cwd in &cwds {
+                let dir = track::claude_project_dir(config_dir, cwd);
+                match track::accept_transcript(transcript, &dir) {
+                    Ok(path) => return Ok((path, Format::Claude)),
+                    Err(e) => last = Some(e),
+                }
+            }
+            let shown = transcript.display().to_string();
+            Err(last.unwrap_or(TranscriptError::NotJsonl(shown)).into())
         }
     }
-    Err(last.unwrap_or_else(|| TranscriptError::NotJsonl(transcript.display().to_string())))
 }
 
 /// Follows `transcript` (when given and accepted) and reads what `item`'s transcripts
@@ -56,7 +90,7 @@ pub fn refresh(
     registry.update(item, |record| {
         if let Some(named) = transcript {
             match accept(record, named) {
-                Ok(path) => record.usage.follow(path),
+                Ok((path, format)) => record.usage.follow(path, format),
                 Err(e) => tracing::warn!(%item, "usage: {e}; not read"),
             }
         }

@@ -34,7 +34,7 @@ impl Transcript {
     fn named(&self) -> Named<'_> {
         Named {
             transcript: &self.path,
-            claude_dir: &self.claude_dir,
+            root: Root::Claude(&self.claude_dir),
         }
     }
 
@@ -120,7 +120,7 @@ async fn a_transcript_outside_the_project_dir_is_never_read() {
     std::fs::write(&elsewhere, "").unwrap();
     let named = Named {
         transcript: &elsewhere,
-        claude_dir: &t.claude_dir,
+        root: Root::Claude(&t.claude_dir),
     };
     let registry = f.sessions.registry();
     after_turn(

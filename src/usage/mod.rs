@@ -1,15 +1,16 @@
 //! Usage and cost per session (SPEC §20): what each agent's model responses cost, read
 //! from what the harness writes down, priced from a table, held against budgets.
 //!
-//! - [`line`]: one Claude Code transcript line's usage; [`reader`]: a transcript read
-//!   incrementally, each response once; [`track`]: a session's transcripts (and
-//!   sub-agents'), kept in its record;
+//! - [`line`]: one Claude Code transcript line's usage; [`codex`]: codex's rollout,
+//!   its running totals; [`reader`]: a log read incrementally, each response once;
+//!   [`track`]: a session's logs (and sub-agents'), kept in its record;
 //! - [`tally`]: counts by local day and model; [`tokens`]: the four kinds (cache
 //!   writes by lifetime);
 //! - [`pricing`]: the embedded price table and the config's entries;
 //! - [`budget`]: where a cost stands against a budget, and the crossings to tell.
 
 pub mod budget;
+pub mod codex;
 pub mod critics;
 pub mod group;
 pub mod line;

@@ -13,7 +13,11 @@
 //! - Opened with `O_NOFOLLOW | O_NONBLOCK`; anything but a regular file is refused.
 //! - One read stops at the length the file had when opened: a file that keeps growing
 //!   is not chased.
+//!
+//! A file is read as what wrote it ([`Format`]): a Claude Code transcript ([`line`])
+//! or a codex rollout ([`codex`]), whose running totals count by their growth.
 
+use super::codex;
 use super::line;
 use super::tally::Tally;
 use super::tokens::Tokens;
@@ -33,11 +37,30 @@ pub const RECENT: usize = 64;
 
 const CHUNK: usize = 256 << 10;
 
+/// What wrote a file, and so how its lines count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Format {
+    /// A Claude Code transcript: each response's usage, once.
+    #[default]
+    Claude,
+    /// A codex rollout: the thread's running totals.
+    Codex,
+}
+
+impl Format {
+    fn is_claude(&self) -> bool {
+        *self == Self::Claude
+    }
+}
+
 /// Where the reader is in one file, and what the file counted.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Cursor {
     pub path: PathBuf,
+    #[serde(skip_serializing_if = "Format::is_claude")]
+    pub format: Format,
     pub dev: u64,
     pub ino: u64,
     /// Bytes consumed: the start of the first line not read yet.
@@ -49,6 +72,11 @@ pub struct Cursor {
     pub recent: VecDeque<(String, Tokens)>,
     /// Over-long lines skipped in this file.
     pub skipped: u64,
+    /// Codex: the model of the current turn, and the last running total read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(skip_serializing_if = "Tokens::is_zero")]
+    pub total: Tokens,
 }
 
 /// What one read did.
@@ -87,9 +115,10 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
 }
 
 impl Cursor {
-    pub fn new(path: PathBuf) -> Self {
+    pub fn new(path: PathBuf, format: Format) -> Self {
         Self {
             path,
+            format,
             ..Self::default()
         }
     }
@@ -102,7 +131,7 @@ impl Cursor {
         let mut stats = ReadStats::default();
         let replaced = (self.dev, self.ino) != (meta.dev(), meta.ino()) && self.ino != 0;
         if replaced || meta.len() < self.offset {
-            *self = Self::new(std::mem::take(&mut self.path));
+            *self = Self::new(std::mem::take(&mut self.path), self.format);
             stats.restarted = true;
         }
         self.dev = meta.dev();
@@ -171,6 +200,29 @@ impl Cursor {
     }
 
     fn count(&mut self, bytes: &[u8], today: &str, offset: UtcOffset) {
+        match self.format {
+            Format::Claude => self.count_response(bytes, today, offset),
+            Format::Codex => self.count_total(bytes, today, offset),
+        }
+    }
+
+    /// A codex rollout line: a turn's model, or a running total counted by its growth.
+    fn count_total(&mut self, bytes: &[u8], today: &str, offset: UtcOffset) {
+        match codex::parse(bytes, offset) {
+            Some(codex::Line::Model(model)) => self.model = Some(model),
+            Some(codex::Line::Counts { total, last, day }) => {
+                let counted = codex::counted(&self.total, &total, last.as_ref());
+                self.total = total;
+                let model = self.model.as_deref().unwrap_or("unknown");
+                self.tally
+                    .add(day.as_deref().unwrap_or(today), model, &counted);
+            }
+            None => {}
+        }
+    }
+
+    /// A Claude Code transcript line: a response's usage, once.
+    fn count_response(&mut self, bytes: &[u8], today: &str, offset: UtcOffset) {
         let Some(entry) = line::parse(bytes, offset) else {
             return;
         };

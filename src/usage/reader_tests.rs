@@ -63,7 +63,7 @@ fn each_response_counts_once_and_synthetic_lines_not_at_all() {
         TEXT,
     );
     append(&path, &format!("{synthetic}\n"));
-    let mut cursor = Cursor::new(path.clone());
+    let mut cursor = Cursor::new(path.clone(), Format::Claude);
     let stats = read(&mut cursor);
     assert_eq!(stats.lines, 10);
     assert_eq!(stats.bytes, std::fs::metadata(&path).unwrap().len());
@@ -82,7 +82,7 @@ fn a_half_written_last_line_waits_and_only_new_bytes_are_read() {
     let line = assistant("msg_2", "req_2", MODEL, &usage(1, 2, 0, 0, 0), TEXT);
     let (head, tail) = line.split_at(line.len() / 2);
     append(&path, head);
-    let mut cursor = Cursor::new(path.clone());
+    let mut cursor = Cursor::new(path.clone(), Format::Claude);
     read(&mut cursor);
     assert_eq!(total(&cursor), t(10, 5, 0, 0, 0));
     let offset = cursor.offset;
@@ -109,7 +109,7 @@ fn a_later_line_of_a_response_adds_only_what_it_reports_beyond_the_first() {
             assistant("msg_1", "req_2", MODEL, &usage(10, 40, 0, 0, 0), TEXT),
         ),
     );
-    let mut cursor = Cursor::new(path);
+    let mut cursor = Cursor::new(path, Format::Claude);
     read(&mut cursor);
     assert_eq!(total(&cursor), t(20, 80, 0, 0, 0));
 }
@@ -126,7 +126,7 @@ fn an_over_long_line_is_skipped_and_counted_even_across_reads() {
     // Half of it now: bigger than the cap, no newline yet.
     let (head, tail) = huge.split_at(MAX_LINE + 5);
     append(&path, head);
-    let mut cursor = Cursor::new(path.clone());
+    let mut cursor = Cursor::new(path.clone(), Format::Claude);
     let first = read(&mut cursor);
     assert_eq!(first.skipped, 1);
     assert!(cursor.skipping);
@@ -147,7 +147,7 @@ fn a_truncated_or_replaced_file_is_recounted_from_zero_never_twice() {
     let path = dir.path().join("s.jsonl");
     append(&path, &response("msg_1", &usage(10, 5, 0, 0, 0)));
     append(&path, &response("msg_2", &usage(20, 5, 0, 0, 0)));
-    let mut cursor = Cursor::new(path.clone());
+    let mut cursor = Cursor::new(path.clone(), Format::Claude);
     read(&mut cursor);
     assert_eq!(total(&cursor), t(30, 10, 0, 0, 0));
 
@@ -175,12 +175,12 @@ fn only_a_regular_file_is_read_never_through_a_symlink() {
     append(&secret, &response("msg_1", &usage(10, 5, 0, 0, 0)));
     let link = dir.path().join("s.jsonl");
     std::os::unix::fs::symlink(&secret, &link).unwrap();
-    let mut cursor = Cursor::new(link);
+    let mut cursor = Cursor::new(link, Format::Claude);
     assert!(cursor.read_new("2026-12-01", UtcOffset::UTC).is_err());
     assert!(cursor.tally.is_empty());
     let fifo = dir.path().join("f.jsonl");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-    let mut cursor = Cursor::new(fifo);
+    let mut cursor = Cursor::new(fifo, Format::Claude);
     let err = cursor.read_new("2026-12-01", UtcOffset::UTC).unwrap_err();
     assert!(err.to_string().contains("not a regular file"), "{err}");
 }

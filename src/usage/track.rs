@@ -2,7 +2,7 @@
 //! transcripts, each read from a kept offset. Kept in the session record (`usage`), so
 //! every process sees the same figures and the record's lock orders the readers.
 
-use super::reader::{Cursor, ReadStats};
+use super::reader::{Cursor, Format, ReadStats};
 use super::tally::Tally;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -21,9 +21,6 @@ pub struct SessionUsage {
     /// The transcript first, then its sub-agents'.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<Cursor>,
-    /// Counts a harness reports whole (codex), replacing what files count.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reported: Option<Tally>,
     /// Bytes read over every refresh, and in the last one: what keeping the figures
     /// current costs.
     pub bytes_read: u64,
@@ -34,17 +31,14 @@ pub struct SessionUsage {
 }
 
 impl SessionUsage {
-    /// Whether anything is known: a session without a transcript or reported counts
-    /// shows `—`, never 0.
+    /// Whether anything is known: a session whose harness names no log shows `—`,
+    /// never 0.
     pub fn is_known(&self) -> bool {
-        self.transcript.is_some() || self.reported.is_some()
+        self.transcript.is_some()
     }
 
     /// Everything counted, by day and model.
     pub fn tally(&self) -> Tally {
-        if let Some(reported) = &self.reported {
-            return reported.clone();
-        }
         let mut out = Tally::default();
         for file in &self.files {
             out.merge(&file.tally);
@@ -52,26 +46,33 @@ impl SessionUsage {
         out
     }
 
-    /// Follows `transcript` from now on (a new path — `/clear`, a resume — starts a new
-    /// file; the old ones keep counting what they counted).
-    pub fn follow(&mut self, transcript: PathBuf) {
+    /// Follows `transcript`, written in `format`, from now on (a new path — `/clear`, a
+    /// resume, another codex thread — starts a new file; the old ones keep counting what
+    /// they counted).
+    pub fn follow(&mut self, transcript: PathBuf, format: Format) {
         if self.transcript.as_ref() != Some(&transcript) {
             if !self.files.iter().any(|f| f.path == transcript) {
-                self.files.push(Cursor::new(transcript.clone()));
+                self.files.push(Cursor::new(transcript.clone(), format));
             }
             self.transcript = Some(transcript);
         }
     }
 
-    /// Reads what every followed file gained, and finds new sub-agent transcripts.
+    /// Reads what every followed file gained, and finds new sub-agent transcripts (of
+    /// Claude Code's).
     pub fn refresh(&mut self, today: &str, offset: UtcOffset) -> ReadStats {
-        if let Some(transcript) = self.transcript.clone() {
+        let claude = |path: &PathBuf| {
+            self.files
+                .iter()
+                .any(|f| f.path == *path && f.format == Format::Claude)
+        };
+        if let Some(transcript) = self.transcript.clone().filter(claude) {
             for sub in subagents(&transcript) {
                 if self.files.len() > MAX_SUBAGENTS {
                     break;
                 }
                 if !self.files.iter().any(|f| f.path == sub) {
-                    self.files.push(Cursor::new(sub));
+                    self.files.push(Cursor::new(sub, Format::Claude));
                 }
             }
         }

@@ -35,7 +35,7 @@ fn sub_agent_transcripts_count_for_their_parent() {
     std::fs::write(dir.path().join("abc/subagents/notes.txt"), "x").unwrap();
     let mut usage_ = SessionUsage::default();
     assert!(!usage_.is_known(), "nothing known yet: shown as —");
-    usage_.follow(main.clone());
+    usage_.follow(main.clone(), Format::Claude);
     let stats = usage_.refresh("2026-12-03", UtcOffset::UTC);
     assert_eq!(usage_.files.len(), 2);
     let by_model = usage_.tally().by_model();
@@ -48,7 +48,7 @@ fn sub_agent_transcripts_count_for_their_parent() {
     assert_eq!(usage_.last_read_bytes, 0);
     assert_eq!(usage_.refreshes, 2);
     // Following the same transcript again changes nothing.
-    usage_.follow(main);
+    usage_.follow(main, Format::Claude);
     assert_eq!(usage_.files.len(), 2);
     assert_eq!(
         usage_.tally().tokens(),

@@ -44,7 +44,9 @@ impl World {
         std::fs::create_dir_all(transcript.parent().unwrap()).unwrap();
         std::fs::write(&transcript, lines.join("\n") + "\n").unwrap();
         let mut record = SessionRecord::new(&item, "claude", self.dir.path().into());
-        record.usage.follow(transcript.clone());
+        record
+            .usage
+            .follow(transcript.clone(), the_loop::usage::reader::Format::Claude);
         self.registry().put(&record).unwrap();
         transcript
     }

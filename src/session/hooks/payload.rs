@@ -31,9 +31,19 @@ impl Reporter {
 pub struct Report {
     pub event: String,
     pub signal: Signal,
-    /// Claude Code's `transcript_path`: where the session's usage is read from (SPEC
-    /// §20.1), accepted only inside its project directory (`session::usage`).
-    pub transcript: Option<std::path::PathBuf>,
+    /// Where the session's usage is read from (SPEC §20.1), accepted only as the
+    /// session's own log (`session::usage::accept`).
+    pub log: Option<UsageLog>,
+}
+
+/// The log a report names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UsageLog {
+    /// Claude Code's `transcript_path`.
+    Transcript(std::path::PathBuf),
+    /// Codex's `thread-id`: its rollout is found under codex's home
+    /// (`usage::codex::find_rollout`). Only hex digits and dashes are taken.
+    CodexThread(String),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -96,14 +106,10 @@ fn claude(v: &Value) -> Option<Report> {
         "SessionEnd" => Signal::SessionEnded,
         _ => return None,
     };
-    let transcript = text(v, "transcript_path")
+    let log = text(v, "transcript_path")
         .filter(|t| !t.is_empty())
-        .map(std::path::PathBuf::from);
-    Some(Report {
-        event,
-        signal,
-        transcript,
-    })
+        .map(|t| UsageLog::Transcript(t.into()));
+    Some(Report { event, signal, log })
 }
 
 fn codex(v: &Value) -> Option<Report> {
@@ -111,7 +117,9 @@ fn codex(v: &Value) -> Option<Report> {
     (event == "agent-turn-complete").then_some(Report {
         event,
         signal: Signal::TurnEnded,
-        transcript: None,
+        log: text(v, "thread-id")
+            .filter(|id| crate::usage::codex::is_thread_id(id))
+            .map(UsageLog::CodexThread),
     })
 }
 
@@ -202,21 +210,38 @@ mod tests {
         let stop = serde_json::json!({"hook_event_name": "Stop", "session_id": "0fdc",
             "transcript_path": "/h/.claude/projects/-w/0fdc.jsonl"});
         assert_eq!(
-            claude_json(stop).unwrap().transcript,
-            Some("/h/.claude/projects/-w/0fdc.jsonl".into())
+            claude_json(stop).unwrap().log,
+            Some(UsageLog::Transcript(
+                "/h/.claude/projects/-w/0fdc.jsonl".into()
+            ))
         );
     }
 
     #[test]
     fn codex_turn_complete_and_bad_input() {
-        let turn = serde_json::json!({"type": "agent-turn-complete", "thread-id": "t",
+        // As codex 0.171.0 sends it.
+        let turn = serde_json::json!({"type": "agent-turn-complete",
+            "thread-id": "01a23d29-529b-73f3-9002-bfbaf9aebad0",
+            "turn-id": "01a23d29-52f2-7bf3-84fa-26d967a1b246", "cwd": "/w",
+            "client": "codex-tui", "input-messages": ["say hi"],
             "last-assistant-message": "done"});
         let report = parse(Reporter::Codex, turn.to_string().as_bytes())
             .unwrap()
             .unwrap();
         assert_eq!(report.signal, Signal::TurnEnded);
         assert_eq!(report.event, "agent-turn-complete");
-        assert_eq!(report.transcript, None);
+        assert_eq!(
+            report.log,
+            Some(UsageLog::CodexThread(
+                "01a23d29-529b-73f3-9002-bfbaf9aebad0".into()
+            ))
+        );
+        // A thread id is never a path.
+        for bad in ["../../etc/passwd", "a/b", "", "x\u{1b}[2J"] {
+            let turn = serde_json::json!({"type": "agent-turn-complete", "thread-id": bad});
+            let report = parse(Reporter::Codex, turn.to_string().as_bytes()).unwrap();
+            assert_eq!(report.unwrap().log, None, "{bad:?}");
+        }
         assert!(
             parse(Reporter::Codex, br#"{"type":"other"}"#)
                 .unwrap()

@@ -9,13 +9,14 @@
 //! "fast" a guarantee: whatever the work is waiting on (a lock, a slow disk), the
 //! process exits within [`BUDGET`].
 
-use super::payload::{self, Reporter};
+use super::payload::{self, Reporter, UsageLog};
 use super::state::{self, Outcome};
 use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::paths::StatePaths;
 use crate::session::registry::{Registry, RegistryError};
 use crate::work_item::WorkItemRef;
 use std::io::Read;
+use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -95,8 +96,15 @@ pub fn record(
         report.signal,
         state::Signal::TurnEnded | state::Signal::SessionEnded
     );
-    let transcript = report.transcript.clone();
-    let claude_dir = crate::usage::track::claude_config_dir();
+    // The log the turn's usage is read from, found before the record is locked.
+    let log = if turn_over {
+        report
+            .log
+            .as_ref()
+            .and_then(|log| UsageSource::find(reporter, log))
+    } else {
+        None
+    };
     let mut accepted = None;
     let outcomes = registry
         .update(item, |record| {
@@ -108,15 +116,12 @@ pub fn record(
                 &now,
             );
             record.reported = Some(next);
-            // Only a transcript inside the session's Claude project dir is read.
-            if turn_over && let (Some(transcript), Some(claude_dir)) = (&transcript, &claude_dir) {
-                let named = crate::session::usage::Named {
-                    transcript,
-                    claude_dir,
-                };
-                accepted = crate::session::usage::accept(record, named)
+            // Only the session's own log is read.
+            if let Some(log) = &log {
+                accepted = crate::session::usage::accept(record, log.named())
                     .map_err(|e| tracing::warn!(%item, "usage: {e}; not read"))
-                    .ok();
+                    .ok()
+                    .map(|(path, _)| path);
             }
             outcomes
         })?
@@ -128,20 +133,75 @@ pub fn record(
         // What the turn used (SPEC §20): Claude Code 2.1.197 writes the turn's last
         // response to its transcript after its `Stop` hooks return, so it is read by a
         // detached process once the file settles, never by this one.
-        usage_later(&transcript);
+        usage_later(&transcript, reporter);
     }
     Ok(outcomes)
 }
 
-/// Starts `<bin> hook-usage --transcript PATH` detached (its own process group, no
-/// stdio: the harness waits for neither), inheriting the session's environment.
-fn usage_later(transcript: &std::path::Path) {
+/// A harness's log of usage and where that harness keeps its logs, both owned.
+#[derive(Debug, Clone)]
+pub struct UsageSource {
+    reporter: Reporter,
+    path: PathBuf,
+    root: PathBuf,
+}
+
+impl UsageSource {
+    /// `path` as written by `reporter`'s harness in this environment; `None` when the
+    /// environment names no home for it.
+    pub fn of(reporter: Reporter, path: PathBuf) -> Option<Self> {
+        let root = match reporter {
+            Reporter::Claude => crate::usage::track::claude_config_dir(),
+            Reporter::Codex => crate::usage::codex::codex_home(),
+        }?;
+        Some(Self {
+            reporter,
+            path,
+            root,
+        })
+    }
+
+    /// The file a report's `log` names: Claude's transcript as given, codex's thread's
+    /// rollout looked up under its home.
+    pub fn find(reporter: Reporter, log: &UsageLog) -> Option<Self> {
+        match (reporter, log) {
+            (Reporter::Claude, UsageLog::Transcript(path)) => Self::of(reporter, path.clone()),
+            (Reporter::Codex, UsageLog::CodexThread(id)) => {
+                let home = crate::usage::codex::codex_home()?;
+                let now = time::OffsetDateTime::now_utc();
+                let path = crate::usage::codex::find_rollout(&home, id, now);
+                if path.is_none() {
+                    tracing::debug!("usage: no rollout of codex thread {id} (not logged)");
+                }
+                Self::of(reporter, path?)
+            }
+            _ => None,
+        }
+    }
+
+    pub fn named(&self) -> crate::session::usage::Named<'_> {
+        let root = match self.reporter {
+            Reporter::Claude => crate::session::usage::Root::Claude(&self.root),
+            Reporter::Codex => crate::session::usage::Root::Codex(&self.root),
+        };
+        crate::session::usage::Named {
+            transcript: &self.path,
+            root,
+        }
+    }
+}
+
+/// Starts `<bin> hook-usage --harness H --transcript PATH` detached (its own process
+/// group, no stdio: the harness waits for neither), inheriting the session's
+/// environment.
+fn usage_later(transcript: &std::path::Path, reporter: Reporter) {
     use std::os::unix::process::CommandExt;
     let Ok(bin) = std::env::current_exe() else {
         return;
     };
     let spawned = std::process::Command::new(bin)
         .arg("hook-usage")
+        .args(["--harness", reporter.as_str()])
         .arg("--transcript")
         .arg(transcript)
         .stdin(std::process::Stdio::null())
@@ -160,6 +220,7 @@ fn usage_later(transcript: &std::path::Path) {
 pub fn record_usage(
     paths: &StatePaths,
     item: &WorkItemRef,
+    reporter: Reporter,
     transcript: &std::path::Path,
 ) -> Result<(), HookError> {
     let size = || std::fs::symlink_metadata(transcript).map_or(0, |m| m.len());
@@ -184,13 +245,8 @@ pub fn record_usage(
     };
     let events = EventLog::open(paths);
     let registry = Registry::new(paths, events.clone(), Source::Hook);
-    let claude_dir = crate::usage::track::claude_config_dir();
-    let named = claude_dir
-        .as_deref()
-        .map(|claude_dir| crate::session::usage::Named {
-            transcript,
-            claude_dir,
-        });
+    let source = UsageSource::of(reporter, transcript.to_path_buf());
+    let named = source.as_ref().map(UsageSource::named);
     crate::session::usage::after_turn(&registry, &events, item, named, &budgets)?;
     Ok(())
 }

@@ -1,0 +1,134 @@
+//! A local fake of the OpenAI Responses API that the real Codex talks to in tests:
+//! axum on `127.0.0.1:0`, `POST /v1/responses` answered as SSE (`response.created`, one
+//! assistant message, `response.completed` with its `usage`). Every response reports a
+//! different usage ([`usage_of`]), every part present, and is recorded with whether it
+//! answered the agent or titled the session (codex asks for a title on the side, with
+//! its own thread, and logs that thread nowhere).
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// What codex asks when it titles a session.
+const TITLE_ASK: &str = "Generate a concise, single-line task title";
+
+/// One response: its number, whether it titled the session, its usage as reported.
+#[derive(Debug, Clone)]
+pub struct Answered {
+    pub id: u64,
+    pub title: bool,
+    pub usage: Value,
+}
+
+/// A different usage for every response `id`: input with a cached part, output with
+/// a reasoning part.
+pub fn usage_of(id: u64) -> Value {
+    let input = 1000 + 37 * id;
+    let output = 40 + 11 * id;
+    json!({
+        "input_tokens": input,
+        "input_tokens_details": {"cached_tokens": 200 * id},
+        "output_tokens": output,
+        "output_tokens_details": {"reasoning_tokens": 3 * id},
+        "total_tokens": input + output,
+    })
+}
+
+#[derive(Default)]
+struct OpenAiState {
+    next_id: u64,
+    answered: Vec<Answered>,
+}
+
+/// The running fake; dropping it stops the server.
+pub struct FakeOpenAi {
+    /// The provider's `base_url` (`…/v1`).
+    pub base_url: String,
+    state: Arc<Mutex<OpenAiState>>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl FakeOpenAi {
+    pub async fn start() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let state = Arc::new(Mutex::new(OpenAiState::default()));
+        let app = Router::new()
+            .fallback(handle)
+            .with_state(Arc::clone(&state));
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = rx.await;
+                })
+                .await;
+        });
+        Self {
+            base_url,
+            state,
+            shutdown: Some(tx),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, OpenAiState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Every response so far.
+    pub fn answered(&self) -> Vec<Answered> {
+        self.lock().answered.clone()
+    }
+}
+
+impl Drop for FakeOpenAi {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+async fn handle(State(state): State<Arc<Mutex<OpenAiState>>>, uri: Uri, body: Bytes) -> Response {
+    if uri.path() != "/v1/responses" {
+        return (StatusCode::NOT_FOUND, "not served by the fake").into_response();
+    }
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let title = body.to_string().contains(TITLE_ASK);
+    let (id, usage) = {
+        let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+        st.next_id += 1;
+        let id = st.next_id;
+        let usage = usage_of(id);
+        st.answered.push(Answered {
+            id,
+            title,
+            usage: usage.clone(),
+        });
+        (id, usage)
+    };
+    let text = if title {
+        "Say hello".to_string()
+    } else {
+        format!("Answer {id}.")
+    };
+    let response_id = format!("resp_fake{id:04}");
+    let events = [
+        json!({"type": "response.created", "response": {"id": response_id}}),
+        json!({"type": "response.output_item.done", "item": {"type": "message",
+            "role": "assistant", "id": format!("msg_fake{id:04}"),
+            "content": [{"type": "output_text", "text": text}]}}),
+        json!({"type": "response.completed", "response": {"id": response_id, "usage": usage}}),
+    ];
+    let sse: String = events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect();
+    ([("content-type", "text/event-stream")], sse).into_response()
+}

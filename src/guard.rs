@@ -223,6 +223,19 @@ pub fn sanitize_markdown(text: &str) -> Cow<'_, str> {
     controls_gone.then(hidden_text::strip_markdown).text
 }
 
+/// A backtick fence longer than any run of backticks in `texts`, so nothing quoted
+/// inside it can close the fence and step out of the UNTRUSTED framing (at least
+/// three).
+pub fn fence_for<'a>(texts: impl IntoIterator<Item = &'a str>) -> String {
+    let longest = texts
+        .into_iter()
+        .flat_map(|t| t.split(|c| c != '`'))
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    "`".repeat((longest + 1).max(3))
+}
+
 fn without_controls(text: &str) -> Cow<'_, str> {
     let touched = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_separator(c);
     if text.chars().any(touched) {

@@ -394,3 +394,11 @@ mod sanitize {
         }
     }
 }
+
+#[test]
+fn a_fence_outgrows_every_run_of_backticks() {
+    assert_eq!(fence_for(["plain"]), "```");
+    assert_eq!(fence_for(Vec::<&str>::new()), "```");
+    assert_eq!(fence_for(["a ```` b", "``"]), "`````");
+    assert_eq!(fence_for(["```", "x", "`````` y"]), "```````");
+}

@@ -79,6 +79,18 @@ pub struct Finding {
 }
 
 impl Finding {
+    /// A finding on one line, at no column.
+    pub fn new(path: &str, line: u32, severity: Severity, message: &str) -> Self {
+        Self {
+            path: path.into(),
+            line,
+            end_line: None,
+            column: None,
+            severity,
+            message: message.into(),
+        }
+    }
+
     /// `path:line` (`path:line-end` for a range): how the pane and a review body name it.
     pub fn place(&self) -> String {
         match self.end_line.filter(|end| *end > self.line) {

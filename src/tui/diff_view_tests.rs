@@ -13,14 +13,7 @@ const DIFF: &str = "/w\nCompared against: main\n\ndiff --git a/src/lib.rs b/src/
 ";
 
 fn finding(path: &str, line: u32, severity: Severity, message: &str) -> Finding {
-    Finding {
-        path: path.into(),
-        line,
-        end_line: None,
-        column: None,
-        severity,
-        message: message.into(),
-    }
+    Finding::new(path, line, severity, message)
 }
 
 fn view(findings: Vec<Finding>) -> DiffView {

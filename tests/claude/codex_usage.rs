@@ -10,6 +10,7 @@
 //! accounting — the rollout, the notify program — is the TUI's. Its config turns off
 //! everything that would leave loopback (the plugin sync contacts api.github.com).
 
+use crate::support::assert_usd;
 use crate::support::claude::npm_bin;
 use crate::support::fake_openai::FakeOpenAi;
 use crate::support::tmux_server::BIN;
@@ -212,14 +213,6 @@ fn rollouts(home: &Path) -> Vec<PathBuf> {
 
 fn cost(t: [u64; 3]) -> f64 {
     t.iter().zip(PRICE).map(|(n, p)| *n as f64 * p).sum::<f64>() / 1_000_000.0
-}
-
-fn assert_usd(got: &Value, want: f64) {
-    let got = got.as_f64().unwrap_or_else(|| panic!("not a cost: {got}"));
-    assert!(
-        (got - want).abs() <= 1e-12 * want.max(1.0),
-        "{got} != {want}"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

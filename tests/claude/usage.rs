@@ -5,6 +5,7 @@
 //! tokens and in dollars; a budget crossing holds the next delivery and tells it;
 //! raising the budget releases the delivery once.
 
+use crate::support::assert_usd;
 use crate::support::claude_world::{ClaudeWorld, item};
 use crate::support::fake_model::{Sent, Turn};
 use serde_json::{Value, json};
@@ -48,14 +49,6 @@ fn tokens_of(v: &Value) -> [u64; 5] {
         "cacheRead",
     ]
     .map(|k| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}")))
-}
-
-fn assert_usd(got: &Value, want: f64) {
-    let got = got.as_f64().unwrap_or_else(|| panic!("not a cost: {got}"));
-    assert!(
-        (got - want).abs() <= 1e-12 * want.max(1.0),
-        "{got} != {want}"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

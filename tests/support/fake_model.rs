@@ -157,21 +157,16 @@ pub fn usage_of(id: u64) -> Value {
     })
 }
 
-/// The running fake; dropping it stops the server.
-pub struct FakeModel {
-    pub url: String,
-    state: Arc<Mutex<ModelState>>,
+/// A server of the tests on `127.0.0.1:0`; dropping it stops the server.
+pub struct Loopback {
+    pub addr: std::net::SocketAddr,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
-impl FakeModel {
-    pub async fn start() -> Self {
+impl Loopback {
+    pub async fn serve(app: Router) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let state = Arc::new(Mutex::new(ModelState::default()));
-        let app = Router::new()
-            .fallback(handle)
-            .with_state(Arc::clone(&state));
+        let addr = listener.local_addr().unwrap();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {
             let _ = axum::serve(listener, app)
@@ -181,9 +176,38 @@ impl FakeModel {
                 .await;
         });
         Self {
-            url,
-            state,
+            addr,
             shutdown: Some(tx),
+        }
+    }
+}
+
+impl Drop for Loopback {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// The running fake; dropping it stops the server.
+pub struct FakeModel {
+    pub url: String,
+    state: Arc<Mutex<ModelState>>,
+    _server: Loopback,
+}
+
+impl FakeModel {
+    pub async fn start() -> Self {
+        let state = Arc::new(Mutex::new(ModelState::default()));
+        let app = Router::new()
+            .fallback(handle)
+            .with_state(Arc::clone(&state));
+        let server = Loopback::serve(app).await;
+        Self {
+            url: format!("http://{}", server.addr),
+            state,
+            _server: server,
         }
     }
 
@@ -236,14 +260,6 @@ impl FakeModel {
                     .collect::<Vec<_>>()
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-}
-
-impl Drop for FakeModel {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
         }
     }
 }

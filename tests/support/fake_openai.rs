@@ -7,6 +7,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use super::fake_model::Loopback;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -51,29 +52,20 @@ pub struct FakeOpenAi {
     /// The provider's `base_url` (`…/v1`).
     pub base_url: String,
     state: Arc<Mutex<OpenAiState>>,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    _server: Loopback,
 }
 
 impl FakeOpenAi {
     pub async fn start() -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
         let state = Arc::new(Mutex::new(OpenAiState::default()));
         let app = Router::new()
             .fallback(handle)
             .with_state(Arc::clone(&state));
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = rx.await;
-                })
-                .await;
-        });
+        let server = Loopback::serve(app).await;
         Self {
-            base_url,
+            base_url: format!("http://{}/v1", server.addr),
             state,
-            shutdown: Some(tx),
+            _server: server,
         }
     }
 
@@ -84,14 +76,6 @@ impl FakeOpenAi {
     /// Every response so far.
     pub fn answered(&self) -> Vec<Answered> {
         self.lock().answered.clone()
-    }
-}
-
-impl Drop for FakeOpenAi {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
     }
 }
 

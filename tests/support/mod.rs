@@ -47,3 +47,13 @@ pub fn test_name(module: &str, name: &str) -> String {
         None => name.to_string(),
     }
 }
+
+/// `got` is a cost in USD equal to `want` (to 1e-12 of it): the sums of tokens × price
+/// a test computes and the-loop's.
+pub fn assert_usd(got: &serde_json::Value, want: f64) {
+    let got = got.as_f64().unwrap_or_else(|| panic!("not a cost: {got}"));
+    assert!(
+        (got - want).abs() <= 1e-12 * want.max(1.0),
+        "{got} != {want}"
+    );
+}

@@ -153,7 +153,7 @@ pub fn note(
             ));
         }
         let lines: Vec<String> = context.iter().map(|l| clean(l)).collect();
-        let fence = fence_for(&lines);
+        let fence = crate::guard::fence_for(lines.iter().map(String::as_str));
         out.push_str(&format!("{fence}diff\n{}\n", clean(&hunk)));
         for l in &lines {
             out.push_str(l);
@@ -163,18 +163,6 @@ pub fn note(
         out.push_str(&format!("Comment: {}\n", sanitize(&c.text).trim_end()));
     }
     out
-}
-
-/// A backtick fence longer than any run of backticks in the quoted lines, so nothing in
-/// the worktree's text can close it.
-fn fence_for(lines: &[String]) -> String {
-    let longest = lines
-        .iter()
-        .flat_map(|t| t.split(|c| c != '`'))
-        .map(str::len)
-        .max()
-        .unwrap_or(0);
-    "`".repeat((longest + 1).max(3))
 }
 
 #[cfg(test)]

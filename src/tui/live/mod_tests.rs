@@ -239,14 +239,7 @@ async fn the_diff_view_gets_the_latest_findings_and_the_pending_review() {
             f.events.emit(e).unwrap();
         }
     };
-    let finding = |m: &str| Finding {
-        path: "src/a.rs".into(),
-        line: 3,
-        end_line: None,
-        column: None,
-        severity: Severity::Warning,
-        message: m.into(),
-    };
+    let finding = |m: &str| Finding::new("src/a.rs", 3, Severity::Warning, m);
     round(1, vec![finding("older")]);
     round(2, vec![finding("newer")]);
     round(3, Vec::new());

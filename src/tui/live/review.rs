@@ -28,7 +28,7 @@ pub async fn material(item: &WorkItemRef, cwd: &Path, base: Option<&str>) -> Str
 
 /// Fills the template in one pass (a value is never scanned for placeholders again).
 pub fn render(item: &WorkItemRef, cwd: &Path, changes: &Changes) -> String {
-    let fence = fence_for(&[&changes.stat, &changes.untracked, &changes.diff]);
+    let fence = crate::guard::fence_for([changes.stat.as_str(), &changes.untracked, &changes.diff]);
     let or_none = |s: &str| {
         if s.trim().is_empty() {
             "(none)".to_string()
@@ -62,18 +62,6 @@ pub fn render(item: &WorkItemRef, cwd: &Path, changes: &Changes) -> String {
     out
 }
 
-/// A backtick fence longer than any run of backticks in the fenced text, so nothing in
-/// it can close the fence and step out of the UNTRUSTED framing.
-fn fence_for(texts: &[&str]) -> String {
-    let longest = texts
-        .iter()
-        .flat_map(|t| t.split(|c| c != '`'))
-        .map(str::len)
-        .max()
-        .unwrap_or(0);
-    "`".repeat((longest + 1).max(3))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,8 +84,6 @@ mod tests {
 
     #[test]
     fn the_fence_outgrows_any_backticks_in_the_material() {
-        assert_eq!(fence_for(&["plain"]), "```");
-        assert_eq!(fence_for(&["a ```` b", "``"]), "`````");
         let changes = Changes {
             base: "HEAD".into(),
             stat: String::new(),

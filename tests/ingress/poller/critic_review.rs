@@ -11,14 +11,8 @@ use the_loop::ingress::Disposition;
 use the_loop::work_item::WorkItemRef;
 
 fn envelope() -> Envelope {
-    let finding = |line: u32, message: &str| Finding {
-        path: "src/backoff.rs".into(),
-        line,
-        end_line: None,
-        column: None,
-        severity: Severity::Warning,
-        message: message.into(),
-    };
+    let finding =
+        |line: u32, message: &str| Finding::new("src/backoff.rs", line, Severity::Warning, message);
     Envelope {
         critic: "lint".into(),
         harness: None,

@@ -14,14 +14,7 @@ use the_loop::tui::diff_view::ReviewMaterial;
 use the_loop::tui::sample;
 
 fn finding(path: &str, line: u32, severity: Severity, message: &str) -> Finding {
-    Finding {
-        path: path.into(),
-        line,
-        end_line: None,
-        column: None,
-        severity,
-        message: message.into(),
-    }
+    Finding::new(path, line, severity, message)
 }
 
 /// The sample, with findings on the finished `codex-rev` round (the second run): one of

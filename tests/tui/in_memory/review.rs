@@ -14,14 +14,7 @@ use the_loop::tui::diff_view::ReviewMaterial;
 use the_loop::tui::sample;
 
 fn finding(line: u32, severity: Severity, message: &str) -> Finding {
-    Finding {
-        path: "src/retry.rs".into(),
-        line,
-        end_line: None,
-        column: None,
-        severity,
-        message: message.into(),
-    }
+    Finding::new("src/retry.rs", line, severity, message)
 }
 
 fn findings() -> Vec<Finding> {

@@ -1,8 +1,10 @@
 //! The demo's built-in critic (`the-loop demo-critic PROMPT_FILE`, hidden): it stands
 //! where a real critic CLI would — reads the review material from `{promptFile}`,
 //! "thinks" for a moment so the spinner shows, and prints one JSON result with a short
-//! review and usage, in the shape a `json` critic answers (SPEC §9.4). No model is
-//! called, and the review says so.
+//! review and usage, in the shape a `json` critic answers (SPEC §9.4). Its findings
+//! name the lines the diff added (`path:line: …`, SPEC §21.3), so they land in the
+//! Critics pane and on their lines in the diff view. No model is called, and the
+//! review says so.
 
 use serde_json::{Value, json};
 
@@ -13,6 +15,8 @@ pub struct Material {
     pub files: Vec<String>,
     pub added: usize,
     pub removed: usize,
+    /// Each added line's file and line number on the new side.
+    pub added_at: Vec<(String, u32)>,
 }
 
 /// Reads a unified diff (or any text) for the numbers the review quotes.
@@ -21,19 +25,36 @@ pub fn examine(prompt: &str) -> Material {
         lines: prompt.lines().count(),
         ..Material::default()
     };
+    // The new side's next line number in the current hunk.
+    let mut next: Option<u32> = None;
     for line in prompt.lines() {
         if let Some(rest) = line.strip_prefix("diff --git a/") {
             let file = rest.split(" b/").next().unwrap_or(rest).to_string();
             if !m.files.contains(&file) {
                 m.files.push(file);
             }
+            next = None;
+        } else if let Some(rest) = line.strip_prefix("@@ ") {
+            next = new_start(rest);
         } else if line.starts_with('+') && !line.starts_with("+++") {
             m.added += 1;
+            if let (Some(n), Some(file)) = (next, m.files.last()) {
+                m.added_at.push((file.clone(), n));
+                next = Some(n + 1);
+            }
         } else if line.starts_with('-') && !line.starts_with("---") {
             m.removed += 1;
+        } else if line.starts_with(' ') {
+            next = next.map(|n| n + 1);
         }
     }
     m
+}
+
+/// `c` of a hunk header's `-a,b +c,d @@`.
+fn new_start(header: &str) -> Option<u32> {
+    let plus = header.split_whitespace().find(|w| w.starts_with('+'))?;
+    plus[1..].split(',').next()?.parse().ok()
 }
 
 /// The review text: the figures of the material, then canned findings.
@@ -58,12 +79,19 @@ pub fn review(prompt: &str) -> String {
             m.added,
             m.removed
         ));
-        text.push_str(
-            "Findings:\n\
-             1. The change is small and focused, but it changes a public signature: check every caller.\n\
-             2. No test covers the capped delay yet: add one for an attempt far past the cap.\n\n\
+        text.push_str("Findings:\n");
+        // Anchored to the first and the last line the diff added.
+        let (first, last) = (m.added_at.first(), m.added_at.last());
+        let at = |place: Option<&(String, u32)>| {
+            place.map_or(String::new(), |(file, line)| format!("{file}:{line}: "))
+        };
+        text.push_str(&format!(
+            "{}warning: The change is small and focused, but it changes what this line says: check every caller.\n\
+             {}No test covers this yet: add one for an attempt far past the cap.\n\n\
              Verdict: changes requested (demo).\n",
-        );
+            at(first),
+            at(last),
+        ));
     }
     text
 }
@@ -106,6 +134,25 @@ index 1..2 100644
         assert_eq!(m.files, ["src/retry.rs"]);
         assert_eq!((m.added, m.removed), (2, 2));
         assert!(review(DIFF).contains("1 file changed, src/retry.rs (2 added, 2 removed)"));
+        assert_eq!(
+            m.added_at,
+            [
+                ("src/retry.rs".to_string(), 1),
+                ("src/retry.rs".to_string(), 2)
+            ]
+        );
+    }
+
+    #[test]
+    fn its_findings_name_the_lines_the_diff_added() {
+        let text = review(DIFF);
+        let named = crate::critic::findings::named(&text, None);
+        let places: Vec<(&str, u64)> = named.iter().map(|n| (n.path.as_str(), n.line)).collect();
+        assert_eq!(places, [("src/retry.rs", 1), ("src/retry.rs", 2)], "{text}");
+        assert_eq!(
+            named[0].severity,
+            crate::critic::findings::Severity::Warning
+        );
     }
 
     #[test]

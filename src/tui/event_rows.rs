@@ -274,12 +274,15 @@ pub fn describe(event: &Event, offset: UtcOffset) -> EventRow {
             "↩",
             RowKind::Delivered,
             format!(
-                "review sent ({} comments)",
-                event
-                    .fields
-                    .get("comments")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0)
+                "review sent ({})",
+                crate::tui::text::counted(
+                    event
+                        .fields
+                        .get("comments")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0),
+                    "comment"
+                )
             ),
             String::new(),
         ),

@@ -297,9 +297,8 @@ fn send(app: &mut App, fx: &mut Vec<Effect>) {
         app,
         MessageLevel::Info,
         format!(
-            "Sending {} comment{} to {}…",
-            comments.len(),
-            if comments.len() == 1 { "" } else { "s" },
+            "Sending {} to {}…",
+            crate::tui::text::counted(comments.len(), "comment"),
             short_ref(&work_item)
         ),
     );
@@ -320,9 +319,8 @@ fn discard(app: &mut App) {
     }
     app.mode = Mode::Confirm(Confirm {
         prompt: format!(
-            "Discard the {} pending comment{} on {}?",
-            comments.len(),
-            if comments.len() == 1 { "" } else { "s" },
+            "Discard the {} on {}?",
+            crate::tui::text::counted(comments.len(), "pending comment"),
             short_ref(&work_item)
         ),
         detail: "They are dropped unsent; the agent never sees them.".into(),

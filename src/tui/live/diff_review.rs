@@ -81,9 +81,8 @@ impl LiveBackend {
     pub(super) async fn drop_comments(&self, item: &WorkItemRef, ids: &[String]) -> ActionResult {
         let left = self.remove(item, ids).await?;
         Ok(format!(
-            "Discarded {} comment{} on {} ({left} left)",
-            ids.len(),
-            if ids.len() == 1 { "" } else { "s" },
+            "Discarded {} on {} ({left} left)",
+            crate::tui::text::counted(ids.len(), "comment"),
             short_ref(item)
         ))
     }
@@ -128,7 +127,7 @@ impl LiveBackend {
         let note = review::note(&branch, &sha, comments, now.as_ref());
         let ids: Vec<String> = comments.iter().map(|c| c.id.clone()).collect();
         let n = comments.len();
-        let what = format!("{n} comment{}", if n == 1 { "" } else { "s" });
+        let what = crate::tui::text::counted(n, "comment");
         match self.replier.send_review(item, &note, n, &sha).await {
             Ok(sent) => {
                 self.remove(item, &ids).await?;

@@ -145,7 +145,7 @@ fn poll(app: &App) -> Segment {
         if p.errors > 0 {
             let n = p.errors;
             v.push((
-                format!("✗ {n} error{}", if n == 1 { "" } else { "s" }),
+                format!("✗ {}", crate::tui::text::counted(n, "error")),
                 bar(t.error),
             ));
         } else {

@@ -49,7 +49,7 @@ pub(super) fn loaded(
             say(
                 app,
                 MessageLevel::Info,
-                format!("The diff does not show {path} any more"),
+                format!("{path} is not in the diff (unchanged, or changed since)"),
             );
         }
         view

@@ -108,6 +108,32 @@ fn enter_on_a_finding_opens_the_diff_at_its_line_and_on_a_round_its_output() {
 }
 
 #[test]
+fn a_finding_on_a_file_the_diff_does_not_show_opens_the_diff_and_says_so() {
+    let mut app = app_with(with_findings(), 120, 32);
+    keys(&mut app, &["5", "j", "j", "j", "j"]);
+    assert_eq!(app.selected_finding().unwrap().path, "docs/retry.md");
+    keys(&mut app, &["enter"]);
+    let item = sample::item("octo/repo", 18);
+    send(
+        &mut app,
+        Action::DiffLoaded {
+            work_item: item,
+            result: Ok(sample::diff()),
+            review: ReviewMaterial {
+                pending: Ok(Vec::new()),
+                findings: Vec::new(),
+            },
+        },
+    );
+    assert!(matches!(app.mode, Mode::Diff { .. }), "{:?}", app.mode);
+    let said = app.message.as_ref().map(|m| m.text.clone());
+    assert_eq!(
+        said.as_deref(),
+        Some("docs/retry.md is not in the diff (unchanged, or changed since)")
+    );
+}
+
+#[test]
 fn a_new_snapshot_keeps_the_finding_only_on_the_same_round() {
     let mut app = app_with(with_findings(), 120, 32);
     keys(&mut app, &["5", "j", "j", "j"]);

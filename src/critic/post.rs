@@ -141,10 +141,17 @@ pub async fn post(
         .partition(|f| diff.contains(&f.path, f.line));
     let comments: Vec<LineComment> = inline
         .iter()
-        .map(|f| LineComment {
-            path: f.path.clone(),
-            line: f.line,
-            body: line_comment_body(envelope, f),
+        .map(|f| {
+            // A finding on several lines takes them all when they sit in one hunk.
+            let end = f
+                .end_line
+                .filter(|end| *end > f.line && diff.contains_range(&f.path, f.line, *end));
+            LineComment {
+                path: f.path.clone(),
+                line: end.unwrap_or(f.line),
+                start_line: end.map(|_| f.line),
+                body: line_comment_body(envelope, f),
+            }
         })
         .collect();
     let body = comment_body(envelope, saved, &listed);

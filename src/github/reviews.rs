@@ -58,9 +58,16 @@ impl DiffLines {
 
     /// Whether line `line` of `path` (new side) is in one of the diff's hunks.
     pub fn contains(&self, path: &str, line: u32) -> bool {
-        self.ranges
-            .get(path)
-            .is_some_and(|r| r.iter().any(|(from, to)| (*from..=*to).contains(&line)))
+        self.contains_range(path, line, line)
+    }
+
+    /// Whether lines `start` to `end` of `path` (new side) are all in one hunk: what a
+    /// comment on several lines needs.
+    pub fn contains_range(&self, path: &str, start: u32, end: u32) -> bool {
+        self.ranges.get(path).is_some_and(|r| {
+            r.iter()
+                .any(|(from, to)| *from <= start && start <= end && end <= *to)
+        })
     }
 }
 
@@ -81,7 +88,10 @@ fn new_side_range(line: &str) -> Option<(u32, u32)> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineComment {
     pub path: String,
+    /// The line commented on; the last line of a comment on several.
     pub line: u32,
+    /// The first line of a comment on several lines (before `line`, in its hunk).
+    pub start_line: Option<u32>,
     /// As composed; the marker is added by [`Client::create_review`].
     pub body: String,
 }
@@ -119,12 +129,17 @@ impl Client {
         let comments: Vec<Value> = comments
             .iter()
             .map(|c| {
-                json!({
+                let mut comment = json!({
                     "path": c.path,
                     "line": c.line,
                     "side": "RIGHT",
                     "body": crate::guard::mark_self_authored(&c.body),
-                })
+                });
+                if let Some(start) = c.start_line.filter(|s| *s < c.line) {
+                    comment["start_line"] = json!(start);
+                    comment["start_side"] = json!("RIGHT");
+                }
+                comment
             })
             .collect();
         let payload = json!({

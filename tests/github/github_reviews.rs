@@ -37,6 +37,7 @@ fn comment(path: &str, line: u32, body: &str) -> LineComment {
     LineComment {
         path: path.into(),
         line,
+        start_line: None,
         body: body.into(),
     }
 }
@@ -238,4 +239,63 @@ async fn a_review_refused_for_its_lines_is_posted_again_with_the_findings_in_its
     assert!(sent[1]["comments"].as_array().unwrap().is_empty());
     let body = sent[1]["body"].as_str().unwrap();
     assert!(body.contains("- `src/a.rs:2` error: moved"), "{body}");
+}
+
+#[tokio::test]
+async fn a_finding_on_several_lines_of_one_hunk_is_one_comment_on_them_all() {
+    use the_loop::critic::{Envelope, Finding, Severity, Usage, post};
+    use the_loop::work_item::WorkItemRef;
+    // Two hunks: new lines 1–4 and 20–22.
+    let patch = "@@ -1,2 +1,4 @@\n a\n+b\n+c\n d\n@@ -18,2 +20,3 @@\n x\n+y\n z";
+    let sim = sim(&[("src/a.rs", Some(patch))]).await;
+    let ranged = |line: u32, end: u32, message: &str| Finding {
+        end_line: Some(end),
+        ..Finding::new("src/a.rs", line, Severity::Warning, message)
+    };
+    let envelope = Envelope {
+        critic: "lint".into(),
+        harness: None,
+        model: None,
+        attribution: "[lint/default]".into(),
+        ok: true,
+        exit_code: 0,
+        duration_seconds: 1.0,
+        output: "review".into(),
+        error: None,
+        usage: Usage::default(),
+        findings: vec![
+            ranged(2, 3, "inside one hunk"),
+            ranged(3, 21, "across two hunks"),
+            Finding::new("src/a.rs", 21, Severity::Note, "one line"),
+        ],
+    };
+    let client = client(&sim.base_url());
+    let item = WorkItemRef::new("octo", "repo", 16);
+    let posted = post::post(&client, &envelope, &item, None).await.unwrap();
+    assert_eq!((posted.review, posted.comments), (true, 3));
+    let reviews = sim.reviews_on(REPO, 16);
+    let placed: Vec<(Option<u64>, u64)> = reviews[0]
+        .comments
+        .iter()
+        .map(|c| (c.start_line, c.line))
+        .collect();
+    // Across two hunks GitHub would refuse the range: the comment takes its first line.
+    assert_eq!(placed, [(Some(2), 3), (None, 3), (None, 21)]);
+    // The simulator refuses what GitHub refuses: a range leaving its hunk.
+    let mut across = comment("src/a.rs", 21, "no");
+    across.start_line = Some(3);
+    let refused = client.create_review(REPO, 16, "body", &[across]).await;
+    assert_eq!(refused.err().and_then(|e| e.status()), Some(422));
+    // A start that does not come before the line is not sent: one line.
+    let mut backwards = comment("src/a.rs", 2, "one line");
+    backwards.start_line = Some(3);
+    client
+        .create_review(REPO, 16, "body", &[backwards])
+        .await
+        .unwrap();
+    let last = sim.reviews_on(REPO, 16).pop().unwrap();
+    assert_eq!(
+        (last.comments[0].start_line, last.comments[0].line),
+        (None, 2)
+    );
 }

@@ -44,6 +44,8 @@ pub struct SimLineComment {
     pub id: u64,
     pub path: String,
     pub line: u64,
+    /// The first line of a comment on several lines.
+    pub start_line: Option<u64>,
     pub body: String,
 }
 
@@ -93,6 +95,7 @@ impl SimControl {
                         id: c.id,
                         path: c.path.clone(),
                         line: c.line,
+                        start_line: c.start_line,
                         body: c.body.clone(),
                     })
                     .collect(),
@@ -148,6 +151,7 @@ fn file_shape(file: &PullFile) -> Value {
 struct Wanted {
     path: String,
     line: u64,
+    start_line: Option<u64>,
     body: String,
 }
 
@@ -202,12 +206,18 @@ fn requested(bytes: &Bytes) -> Result<(String, String, Vec<Wanted>), ApiError> {
         else {
             return Err(unprocessable("A comment needs path, line and body"));
         };
-        if c.get("side").and_then(Value::as_str).unwrap_or("RIGHT") != "RIGHT" {
+        let side = |key: &str| c.get(key).and_then(Value::as_str).unwrap_or("RIGHT");
+        if side("side") != "RIGHT" || side("start_side") != "RIGHT" {
             return Err(unprocessable("Only side RIGHT is simulated"));
+        }
+        let start_line = c.get("start_line").and_then(Value::as_u64);
+        if start_line.is_some_and(|s| s >= line) {
+            return Err(unprocessable("start_line must precede line"));
         }
         comments.push(Wanted {
             path: path.to_string(),
             line,
+            start_line,
             body: text.to_string(),
         });
     }
@@ -236,9 +246,14 @@ fn write(
     for file in &files {
         diff.add_patch(&file.filename, file.patch.as_deref().unwrap_or(""));
     }
+    let number32 = |n: u64| u32::try_from(n).unwrap_or(0);
     for c in comments {
-        let line = u32::try_from(c.line).unwrap_or(0);
-        if !diff.contains(&c.path, line) {
+        let (line, start) = (number32(c.line), c.start_line.map_or(0, number32));
+        let placed = match c.start_line {
+            Some(_) => diff.contains_range(&c.path, start, line),
+            None => diff.contains(&c.path, line),
+        };
+        if !placed {
             return Err(unprocessable("Line could not be resolved"));
         }
     }
@@ -257,6 +272,7 @@ fn write(
             .get_mut(&comment)
         {
             made.review_id = Some(id);
+            made.start_line = c.start_line;
         }
     }
     Ok(id)

@@ -284,6 +284,9 @@ pub(crate) fn review_comment(s: &SimState, repo: &Repo, c: &ReviewComment) -> Va
         "line": c.line,
         "original_line": c.line,
         "side": "RIGHT",
+        "start_line": c.start_line,
+        "original_start_line": c.start_line,
+        "start_side": c.start_line.map(|_| "RIGHT"),
         "reactions": reactions(&api)
     });
     // GitHub sends `in_reply_to_id` only on a reply.

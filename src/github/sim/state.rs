@@ -80,6 +80,8 @@ pub(crate) struct ReviewComment {
     pub login: String,
     pub path: String,
     pub line: u64,
+    /// The first line of a comment on several lines.
+    pub start_line: Option<u64>,
     pub body: String,
     /// The first comment of the thread, when this one is a reply in it.
     pub in_reply_to: Option<u64>,
@@ -378,6 +380,7 @@ impl SimState {
                 login: login.to_string(),
                 path: path.to_string(),
                 line,
+                start_line: None,
                 body: body.to_string(),
                 in_reply_to: None,
                 created_at: now,

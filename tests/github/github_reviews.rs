@@ -33,6 +33,23 @@ async fn sim(files: &[(&str, Option<&str>)]) -> SimHandle {
     sim
 }
 
+/// A `lint` critic's successful round with `findings`.
+fn lint(findings: Vec<the_loop::critic::Finding>) -> the_loop::critic::Envelope {
+    the_loop::critic::Envelope {
+        critic: "lint".into(),
+        harness: None,
+        model: None,
+        attribution: "[lint/default]".into(),
+        ok: true,
+        exit_code: 0,
+        duration_seconds: 1.0,
+        output: "review".into(),
+        error: None,
+        usage: the_loop::critic::Usage::default(),
+        findings,
+    }
+}
+
 fn comment(path: &str, line: u32, body: &str) -> LineComment {
     LineComment {
         path: path.into(),
@@ -166,7 +183,7 @@ async fn the_review_request_has_githubs_shape() {
 
 #[tokio::test]
 async fn a_review_refused_for_its_lines_is_posted_again_with_the_findings_in_its_body() {
-    use the_loop::critic::{Envelope, Finding, Severity, Usage, post};
+    use the_loop::critic::{Finding, Severity, post};
     use the_loop::work_item::WorkItemRef;
     let server = MockServer::start().await;
     Mock::given(method("GET"))
@@ -202,26 +219,7 @@ async fn a_review_refused_for_its_lines_is_posted_again_with_the_findings_in_its
         })))
         .mount(&server)
         .await;
-    let envelope = Envelope {
-        critic: "lint".into(),
-        harness: None,
-        model: None,
-        attribution: "[lint/default]".into(),
-        ok: true,
-        exit_code: 0,
-        duration_seconds: 1.0,
-        output: "review".into(),
-        error: None,
-        usage: Usage::default(),
-        findings: vec![Finding {
-            path: "src/a.rs".into(),
-            line: 2,
-            end_line: None,
-            column: None,
-            severity: Severity::Error,
-            message: "moved".into(),
-        }],
-    };
+    let envelope = lint(vec![Finding::new("src/a.rs", 2, Severity::Error, "moved")]);
     let client = client(&server.uri());
     let item = WorkItemRef::new("octo", "repo", 16);
     let posted = post::post(&client, &envelope, &item, None).await.unwrap();
@@ -243,7 +241,7 @@ async fn a_review_refused_for_its_lines_is_posted_again_with_the_findings_in_its
 
 #[tokio::test]
 async fn a_finding_on_several_lines_of_one_hunk_is_one_comment_on_them_all() {
-    use the_loop::critic::{Envelope, Finding, Severity, Usage, post};
+    use the_loop::critic::{Finding, Severity, post};
     use the_loop::work_item::WorkItemRef;
     // Two hunks: new lines 1–4 and 20–22.
     let patch = "@@ -1,2 +1,4 @@\n a\n+b\n+c\n d\n@@ -18,2 +20,3 @@\n x\n+y\n z";
@@ -252,23 +250,11 @@ async fn a_finding_on_several_lines_of_one_hunk_is_one_comment_on_them_all() {
         end_line: Some(end),
         ..Finding::new("src/a.rs", line, Severity::Warning, message)
     };
-    let envelope = Envelope {
-        critic: "lint".into(),
-        harness: None,
-        model: None,
-        attribution: "[lint/default]".into(),
-        ok: true,
-        exit_code: 0,
-        duration_seconds: 1.0,
-        output: "review".into(),
-        error: None,
-        usage: Usage::default(),
-        findings: vec![
-            ranged(2, 3, "inside one hunk"),
-            ranged(3, 21, "across two hunks"),
-            Finding::new("src/a.rs", 21, Severity::Note, "one line"),
-        ],
-    };
+    let envelope = lint(vec![
+        ranged(2, 3, "inside one hunk"),
+        ranged(3, 21, "across two hunks"),
+        Finding::new("src/a.rs", 21, Severity::Note, "one line"),
+    ]);
     let client = client(&sim.base_url());
     let item = WorkItemRef::new("octo", "repo", 16);
     let posted = post::post(&client, &envelope, &item, None).await.unwrap();

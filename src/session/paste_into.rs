@@ -225,6 +225,16 @@ impl Sessions {
         };
         let _lock = self.lock_for_paste(&item, policy).await?;
         let record = self.active_record(&item)?;
+        // Over budget, nothing goes to the session — not a paste, not a respawn.
+        if !policy.over_budget_confirmed
+            && held_for_budget(&self.registry, &record, &self.settings())
+        {
+            let held = Held {
+                reason: HoldReason::OverBudget,
+                pasted: false,
+            };
+            return Err(PasteError::Held(record.work_item, held).into());
+        }
         let text = text(&record.work_item);
         let delivered = match self.locate(&record.tmux_session).await {
             PaneState::Live(pane) => match self.paste(&pane, &text, &record, policy).await {
@@ -338,12 +348,6 @@ impl Sessions {
         policy: &PastePolicy<'_>,
     ) -> Result<Delivered, Stopped> {
         let settings = self.settings();
-        if !policy.over_budget_confirmed && held_for_budget(&self.registry, record, &settings) {
-            return Err(Stopped::Held(Held {
-                reason: HoldReason::OverBudget,
-                pasted: false,
-            }));
-        }
         let harness = Harness::resolve(&record.harness, &settings.sessions).ok();
         let known = harness.as_ref().map(Harness::screen) == Some(ScreenKind::Claude);
         let Some(marker) = harness

@@ -239,6 +239,28 @@ async fn over_budget_holds_the_next_delivery_until_the_budget_is_raised() {
 }
 
 #[tokio::test]
+async fn over_budget_a_dead_session_is_not_respawned_with_the_event() {
+    let f = Fixture::new();
+    let (pane, _claude) = f.claude_session(1);
+    let t = Transcript::new(&f, 1);
+    with_budget(&f, Some(0.5));
+    t.respond("msg_1", 200_000, 0); // $0.60
+    turn_end(&f, &t, &f.sessions.settings().budgets);
+    f.tmux.fake.set_dead(&item(1).tmux_session_name(), true);
+    let failure = f
+        .sessions
+        .deliver_event(&item(1), &event("d-1"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(failure, DeliveryFailure::Held(h) if h.reason == HoldReason::OverBudget),
+        "{failure:?}"
+    );
+    assert!(f.events_named("session.respawned").is_empty());
+    assert!(f.tmux.fake.pane_input(&pane).is_empty(), "nothing pasted");
+}
+
+#[tokio::test]
 async fn an_operator_reply_over_budget_is_refused_unless_confirmed() {
     let f = Fixture::new();
     let (pane, _claude) = f.claude_session(1);

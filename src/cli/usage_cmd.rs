@@ -42,6 +42,7 @@ pub fn run(args: UsageArgs, ctx: &Ctx) -> CliResult {
     }
     let loaded = config::load(ctx.config_flag.as_deref()).map_err(usage)?;
     let prices = Prices::new(&loaded.config.pricing.models);
+    let budgets = crate::usage::Budgets::from_config(&loaded.config);
     let paths = StatePaths::from_env();
     let events = EventLog::open(&paths);
     let registry = Registry::new(&paths, events.clone(), Source::Cli);
@@ -54,7 +55,16 @@ pub fn run(args: UsageArgs, ctx: &Ctx) -> CliResult {
             unknown.push(record.work_item.to_string());
             continue;
         }
-        let tally = match crate::session::usage::refresh(&registry, &record.work_item, None) {
+        // Read through the one path that moves a session's figures and tells what moved
+        // (`session.usage`, a budget crossed), so nothing it finds goes untold.
+        let read = crate::session::usage::read_and_tell(
+            &registry,
+            &events,
+            &record.work_item,
+            None,
+            &budgets,
+        );
+        let tally = match read {
             Ok(Some(found)) => {
                 bytes_read += found.stats.bytes;
                 found.after

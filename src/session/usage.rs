@@ -126,9 +126,10 @@ pub fn day_total(records: &[SessionRecord], today: &str) -> Tally {
     out
 }
 
-/// After a turn ended: refresh, then tell what it found (`session.usage`, once per turn
-/// end, only when something new was counted) and any budget crossed.
-pub fn after_turn(
+/// Refreshes, then tells what it found (`session.usage`, only when something new was
+/// counted) and any budget crossed: the one way a session's figures move, so whoever
+/// reads first — a turn's end, `the-loop usage` — tells it, once.
+pub fn read_and_tell(
     registry: &Registry,
     events: &EventLog,
     item: &WorkItemRef,

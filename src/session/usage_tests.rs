@@ -67,7 +67,7 @@ fn budgets(session: Option<f64>, daily: Option<f64>) -> Budgets {
 
 fn turn_end(f: &Fixture, t: &Transcript, b: &Budgets) -> Refreshed {
     let registry = f.sessions.registry();
-    after_turn(registry, &f.sessions.events, &item(1), Some(t.named()), b)
+    read_and_tell(registry, &f.sessions.events, &item(1), Some(t.named()), b)
         .unwrap()
         .unwrap()
 }
@@ -123,7 +123,7 @@ async fn a_transcript_outside_the_project_dir_is_never_read() {
         root: Root::Claude(&t.claude_dir),
     };
     let registry = f.sessions.registry();
-    after_turn(
+    read_and_tell(
         registry,
         &f.sessions.events,
         &item(1),

@@ -154,10 +154,18 @@ fn usage_reads_incrementally_groups_and_prices() {
     assert_eq!(cold["prices"]["asOf"], the_loop::usage::pricing::AS_OF);
     close(&cold["critics"]["costUsd"], 0.25);
 
-    // Warm: nothing new, nothing read; the same figures.
+    // What the cold read found was told, once per session that had something new: the
+    // next turn end finds nothing new and must not have been the only one to tell it.
+    let told = |w: &World| {
+        the_loop::events::lines::named(&w.state.join("events.jsonl"), "session.usage").len()
+    };
+    assert_eq!(told(&w), 3, "sessions #1, #2 and #3");
+
+    // Warm: nothing new, nothing read; the same figures, nothing told again.
     let warm = w.json(&["usage", "--json"]);
     assert_eq!(warm["bytesRead"], 0);
     assert_eq!(warm["rows"], cold["rows"]);
+    assert_eq!(told(&w), 3);
 
     let by_repo = w.json(&["usage", "--json", "--by", "repo"]);
     let keys: Vec<&str> = by_repo["rows"]

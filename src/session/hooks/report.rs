@@ -216,7 +216,7 @@ fn usage_later(transcript: &std::path::Path, reporter: Reporter) {
 
 /// After a turn ended: waits for `transcript` to settle (it grew, then stayed the same
 /// for [`SETTLED`]; at most [`SETTLE_LIMIT`]), then reads what the turn used and tells
-/// it (`session::usage::after_turn`).
+/// it (`session::usage::read_and_tell`).
 pub fn record_usage(
     paths: &StatePaths,
     item: &WorkItemRef,
@@ -247,7 +247,7 @@ pub fn record_usage(
     let registry = Registry::new(paths, events.clone(), Source::Hook);
     let source = UsageSource::of(reporter, transcript.to_path_buf());
     let named = source.as_ref().map(UsageSource::named);
-    crate::session::usage::after_turn(&registry, &events, item, named, &budgets)?;
+    crate::session::usage::read_and_tell(&registry, &events, item, named, &budgets)?;
     Ok(())
 }
 

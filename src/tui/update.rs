@@ -355,7 +355,7 @@ fn on_snapshot(app: &mut App, mut s: Snapshot, fx: &mut Vec<Effect>) {
 
     app.sessions = s.sessions;
     notify_long_holds(app, first, fx);
-    notify_budgets(app, fx);
+    notify_budgets(app, first, fx);
     app.questions = s.questions;
     app.permissions = s.permissions;
     app.ships = s.ships;
@@ -458,18 +458,30 @@ fn notify_long_holds(app: &mut App, quiet: bool, fx: &mut Vec<Effect>) {
 }
 
 /// A session reaching 80 % of a budget, then its budget, notifies once each (SPEC
-/// §20.4); its row is marked either way.
-fn notify_budgets(app: &mut App, fx: &mut Vec<Effect>) {
+/// §20.4); its row is marked either way. What the first snapshot already shows is not
+/// news; a mark that goes away (the budget was raised) lets a later crossing notify.
+fn notify_budgets(app: &mut App, first: bool, fx: &mut Vec<Effect>) {
     let mut due = Vec::new();
     for s in &app.sessions {
-        let Some(u) = &s.usage else { continue };
-        for (reached, over) in [(u.budget_warning, false), (u.over_budget, true)] {
-            if reached && app.notified_budgets.insert((s.work_item.clone(), over)) {
-                due.push((s.work_item.clone(), over, u.label.clone()));
+        let u = s.usage.as_ref();
+        for over in [false, true] {
+            let key = (s.work_item.clone(), over);
+            let reached = u.is_some_and(|u| {
+                if over {
+                    u.over_budget
+                } else {
+                    u.budget_warning
+                }
+            });
+            if !reached {
+                app.notified_budgets.remove(&key);
+            } else if app.notified_budgets.insert(key) && !first {
+                due.push((s.work_item.clone(), over, u.map(|u| u.label.clone())));
             }
         }
     }
     for (item, over, label) in due {
+        let label = label.unwrap_or_default();
         let (title, body) = if over {
             let body = format!("{label}: deliveries are held until the budget is raised");
             (

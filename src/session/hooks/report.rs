@@ -214,7 +214,7 @@ fn usage_later(transcript: &std::path::Path, reporter: Reporter) {
     }
 }
 
-/// After a turn ended: waits for `transcript` to settle (it grew, then stayed the same
+/// After a turn ended: waits for `transcript` to settle (Claude's grew, then stayed the same
 /// for [`SETTLED`]; at most [`SETTLE_LIMIT`]), then reads what the turn used and tells
 /// it (`session::usage::read_and_tell`).
 pub fn record_usage(
@@ -226,13 +226,16 @@ pub fn record_usage(
     let size = || std::fs::symlink_metadata(transcript).map_or(0, |m| m.len());
     let start = std::time::Instant::now();
     let first = size();
+    // Claude Code writes the turn's last response after its `Stop` hooks: its
+    // transcript must grow first. Codex's rollout is complete when it notifies.
+    let must_grow = reporter == Reporter::Claude;
     let (mut last, mut since) = (first, std::time::Instant::now());
     while start.elapsed() < SETTLE_LIMIT {
         std::thread::sleep(Duration::from_millis(50));
         let now = size();
         if now != last {
             (last, since) = (now, std::time::Instant::now());
-        } else if now != first && since.elapsed() >= SETTLED {
+        } else if (now != first || !must_grow) && since.elapsed() >= SETTLED {
             break;
         }
     }

@@ -46,6 +46,33 @@ fn reaching_a_budget_notifies_once() {
     );
 }
 
+#[test]
+fn a_budget_already_reached_at_start_is_not_news_and_a_raised_one_can_notify_again() {
+    let bells = |fx: &[Effect]| fx.iter().filter(|e| matches!(e, Effect::Bell)).count();
+    // sample::snapshot_with_usage has a session over budget from the start.
+    let over = sample::snapshot_with_usage(NOW);
+    let mut app = the_loop::tui::app::App::new(settings(), NOW);
+    let first = send(&mut app, Action::Snapshot(Box::new(over.clone())));
+    assert_eq!(bells(&first), 0, "{first:?}");
+    assert_eq!(
+        bells(&send(&mut app, Action::Snapshot(Box::new(over.clone())))),
+        0
+    );
+    // The budget is raised: the mark goes; crossing it again notifies again.
+    let mut raised = over.clone();
+    for s in &mut raised.sessions {
+        if let Some(u) = &mut s.usage {
+            u.over_budget = false;
+            u.budget_warning = false;
+        }
+    }
+    assert_eq!(
+        bells(&send(&mut app, Action::Snapshot(Box::new(raised)))),
+        0
+    );
+    assert!(bells(&send(&mut app, Action::Snapshot(Box::new(over)))) >= 1);
+}
+
 fn requests(fx: &[Effect]) -> Vec<Request> {
     fx.iter()
         .filter_map(|e| match e {

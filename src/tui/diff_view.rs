@@ -6,7 +6,7 @@
 //! cleaned of control characters before it is parsed, and findings' messages before
 //! they are kept, so nothing here can reach the terminal as an escape sequence.
 
-use super::text::{clean_block, clean_line};
+use super::text::clean_line;
 use crate::critic::findings::{Finding, Severity};
 use crate::session::review::{Anchor, ReviewComment};
 use crate::workspace::diff_model::DiffModel;
@@ -60,7 +60,8 @@ pub struct DiffView {
 
 impl DiffView {
     pub fn new(text: &str, material: ReviewMaterial) -> Self {
-        let model = DiffModel::parse(&clean_block(text));
+        // Parsed as the send path parses it, so an anchor's text matches there.
+        let model = DiffModel::parse(text);
         let findings: Vec<Finding> = material
             .findings
             .into_iter()

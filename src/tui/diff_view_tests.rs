@@ -1,5 +1,6 @@
 use super::*;
 use crate::critic::findings::Severity;
+use crate::workspace::diff_model::Side;
 
 const DIFF: &str = "/w\nCompared against: main\n\ndiff --git a/src/lib.rs b/src/lib.rs
 --- a/src/lib.rs
@@ -123,4 +124,24 @@ fn a_pending_comment_whose_line_moved_is_still_listed() {
     let file = moved.model.file_start("src/lib.rs").unwrap();
     assert_eq!(moved.rows[moved.line_row[file] + 1], Row::Comment(0));
     assert!(!moved.commented(moved.model.find_new("src/lib.rs", 3).unwrap()));
+}
+
+#[test]
+fn a_comment_on_a_line_with_a_tab_is_sent_as_in_place() {
+    let text = "diff --git a/Makefile b/Makefile\n--- a/Makefile\n+++ b/Makefile\n@@ -1,2 +1,2 @@\n all:\n-\tcc -o a a.c\n+\tcc -O2 -o a a.c\n";
+    let mut v = DiffView::new(
+        text,
+        ReviewMaterial {
+            pending: Ok(Vec::new()),
+            findings: Vec::new(),
+        },
+    );
+    let at = v.model.find("Makefile", Side::New, 2).unwrap();
+    v.cursor = at;
+    let comment = ReviewComment::new(v.anchor().unwrap(), "keep -g");
+    // At send time the diff is parsed again from git's text.
+    let now = DiffModel::parse(text);
+    let note = crate::session::review::note("b", "abc1234", &[comment], Some(&now));
+    assert!(!note.contains("moved"), "{note}");
+    assert!(note.contains("Makefile line 2"), "{note}");
 }

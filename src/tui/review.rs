@@ -252,10 +252,9 @@ fn take_finding(app: &mut App, fx: &mut Vec<Effect>) {
     let taken = view_mut(app).and_then(|v| {
         let finding = (*v.findings_here().first()?).clone();
         let anchor = v.anchor()?;
-        let severity = format!("{:?}", finding.severity).to_lowercase();
         Some(ReviewComment::from_finding(
             anchor,
-            &severity,
+            finding.severity.as_str(),
             &finding.message,
         ))
     });

@@ -172,6 +172,16 @@ fn parse(text: &str, origin: &str) -> Result<RawStyles, String> {
 }
 
 impl Theme {
+    /// A critic finding's colour, by its severity (the diff gutter, the Critics pane).
+    pub fn severity(&self, severity: crate::critic::Severity) -> Style {
+        use crate::critic::Severity;
+        match severity {
+            Severity::Error => self.error,
+            Severity::Warning => self.warn,
+            Severity::Note => self.accent,
+        }
+    }
+
     /// A built-in theme by name. The shipped files are tested to define every role.
     pub fn builtin(name: &str) -> Option<Self> {
         let (_, text) = BUILTIN_THEMES.iter().find(|(n, _)| *n == name)?;

@@ -463,37 +463,29 @@ fn notify_long_holds(app: &mut App, quiet: bool, fx: &mut Vec<Effect>) {
 fn notify_budgets(app: &mut App, first: bool, fx: &mut Vec<Effect>) {
     let mut due = Vec::new();
     for s in &app.sessions {
-        let u = s.usage.as_ref();
-        for over in [false, true] {
+        let (label, marks) = match &s.usage {
+            Some(u) => (u.label.clone(), [u.budget_warning, u.over_budget]),
+            None => (String::new(), [false, false]),
+        };
+        for (over, reached) in [(false, marks[0]), (true, marks[1])] {
             let key = (s.work_item.clone(), over);
-            let reached = u.is_some_and(|u| {
-                if over {
-                    u.over_budget
-                } else {
-                    u.budget_warning
-                }
-            });
             if !reached {
                 app.notified_budgets.remove(&key);
             } else if app.notified_budgets.insert(key) && !first {
-                due.push((s.work_item.clone(), over, u.map(|u| u.label.clone())));
+                due.push((short_ref(&s.work_item), over, label.clone()));
             }
         }
     }
     for (item, over, label) in due {
-        let label = label.unwrap_or_default();
-        let (title, body) = if over {
-            let body = format!("{label}: deliveries are held until the budget is raised");
-            (
-                format!("the-loop: {} is over budget", short_ref(&item)),
-                body,
-            )
-        } else {
-            let body = format!("{label}: 80 % of its budget");
-            (
-                format!("the-loop: {} nears its budget", short_ref(&item)),
-                body,
-            )
+        let (title, body) = match over {
+            true => (
+                format!("the-loop: {item} is over budget"),
+                format!("{label}: deliveries are held until the budget is raised"),
+            ),
+            false => (
+                format!("the-loop: {item} nears its budget"),
+                format!("{label}: 80 % of its budget"),
+            ),
         };
         notify(app, title, &body, fx);
     }

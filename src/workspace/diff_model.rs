@@ -92,6 +92,15 @@ pub struct DiffModel {
 /// Lines of context a review note quotes around a commented line, at most.
 pub const CONTEXT_LINES: usize = 6;
 
+/// A line's text as kept: every control character but the tab dropped (escape
+/// sequences, a carriage return), so every reader of the model — the view, the note
+/// sent at send time — sees the same text; a tab is expanded where it is drawn.
+fn shown(raw: &str) -> String {
+    raw.chars()
+        .filter(|c| *c == '\t' || !c.is_control())
+        .collect()
+}
+
 impl DiffModel {
     pub fn parse(text: &str) -> Self {
         let mut model = Self::default();
@@ -104,7 +113,7 @@ impl DiffModel {
             let in_hunk = hunk.is_some() && (old_left > 0 || new_left > 0);
             let mut line = DiffLine {
                 kind: LineKind::Meta,
-                text: raw.to_string(),
+                text: shown(raw),
                 file,
                 hunk: None,
                 old: None,
@@ -149,7 +158,7 @@ impl DiffModel {
                 (old_no, old_left, new_no, new_left) = (o.0, o.1, n.0, n.1);
                 model.hunks.push(Hunk {
                     file: f,
-                    header: raw.to_string(),
+                    header: shown(raw),
                     start: model.lines.len(),
                 });
                 hunk = Some(model.hunks.len() - 1);

@@ -153,8 +153,11 @@ pub fn note(
             ));
         }
         let lines: Vec<String> = context.iter().map(|l| clean(l)).collect();
-        let fence = crate::guard::fence_for(lines.iter().map(String::as_str));
-        out.push_str(&format!("{fence}diff\n{}\n", clean(&hunk)));
+        let hunk = clean(&hunk);
+        // The hunk header's function context is the worktree's text too.
+        let quoted = lines.iter().map(String::as_str).chain([hunk.as_str()]);
+        let fence = crate::guard::fence_for(quoted);
+        out.push_str(&format!("{fence}diff\n{hunk}\n"));
         for l in &lines {
             out.push_str(l);
             out.push('\n');

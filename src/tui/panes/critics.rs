@@ -4,7 +4,7 @@
 //! output is read — under its attribution, as review material, never as instructions
 //! (SPEC §9.5).
 
-use crate::critic::{Finding, Severity};
+use crate::critic::Finding;
 use crate::tui::app::{App, Focus};
 use crate::tui::backend::{CriticRunState, CriticRunView, RunId};
 use crate::tui::keymap::{Command, Group};
@@ -110,25 +110,16 @@ pub fn selected_row(app: &App, rows: &[Row]) -> usize {
 /// `  ● path:line message`: the glyph coloured by severity, the text inert.
 fn finding_row<'a>(app: &App, finding: &Finding, w: usize) -> Line<'a> {
     let t = &app.theme;
-    let style = match finding.severity {
-        Severity::Error => t.error,
-        Severity::Warning => t.warn,
-        Severity::Note => t.dim,
-    };
     let place = clean_line(&finding.place()).into_owned();
     let message = clean_line(&finding.message).into_owned();
-    let mut spans = vec![Span::raw("  "), Span::styled("●", style), Span::raw(" ")];
-    let mut used = 4;
-    for (text, style) in [(place, t.accent), (format!(" {message}"), t.text)] {
-        let room = w.saturating_sub(used);
-        if room == 0 {
-            break;
-        }
-        let shown = crate::tui::text::truncate(&text, room).into_owned();
-        used += width(&shown);
-        spans.push(Span::styled(shown, style));
-    }
-    Line::from(spans)
+    let spans = vec![
+        Span::raw("  "),
+        Span::styled("●", t.severity(finding.severity)),
+        Span::raw(" "),
+        Span::styled(place, t.accent),
+        Span::styled(format!(" {message}"), t.text),
+    ];
+    Line::from(crate::tui::view::clip_spans(spans, w))
 }
 
 pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {

@@ -6,12 +6,11 @@
 //! from the agent's working tree and the critic, and was cleaned of control characters
 //! when the view was built ([`crate::tui::diff_view`]).
 
-use crate::critic::findings::Severity;
 use crate::tui::app::{App, CommentBox};
 use crate::tui::diff_view::{DiffView, Row};
 use crate::tui::keymap::Group;
 use crate::tui::layout::centered;
-use crate::tui::text::{clean_line, short_ref, truncate};
+use crate::tui::text::{clean_block, clean_line, short_ref, truncate};
 use crate::tui::view::{framed, hint_spans, popup_frame};
 use crate::work_item::WorkItemRef;
 use crate::workspace::diff_model::{DiffLine, LineKind};
@@ -66,22 +65,6 @@ fn style_of(app: &App, line: &DiffLine) -> Style {
     }
 }
 
-fn severity_style(app: &App, s: Severity) -> Style {
-    match s {
-        Severity::Error => app.theme.error,
-        Severity::Warning => app.theme.warn,
-        Severity::Note => app.theme.accent,
-    }
-}
-
-fn severity_word(s: Severity) -> &'static str {
-    match s {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-        Severity::Note => "note",
-    }
-}
-
 fn cut(s: &str, cols: usize) -> String {
     truncate(s, cols).into_owned()
 }
@@ -90,7 +73,7 @@ fn line_row(app: &App, view: &DiffView, i: usize, cols: usize) -> Line<'static> 
     let t = &app.theme;
     let line = &view.model.lines[i];
     let finding = match view.severity_at(i) {
-        Some(s) => Span::styled("▲", severity_style(app, s)),
+        Some(s) => Span::styled("▲", app.theme.severity(s)),
         None => Span::raw(" "),
     };
     let comment = if view.commented(i) {
@@ -106,7 +89,7 @@ fn line_row(app: &App, view: &DiffView, i: usize, cols: usize) -> Line<'static> 
     if i == view.cursor {
         style = style.patch(t.selected);
     }
-    let text = cut(&line.text, cols.saturating_sub(GUTTER));
+    let text = cut(&clean_block(&line.text), cols.saturating_sub(GUTTER));
     let pad = cols.saturating_sub(GUTTER + crate::tui::text::width(&text));
     let mut spans = vec![
         finding,
@@ -122,7 +105,7 @@ fn line_row(app: &App, view: &DiffView, i: usize, cols: usize) -> Line<'static> 
 
 fn finding_row(app: &App, view: &DiffView, f: usize, cols: usize) -> Line<'static> {
     let finding = &view.findings[f];
-    let style = severity_style(app, finding.severity);
+    let style = app.theme.severity(finding.severity);
     let place = if view.finding_on_line[f] {
         String::new()
     } else {
@@ -130,8 +113,8 @@ fn finding_row(app: &App, view: &DiffView, f: usize, cols: usize) -> Line<'stati
     };
     let text = format!(
         "▲ {}: {place}{}",
-        severity_word(finding.severity),
-        finding.message
+        finding.severity.as_str(),
+        clean_line(&finding.message)
     );
     Line::from(vec![
         Span::raw(" ".repeat(GUTTER)),

@@ -73,11 +73,8 @@ pub enum Request {
     Reply {
         work_item: WorkItemRef,
         text: String,
-    },
-    /// A reply the operator confirmed for a session over its budget (SPEC §20.4).
-    ReplyOverBudget {
-        work_item: WorkItemRef,
-        text: String,
+        /// Confirmed for a session over its budget (SPEC §20.4).
+        over_budget: bool,
     },
     Start(WorkItemRef),
     Pause(WorkItemRef),
@@ -111,11 +108,10 @@ pub enum Request {
         work_item: WorkItemRef,
         comments: Vec<ReviewComment>,
     },
-    /// Drop these pending comments unsent; the diff view comes back at `scroll`.
+    /// Drop these pending comments unsent.
     DiscardReview {
         work_item: WorkItemRef,
         ids: Vec<String>,
-        scroll: u16,
     },
 }
 
@@ -125,9 +121,6 @@ impl Request {
         use super::text::short_ref;
         match self {
             Request::Reply { work_item, .. } => format!("reply to {}", short_ref(work_item)),
-            Request::ReplyOverBudget { work_item, .. } => {
-                format!("reply to {} over its budget", short_ref(work_item))
-            }
             Request::Start(w) => format!("start {}", short_ref(w)),
             Request::Pause(w) => format!("pause {}", short_ref(w)),
             Request::Resume(w) => format!("resume {}", short_ref(w)),

@@ -113,11 +113,13 @@ impl Mode {
 }
 
 /// A yes/no question before something that cannot be undone.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Confirm {
     pub prompt: String,
     pub detail: String,
     pub request: super::action::Request,
+    /// Where either answer returns (the reply box, the diff view); `None`: the screen.
+    pub back: Option<Box<Mode>>,
 }
 
 /// The inline reply (SPEC §11.2).

@@ -379,11 +379,13 @@ pub trait Backend: Send + Sync {
         work_item: &'a WorkItemRef,
     ) -> BoxFuture<'a, Result<String, ActionError>>;
 
-    /// The one reply path (SPEC §8.2), with the TUI as the entry point.
+    /// The one reply path (SPEC §8.2), with the TUI as the entry point; `over_budget`:
+    /// confirmed for a session over its budget (SPEC §20.4).
     fn reply<'a>(
         &'a self,
         work_item: &'a WorkItemRef,
         text: &'a str,
+        over_budget: bool,
     ) -> BoxFuture<'a, ActionResult>;
 
     fn start<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;
@@ -399,16 +401,6 @@ pub trait Backend: Send + Sync {
         request_id: &'a str,
         approve: bool,
     ) -> BoxFuture<'a, ActionResult>;
-
-    /// A reply the operator confirmed for a session over its budget (SPEC §20.4); a
-    /// backend without budgets replies as usual.
-    fn reply_over_budget<'a>(
-        &'a self,
-        work_item: &'a WorkItemRef,
-        text: &'a str,
-    ) -> BoxFuture<'a, ActionResult> {
-        self.reply(work_item, text)
-    }
 
     /// Closes an open question without replying (`session.question_dismissed`).
     fn dismiss_question<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;

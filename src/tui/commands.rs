@@ -24,9 +24,10 @@ pub(super) fn run(app: &mut App, command: Command, fx: &mut Vec<Effect>) {
             }
         }
         Command::Close => {
-            if let Mode::Confirm(c) = &app.mode
-                && super::review::after_discard_confirm(app, &c.request.clone(), false)
+            if let Mode::Confirm(c) = &mut app.mode
+                && let Some(back) = c.back.take()
             {
+                app.mode = *back;
                 return;
             }
             // The diff opened from a ship confirmation returns to it.
@@ -117,6 +118,7 @@ pub(super) fn run(app: &mut App, command: Command, fx: &mut Vec<Effect>) {
                     detail: "The agent is ended (SIGTERM, then SIGKILL after a grace period)."
                         .into(),
                     request: Request::Stop(item),
+                    back: None,
                 });
             }
         }
@@ -156,7 +158,15 @@ pub(super) fn run(app: &mut App, command: Command, fx: &mut Vec<Effect>) {
         Command::Select => select_critic(app, fx),
         Command::Confirm => {
             if let Mode::Confirm(c) = std::mem::replace(&mut app.mode, Mode::Normal) {
-                super::review::after_discard_confirm(app, &c.request, true);
+                if let Some(back) = c.back {
+                    app.mode = *back;
+                }
+                // Back in the reply box, it waits for the answer as a sent reply does.
+                if let Mode::Reply(reply) = &mut app.mode {
+                    reply.sending = true;
+                    reply.error = None;
+                }
+                super::review::discarded(app, &c.request);
                 fx.push(Effect::Request(c.request));
             }
         }
@@ -372,7 +382,7 @@ fn open_reply(app: &mut App) {
 pub(super) fn send_reply(app: &mut App, fx: &mut Vec<Effect>) {
     let over = match &app.mode {
         Mode::Reply(reply) => over_budget(app, &reply.work_item),
-        _ => None,
+        _ => false,
     };
     let Mode::Reply(reply) = &mut app.mode else {
         return;
@@ -383,18 +393,23 @@ pub(super) fn send_reply(app: &mut App, fx: &mut Vec<Effect>) {
     let text = reply.textarea.lines().join("\n");
     if text.trim().is_empty() {
         reply.error = Some("Nothing to send: type a reply first".into());
-    } else if let Some(item) = over {
-        // Its deliveries wait for the budget (SPEC §20.4): this one only if meant.
+    } else if over {
+        // Its deliveries wait for the budget (SPEC §20.4): this one only if meant. Either
+        // answer returns to the box, the text in it.
+        let item = reply.work_item.clone();
+        let back = Some(Box::new(app.mode.clone()));
         app.mode = Mode::Confirm(Confirm {
             prompt: format!(
                 "{} is over its budget. Deliver this reply anyway?",
                 short_ref(&item)
             ),
             detail: "Its other deliveries stay held until the budget is raised.".into(),
-            request: Request::ReplyOverBudget {
+            request: Request::Reply {
                 work_item: item,
                 text,
+                over_budget: true,
             },
+            back,
         });
     } else {
         reply.sending = true;
@@ -402,21 +417,19 @@ pub(super) fn send_reply(app: &mut App, fx: &mut Vec<Effect>) {
         fx.push(Effect::Request(Request::Reply {
             work_item: reply.work_item.clone(),
             text,
+            over_budget: false,
         }));
     }
     app.dirty = true;
 }
 
-/// `item`, when its session is over a budget.
-fn over_budget(
-    app: &App,
-    item: &crate::work_item::WorkItemRef,
-) -> Option<crate::work_item::WorkItemRef> {
-    let s = app.sessions.iter().find(|s| &s.work_item == item)?;
-    s.usage
-        .as_ref()
-        .filter(|u| u.over_budget)
-        .map(|_| item.clone())
+/// Whether `item`'s session is over a budget.
+fn over_budget(app: &App, item: &crate::work_item::WorkItemRef) -> bool {
+    app.sessions
+        .iter()
+        .find(|s| &s.work_item == item)
+        .and_then(|s| s.usage.as_ref())
+        .is_some_and(|u| u.over_budget)
 }
 
 fn open_picker(app: &mut App) {

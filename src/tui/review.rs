@@ -324,34 +324,24 @@ fn discard(app: &mut App) {
         ),
         detail: "They are dropped unsent; the agent never sees them.".into(),
         request: Request::DiscardReview {
-            work_item,
+            work_item: work_item.clone(),
             ids: comments.into_iter().map(|c| c.id).collect(),
-            scroll,
         },
+        back: Some(Box::new(Mode::Diff { work_item, scroll })),
     });
 }
 
 /// The confirmation of a discard was answered: back to the diff, and on yes the
 /// comments leave the view (the backend drops them from the store).
-pub(super) fn after_discard_confirm(app: &mut App, request: &Request, yes: bool) -> bool {
-    let Request::DiscardReview {
-        work_item,
-        ids,
-        scroll,
-    } = request
-    else {
-        return false;
+pub(super) fn discarded(app: &mut App, request: &Request) {
+    let Request::DiscardReview { ids, .. } = request else {
+        return;
     };
-    app.mode = Mode::Diff {
-        work_item: work_item.clone(),
-        scroll: *scroll,
-    };
-    if yes && let Some(view) = view_mut(app) {
+    if let Some(view) = view_mut(app) {
         view.pending.retain(|c| !ids.contains(&c.id));
         view.relayout();
     }
     follow_cursor(app);
-    true
 }
 
 /// A review request finished: sent comments leave the view (they left the store).

@@ -344,10 +344,11 @@ where
 
 async fn perform_request(backend: &dyn Backend, request: &Request) -> ActionResult {
     match request {
-        Request::Reply { work_item, text } => backend.reply(work_item, text).await,
-        Request::ReplyOverBudget { work_item, text } => {
-            backend.reply_over_budget(work_item, text).await
-        }
+        Request::Reply {
+            work_item,
+            text,
+            over_budget,
+        } => backend.reply(work_item, text, *over_budget).await,
         Request::Start(w) => backend.start(w).await,
         Request::Pause(w) => backend.pause(w).await,
         Request::Resume(w) => backend.resume(w).await,

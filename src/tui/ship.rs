@@ -97,6 +97,7 @@ pub fn confirm(preview: &Preview, title: Option<&str>) -> Confirm {
             work_item: preview.work_item.clone(),
             seen_head: preview.head.clone(),
         },
+        back: None,
     }
 }
 

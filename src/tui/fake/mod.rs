@@ -310,10 +310,12 @@ impl Backend for FakeBackend {
         &'a self,
         work_item: &'a WorkItemRef,
         text: &'a str,
+        over_budget: bool,
     ) -> BoxFuture<'a, ActionResult> {
         let failed = self.record(Call::Action(Request::Reply {
             work_item: work_item.clone(),
             text: text.into(),
+            over_budget,
         }));
         let held = self.held_reason(work_item);
         let result = match (failed, self.live(work_item), held) {

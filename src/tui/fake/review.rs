@@ -66,13 +66,15 @@ impl FakeBackend {
         let request = Request::DiscardReview {
             work_item: work_item.clone(),
             ids: ids.to_vec(),
-            scroll: 0,
         };
         if let Some(e) = self.record(Call::Action(request)) {
             return Err(e);
         }
         self.forget(work_item, ids);
-        Ok(format!("Discarded {} comments", ids.len()))
+        Ok(format!(
+            "Discarded {}",
+            crate::tui::text::counted(ids.len(), "comment")
+        ))
     }
 
     fn forget(&self, work_item: &WorkItemRef, ids: &[String]) {

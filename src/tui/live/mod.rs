@@ -255,16 +255,9 @@ impl Backend for LiveBackend {
         &'a self,
         work_item: &'a WorkItemRef,
         text: &'a str,
+        over_budget: bool,
     ) -> BoxFuture<'a, ActionResult> {
-        Box::pin(self.do_reply(work_item, text, false))
-    }
-
-    fn reply_over_budget<'a>(
-        &'a self,
-        work_item: &'a WorkItemRef,
-        text: &'a str,
-    ) -> BoxFuture<'a, ActionResult> {
-        Box::pin(self.do_reply(work_item, text, true))
+        Box::pin(self.do_reply(work_item, text, over_budget))
     }
 
     fn start<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult> {

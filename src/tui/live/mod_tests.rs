@@ -152,12 +152,12 @@ async fn actions_go_through_the_shared_modules_and_show_in_the_next_snapshot() {
     assert_eq!(s.sessions[0].state, SessionState::Paused);
 
     // A reply to a paused session is refused by the one reply path, and says why.
-    let refused = f.backend.reply(&item(1), "hello").await.unwrap_err();
+    let refused = f.backend.reply(&item(1), "hello", false).await.unwrap_err();
     assert!(
         matches!(refused, ActionError::Refused(ref m) if m.contains("paused")),
         "{refused:?}"
     );
-    let none = f.backend.reply(&item(3), "hello").await.unwrap_err();
+    let none = f.backend.reply(&item(3), "hello", false).await.unwrap_err();
     assert!(
         matches!(none, ActionError::Refused(ref m) if m.contains("no session")),
         "{none:?}"

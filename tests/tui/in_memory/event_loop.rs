@@ -315,6 +315,7 @@ async fn a_reply_goes_through_the_backend_and_closes_the_question() {
         [Request::Reply {
             work_item: sample::item("octo/repo", 18),
             text: "Per repo\nKeep 3 as the default.".into(),
+            over_budget: false,
         }]
     );
     let screen = terminal.backend().to_string();

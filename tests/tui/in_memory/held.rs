@@ -113,7 +113,7 @@ fn zero_hold_notify_seconds_never_notifies() {
 async fn a_reply_to_a_held_session_is_queued_behind_the_hold() {
     let backend = FakeBackend::new(sample::snapshot_with_holds(NOW));
     let item = sample::item("octo/repo", 18);
-    let said = backend.reply(&item, "use the repo cap").await;
+    let said = backend.reply(&item, "use the repo cap", false).await;
     assert_eq!(
         said,
         Ok("held: octo/repo#18 waits on the operator's draft in its input box — send or clear the draft in the pane first; the reply goes out once that clears".into())

@@ -143,6 +143,7 @@ fn reply_from_a_question_sends_multiline_text_with_paste() {
         [Request::Reply {
             work_item: item("octo/repo", 18),
             text: "Per repo.\nKeep the default\nat 3.[201~ done".into(),
+            over_budget: false,
         }]
     );
     let Mode::Reply(reply) = &app.mode else {

@@ -101,12 +101,36 @@ fn a_reply_to_a_session_over_budget_asks_first() {
     assert!(matches!(app.mode, Mode::Confirm(_)), "{:?}", app.mode);
     snap("usage_confirm_reply", screen(&app));
     assert!(screen(&app).contains("over its budget"));
+    // No: back to the box, the text still in it.
+    keys(&mut app, &["n"]);
+    let Mode::Reply(reply) = &app.mode else {
+        panic!("back to the reply box: {:?}", app.mode)
+    };
+    assert_eq!(reply.textarea.lines().join("\n"), "keep going");
+    keys(&mut app, &["alt-enter"]);
     let fx = keys(&mut app, &["y"]);
+    let sent = requests(&fx);
     assert_eq!(
-        requests(&fx),
-        [Request::ReplyOverBudget {
+        sent,
+        [Request::Reply {
             work_item: item,
-            text: "keep going".into()
+            text: "keep going".into(),
+            over_budget: true,
         }]
     );
+    // Yes, then the delivery fails: the text stays for another try.
+    send(
+        &mut app,
+        Action::Done {
+            request: sent[0].clone(),
+            result: Err(the_loop::tui::backend::ActionError::Failed(
+                "no pane".into(),
+            )),
+        },
+    );
+    let Mode::Reply(reply) = &app.mode else {
+        panic!("the box stays: {:?}", app.mode)
+    };
+    assert_eq!(reply.textarea.lines().join("\n"), "keep going");
+    assert!(!reply.sending);
 }

@@ -16,7 +16,9 @@ use crate::events::{Event, EventType, Level};
 use crate::work_item::WorkItemRef;
 
 impl Replier {
-    /// Queues a held reply in its session's record and says so (`session.delivery_held`).
+    /// Queues a held reply (or review) in its session's record and says so
+    /// (`session.delivery_held`) — except one held for its session's budget: that is
+    /// refused, never queued, until the operator confirms it (SPEC §20.4).
     pub(super) async fn queue(
         &self,
         item: &WorkItemRef,
@@ -24,6 +26,13 @@ impl Replier {
         held: Held,
         via: Via,
     ) -> ReplyError {
+        if held.reason == super::hold::HoldReason::OverBudget {
+            let error = ReplyError::OverBudget {
+                item: item.to_string(),
+            };
+            self.refused(item, &reply.actor, via, &error);
+            return error;
+        }
         let queued = reply.clone();
         let saved = self
             .sessions
@@ -84,7 +93,8 @@ impl Replier {
                 return released;
             }
             let via = Via::parse(&next.via);
-            let policy = PastePolicy::reply(self.lock_wait, &next.id);
+            let policy = PastePolicy::reply(self.lock_wait, &next.id)
+                .over_budget_confirmed(next.over_budget);
             let text = next.text.clone();
             let id = next.id.clone();
             // The reply leaves the queue under the paste lock it went out under, so two

@@ -207,6 +207,10 @@ pub struct HeldReply {
     pub comment: bool,
     pub reason: HoldReason,
     pub since: String,
+    /// The operator confirmed it for a session over its budget (SPEC §20.4): held for
+    /// another reason, it still goes out over budget once that reason clears.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub over_budget: bool,
     /// Set when this is the operator's review of the diff (SPEC §21.2), not a reply:
     /// its release is recorded as `session.review_sent`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -362,6 +366,7 @@ mod tests {
             comment: true,
             reason,
             since: since.into(),
+            over_budget: false,
             review: None,
         };
         let hold = Hold {

@@ -278,13 +278,6 @@ impl Replier {
         let id = reply_id();
         let pasted = match self.paste(&item, &text, &id, request.over_budget).await {
             Ok(done) => done,
-            Err(Pasting::Held(item, held)) if held.reason == HoldReason::OverBudget => {
-                let error = ReplyError::OverBudget {
-                    item: item.to_string(),
-                };
-                self.refused(&item, &actor, request.via, &error);
-                return Err(error);
-            }
             Err(Pasting::Held(item, held)) => {
                 let queued = HeldReply {
                     id,
@@ -295,6 +288,7 @@ impl Replier {
                     comment: request.comment,
                     reason: held.reason,
                     since: crate::time::now_ts(),
+                    over_budget: request.over_budget,
                     review: None,
                 };
                 return Err(self.queue(&item, queued, held, request.via).await);

@@ -291,3 +291,37 @@ async fn an_operator_reply_over_budget_is_refused_unless_confirmed() {
     replier.reply(request(true)).await.unwrap();
     assert_eq!(f.pasted(&pane).len(), 1);
 }
+
+#[tokio::test]
+async fn a_review_to_a_session_over_budget_is_refused_not_queued_unless_confirmed() {
+    let f = Fixture::new();
+    let (pane, _claude) = f.claude_session(1);
+    let t = Transcript::new(&f, 1);
+    with_budget(&f, Some(0.5));
+    t.respond("msg_1", 200_000, 0);
+    turn_end(&f, &t, &f.sessions.settings().budgets);
+    let replier = Replier::new(Arc::clone(&f.sessions));
+    let review = || crate::session::hold::HeldReview {
+        comments: 1,
+        sha: "abc1234".into(),
+    };
+    let note = "Review from the operator on b at abc1234: 1 comment on your diff.";
+    let refused = replier
+        .send_review(&item(1), note, review(), false)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, ReplyError::OverBudget { .. }),
+        "{refused}"
+    );
+    assert!(
+        f.record(1).unwrap().hold.replies.is_empty(),
+        "nothing queued"
+    );
+    assert!(f.tmux.fake.pane_input(&pane).is_empty());
+    replier
+        .send_review(&item(1), note, review(), true)
+        .await
+        .unwrap();
+    assert_eq!(f.pasted(&pane).len(), 1);
+}

@@ -107,6 +107,8 @@ pub enum Request {
     SendReview {
         work_item: WorkItemRef,
         comments: Vec<ReviewComment>,
+        /// Confirmed for a session over its budget (SPEC §20.4).
+        over_budget: bool,
     },
     /// Drop these pending comments unsent.
     DiscardReview {

@@ -439,10 +439,12 @@ pub trait Backend: Send + Sync {
 
     /// Sends these comments to the session's agent as one framed note through the one
     /// paste path; sent (or queued behind a hold), they leave the pending review.
+    /// `over_budget`: confirmed for a session over its budget (SPEC §20.4).
     fn send_review<'a>(
         &'a self,
         work_item: &'a WorkItemRef,
         comments: &'a [ReviewComment],
+        over_budget: bool,
     ) -> BoxFuture<'a, ActionResult>;
 
     /// Drops these comments from the pending review, unsent.

@@ -424,7 +424,7 @@ pub(super) fn send_reply(app: &mut App, fx: &mut Vec<Effect>) {
 }
 
 /// Whether `item`'s session is over a budget.
-fn over_budget(app: &App, item: &crate::work_item::WorkItemRef) -> bool {
+pub(super) fn over_budget(app: &App, item: &crate::work_item::WorkItemRef) -> bool {
     app.sessions
         .iter()
         .find(|s| &s.work_item == item)

@@ -292,18 +292,34 @@ fn send(app: &mut App, fx: &mut Vec<Effect>) {
         );
         return;
     }
+    let what = crate::tui::text::counted(comments.len(), "comment");
+    if super::commands::over_budget(app, &work_item) {
+        // Like a reply, a review to a session over budget goes only if meant (§20.4).
+        let back = Some(Box::new(app.mode.clone()));
+        app.mode = Mode::Confirm(Confirm {
+            prompt: format!(
+                "{} is over its budget. Send this review ({what}) anyway?",
+                short_ref(&work_item)
+            ),
+            detail: "Its other deliveries stay held until the budget is raised.".into(),
+            request: Request::SendReview {
+                work_item,
+                comments,
+                over_budget: true,
+            },
+            back,
+        });
+        return;
+    }
     say(
         app,
         MessageLevel::Info,
-        format!(
-            "Sending {} to {}…",
-            crate::tui::text::counted(comments.len(), "comment"),
-            short_ref(&work_item)
-        ),
+        format!("Sending {what} to {}…", short_ref(&work_item)),
     );
     fx.push(Effect::Request(Request::SendReview {
         work_item,
         comments,
+        over_budget: false,
     }));
 }
 
@@ -350,6 +366,7 @@ pub(super) fn done(app: &mut App, request: &Request, result: &ActionResult) {
         Request::SendReview {
             work_item,
             comments,
+            ..
         },
         Ok(_),
     ) = (request, result)

@@ -376,7 +376,8 @@ async fn perform_request(backend: &dyn Backend, request: &Request) -> ActionResu
         Request::SendReview {
             work_item,
             comments,
-        } => backend.send_review(work_item, comments).await,
+            over_budget,
+        } => backend.send_review(work_item, comments, *over_budget).await,
         Request::DiscardReview { work_item, ids, .. } => {
             backend.discard_review(work_item, ids).await
         }

@@ -182,7 +182,7 @@ mod sending {
         let pane = f.live_session(1);
         let note = one_note();
         let sent = Replier::new(Arc::clone(&f.sessions))
-            .send_review(&item(1), &note, 1, "abc1234")
+            .send_review(&item(1), &note, held_review(), false)
             .await
             .unwrap();
         assert_eq!(f.pasted(&pane), [note.trim_end().to_string()]);
@@ -203,7 +203,7 @@ mod sending {
         claude.dialog.store(true, Ordering::SeqCst);
         let replier = Replier::new(Arc::clone(&f.sessions));
         let error = replier
-            .send_review(&item(1), &one_note(), 1, "abc1234")
+            .send_review(&item(1), &one_note(), held_review(), false)
             .await
             .unwrap_err();
         assert!(
@@ -237,7 +237,7 @@ mod sending {
     async fn a_review_to_no_session_is_refused_and_nothing_queued() {
         let f = Fixture::new();
         let error = Replier::new(Arc::clone(&f.sessions))
-            .send_review(&item(9), &one_note(), 1, "abc1234")
+            .send_review(&item(9), &one_note(), held_review(), false)
             .await
             .unwrap_err();
         assert!(matches!(error, ReplyError::NoSession(_)), "{error:?}");
@@ -256,4 +256,11 @@ fn backticks_in_a_hunk_header_cannot_close_the_fence() {
         .find_map(|l| l.strip_suffix("diff"))
         .expect("a fenced diff");
     assert!(fence.len() > 5, "{note}");
+}
+
+fn held_review() -> crate::session::hold::HeldReview {
+    crate::session::hold::HeldReview {
+        comments: 1,
+        sha: "abc1234".into(),
+    }
 }

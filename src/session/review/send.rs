@@ -20,24 +20,22 @@ pub struct ReviewSent {
 
 impl Replier {
     /// Pastes the review `note` (already framed, see [`super::note`]) into `item`'s
-    /// session. `Err(ReplyError::Held)` means it is queued and goes out when the hold
-    /// clears; any other error means nothing was pasted and nothing queued.
+    /// session; `over_budget`: confirmed for a session over its budget.
+    /// `Err(ReplyError::Held)` means it is queued and goes out when the hold clears; any
+    /// other error (`OverBudget` unconfirmed among them) means nothing was pasted and
+    /// nothing queued.
     pub async fn send_review(
         &self,
         item: &WorkItemRef,
         note: &str,
-        comments: usize,
-        sha: &str,
+        review: HeldReview,
+        over_budget: bool,
     ) -> Result<ReviewSent, ReplyError> {
         let text = reply_text(note).ok_or(ReplyError::EmptyText)?;
         let actor = claimed_actor(None);
         let via = Via::Tui;
         let id = reply_id();
-        let policy = PastePolicy::reply(self.lock_wait, &id);
-        let review = HeldReview {
-            comments,
-            sha: sha.to_string(),
-        };
+        let policy = PastePolicy::reply(self.lock_wait, &id).over_budget_confirmed(over_budget);
         let pasted = self
             .sessions
             .paste_into(item, |_| text.clone(), &policy)
@@ -47,7 +45,7 @@ impl Replier {
                 self.review_delivered(&pasted, &review, via);
                 Ok(ReviewSent {
                     work_item: pasted.work_item,
-                    comments,
+                    comments: review.comments,
                     bytes: pasted.delivered.bytes,
                 })
             }
@@ -61,6 +59,7 @@ impl Replier {
                     comment: false,
                     reason: held.reason,
                     since: crate::time::now_ts(),
+                    over_budget,
                     review: Some(review),
                 };
                 Err(self.queue(&item, queued, held, via).await)

@@ -574,8 +574,9 @@ impl Backend for FakeBackend {
         &'a self,
         work_item: &'a WorkItemRef,
         comments: &'a [ReviewComment],
+        over_budget: bool,
     ) -> BoxFuture<'a, ActionResult> {
-        ready(self.send_comments(work_item, comments))
+        ready(self.send_comments(work_item, comments, over_budget))
     }
 
     fn discard_review<'a>(

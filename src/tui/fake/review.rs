@@ -87,10 +87,12 @@ impl FakeBackend {
         &self,
         work_item: &WorkItemRef,
         comments: &[ReviewComment],
+        over_budget: bool,
     ) -> ActionResult {
         let request = Request::SendReview {
             work_item: work_item.clone(),
             comments: comments.to_vec(),
+            over_budget,
         };
         if let Some(e) = self.record(Call::Action(request)) {
             return Err(e);

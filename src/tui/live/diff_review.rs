@@ -8,6 +8,7 @@ use super::LiveBackend;
 use crate::critic::Envelope;
 use crate::critic::findings::Finding;
 use crate::session::ReplyError;
+use crate::session::hold::HeldReview;
 use crate::session::review::{self, ReviewComment, store::ReviewStore};
 use crate::tui::backend::{ActionError, ActionResult};
 use crate::tui::diff_view::ReviewMaterial;
@@ -102,6 +103,7 @@ impl LiveBackend {
         &self,
         item: &WorkItemRef,
         comments: &[ReviewComment],
+        over_budget: bool,
     ) -> ActionResult {
         if comments.is_empty() {
             return Err(ActionError::Refused("no pending comments to send".into()));
@@ -128,7 +130,15 @@ impl LiveBackend {
         let ids: Vec<String> = comments.iter().map(|c| c.id.clone()).collect();
         let n = comments.len();
         let what = crate::tui::text::counted(n, "comment");
-        match self.replier.send_review(item, &note, n, &sha).await {
+        let review = HeldReview {
+            comments: n,
+            sha: sha.clone(),
+        };
+        match self
+            .replier
+            .send_review(item, &note, review, over_budget)
+            .await
+        {
             Ok(sent) => {
                 self.remove(item, &ids).await?;
                 Ok(format!(

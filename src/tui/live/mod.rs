@@ -331,8 +331,9 @@ impl Backend for LiveBackend {
         &'a self,
         work_item: &'a WorkItemRef,
         comments: &'a [crate::session::review::ReviewComment],
+        over_budget: bool,
     ) -> BoxFuture<'a, ActionResult> {
-        Box::pin(self.send_comments(work_item, comments))
+        Box::pin(self.send_comments(work_item, comments, over_budget))
     }
 
     fn discard_review<'a>(

@@ -272,7 +272,7 @@ async fn the_diff_view_gets_the_latest_findings_and_the_pending_review() {
     assert_eq!(again.pending, Ok(vec![comment.clone()]));
     let refused = f
         .backend
-        .send_review(&item(2), std::slice::from_ref(&comment))
+        .send_review(&item(2), std::slice::from_ref(&comment), false)
         .await
         .unwrap_err();
     assert!(matches!(refused, ActionError::Refused(_)), "{refused:?}");

@@ -138,6 +138,7 @@ fn a_comment_is_written_on_the_selected_line_and_kept_in_the_gutter() {
         [Request::SendReview {
             work_item: sample::item("octo/repo", 15),
             comments: vec![(**comment).clone()],
+            over_budget: false,
         }]
     );
 }

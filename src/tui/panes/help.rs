@@ -63,13 +63,22 @@ pub fn line_count(app: &App) -> usize {
     lines(app).len()
 }
 
-pub fn render(app: &App, frame: &mut Frame, area: Rect, scroll: u16) {
-    let all = lines(app);
+/// The help popup: as wide and tall as its lines, within `area`.
+pub fn rect(app: &App, area: Rect) -> Rect {
+    rect_for(&lines(app), area)
+}
+
+fn rect_for(all: &[Line], area: Rect) -> Rect {
     let w = all.iter().map(Line::width).max().unwrap_or(0) as u16 + 4;
     let h = u16::try_from(all.len())
         .unwrap_or(u16::MAX)
         .saturating_add(2);
-    let rect = centered(area, w.max(30), h);
+    centered(area, w.max(30), h)
+}
+
+pub fn render(app: &App, frame: &mut Frame, area: Rect, scroll: u16) {
+    let all = lines(app);
+    let rect = rect_for(&all, area);
     let title = Line::from(" Keys ");
     scrolled_popup(app, frame, rect, title, Group::Help, all, scroll as usize);
 }

@@ -288,7 +288,7 @@ pub fn check(named: Vec<Named>, root: &Path) -> Checked {
 
 /// `path` as plain components joined with `/` (`./` dropped), or `None` when it is
 /// absolute, climbs (`..`), is empty or carries a control character.
-pub fn relative(path: &str) -> Option<String> {
+fn relative(path: &str) -> Option<String> {
     if path.is_empty() || path.chars().any(char::is_control) || path.starts_with('/') {
         return None;
     }

@@ -69,13 +69,13 @@ pub fn truncate_ref(s: &str, max: usize) -> Cow<'_, str> {
     }
 }
 
-/// A ref as the operator reads it: `owner/repo#N` (the host only off github.com).
 /// `1 comment`, `3 comments`: a count with its noun (plural with `s`).
 pub fn counted<N: std::fmt::Display + PartialEq + From<u8>>(n: N, noun: &str) -> String {
     let s = if n == N::from(1) { "" } else { "s" };
     format!("{n} {noun}{s}")
 }
 
+/// A ref as the operator reads it: `owner/repo#N` (the host only off github.com).
 pub fn short_ref(r: &WorkItemRef) -> String {
     if r.host == DEFAULT_HOST {
         format!("{}/{}#{}", r.owner, r.repo, r.number)

@@ -38,15 +38,6 @@ pub enum Side {
     Old,
 }
 
-impl Side {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::New => "new",
-            Self::Old => "old",
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiffLine {
     pub kind: LineKind,

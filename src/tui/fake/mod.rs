@@ -46,7 +46,6 @@ pub(super) struct State {
     pub(super) diffs: HashMap<WorkItemRef, String>,
     pub(super) ships: HashMap<WorkItemRef, super::backend::Preview>,
     pub(super) reviews: HashMap<WorkItemRef, Vec<ReviewComment>>,
-    pub(super) findings: HashMap<WorkItemRef, Vec<crate::critic::findings::Finding>>,
     /// The review notes "pasted", as the agent would read them.
     pub(super) notes: Vec<(WorkItemRef, String)>,
     pub(super) calls: Vec<Call>,

@@ -4,7 +4,6 @@
 //! queued behind a hold like a reply.
 
 use super::{Call, FakeBackend};
-use crate::critic::findings::Finding;
 use crate::events::{Event, EventType, Source};
 use crate::session::review::{self, ReviewComment};
 use crate::tui::action::Request;
@@ -15,11 +14,6 @@ use crate::work_item::WorkItemRef;
 use crate::workspace::diff_model::DiffModel;
 
 impl FakeBackend {
-    /// The findings the diff view of `work_item` shows (the latest round's).
-    pub fn set_findings(&self, work_item: &WorkItemRef, findings: Vec<Finding>) {
-        self.lock().findings.insert(work_item.clone(), findings);
-    }
-
     /// The pending review of `work_item`, as stored.
     pub fn pending_review(&self, work_item: &WorkItemRef) -> Vec<ReviewComment> {
         self.lock()
@@ -38,7 +32,7 @@ impl FakeBackend {
         let st = self.lock();
         ReviewMaterial {
             pending: Ok(st.reviews.get(work_item).cloned().unwrap_or_default()),
-            findings: st.findings.get(work_item).cloned().unwrap_or_default(),
+            findings: Vec::new(),
         }
     }
 

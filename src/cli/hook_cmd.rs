@@ -6,6 +6,7 @@
 use super::CliResult;
 use crate::paths::StatePaths;
 use crate::session::hooks::Reporter;
+use crate::session::hooks::payload::UsageLog;
 use crate::session::hooks::report::{self, BUDGET};
 
 #[derive(Debug, clap::Args)]
@@ -24,9 +25,12 @@ pub struct HookUsageArgs {
     /// The harness that wrote the log.
     #[arg(long, value_enum, default_value = "claude")]
     pub harness: Reporter,
-    /// The log the harness named (Claude's transcript, codex's rollout).
-    #[arg(long, value_name = "PATH")]
-    pub transcript: std::path::PathBuf,
+    /// The transcript Claude Code named.
+    #[arg(long, value_name = "PATH", required_unless_present = "thread")]
+    pub transcript: Option<std::path::PathBuf>,
+    /// The thread codex named: its rollout is looked up under `CODEX_HOME`.
+    #[arg(long, value_name = "ID", conflicts_with = "transcript")]
+    pub thread: Option<String>,
 }
 
 /// `the-loop hook-usage`: what the turn used, read once the transcript settles.
@@ -34,7 +38,12 @@ pub struct HookUsageArgs {
 pub fn run_usage(args: HookUsageArgs) -> CliResult {
     let outcome = report::work_item_from_env().and_then(|item| {
         let paths = StatePaths::from_env();
-        report::record_usage(&paths, &item, args.harness, &args.transcript)
+        let log = match (args.transcript, args.thread) {
+            (Some(path), _) => UsageLog::Transcript(path),
+            (None, Some(id)) => UsageLog::CodexThread(id),
+            (None, None) => return Ok(()),
+        };
+        report::record_usage(&paths, &item, args.harness, &log)
     });
     if let Err(error) = outcome {
         tracing::warn!("hook-usage: {error}");

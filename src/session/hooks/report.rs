@@ -96,16 +96,6 @@ pub fn record(
         report.signal,
         state::Signal::TurnEnded | state::Signal::SessionEnded
     );
-    // The log the turn's usage is read from, found before the record is locked.
-    let log = if turn_over {
-        report
-            .log
-            .as_ref()
-            .and_then(|log| UsageSource::find(reporter, log))
-    } else {
-        None
-    };
-    let mut accepted = None;
     let outcomes = registry
         .update(item, |record| {
             let (next, outcomes) = state::apply(
@@ -116,24 +106,18 @@ pub fn record(
                 &now,
             );
             record.reported = Some(next);
-            // Only the session's own log is read.
-            if let Some(log) = &log {
-                accepted = crate::session::usage::accept(record, log.named())
-                    .map_err(|e| tracing::warn!(%item, "usage: {e}; not read"))
-                    .ok()
-                    .map(|(path, _)| path);
-            }
             outcomes
         })?
         .ok_or_else(|| HookError::NoSession(item.clone()))?;
     for outcome in &outcomes {
         let _ = events.emit(outcome_event(Source::Hook, item, outcome));
     }
-    if let Some(transcript) = accepted {
+    if let Some(log) = report.log.as_ref().filter(|_| turn_over) {
         // What the turn used (SPEC §20): Claude Code 2.1.197 writes the turn's last
-        // response to its transcript after its `Stop` hooks return, so it is read by a
-        // detached process once the file settles, never by this one.
-        usage_later(&transcript, reporter);
+        // response to its transcript after its `Stop` hooks return, so it is found,
+        // checked and read by a detached process once the file settles, never by this
+        // one (which the harness may be waiting for).
+        usage_later(log, reporter);
     }
     Ok(outcomes)
 }
@@ -149,7 +133,7 @@ pub struct UsageSource {
 impl UsageSource {
     /// `path` as written by `reporter`'s harness in this environment; `None` when the
     /// environment names no home for it.
-    pub fn of(reporter: Reporter, path: PathBuf) -> Option<Self> {
+    fn of(reporter: Reporter, path: PathBuf) -> Option<Self> {
         let root = match reporter {
             Reporter::Claude => crate::usage::track::claude_config_dir(),
             Reporter::Codex => crate::usage::codex::codex_home(),
@@ -191,19 +175,23 @@ impl UsageSource {
     }
 }
 
-/// Starts `<bin> hook-usage --harness H --transcript PATH` detached (its own process
-/// group, no stdio: the harness waits for neither), inheriting the session's
-/// environment.
-fn usage_later(transcript: &std::path::Path, reporter: Reporter) {
+/// Starts `<bin> hook-usage --harness H --transcript PATH` (or `--thread ID`) detached
+/// (its own process group, no stdio: the harness waits for neither), inheriting the
+/// session's environment.
+fn usage_later(log: &UsageLog, reporter: Reporter) {
     use std::os::unix::process::CommandExt;
     let Ok(bin) = std::env::current_exe() else {
         return;
     };
-    let spawned = std::process::Command::new(bin)
+    let mut command = std::process::Command::new(bin);
+    command
         .arg("hook-usage")
-        .args(["--harness", reporter.as_str()])
-        .arg("--transcript")
-        .arg(transcript)
+        .args(["--harness", reporter.as_str()]);
+    match log {
+        UsageLog::Transcript(path) => command.arg("--transcript").arg(path),
+        UsageLog::CodexThread(id) => command.args(["--thread", id]),
+    };
+    let spawned = command
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -214,15 +202,20 @@ fn usage_later(transcript: &std::path::Path, reporter: Reporter) {
     }
 }
 
-/// After a turn ended: waits for `transcript` to settle (Claude's grew, then stayed the same
-/// for [`SETTLED`]; at most [`SETTLE_LIMIT`]), then reads what the turn used and tells
-/// it (`session::usage::read_and_tell`).
+/// After a turn ended: finds the log a report named (codex's thread's rollout), waits
+/// for it to settle (Claude's grew, then stayed the same for [`SETTLED`]; at most
+/// [`SETTLE_LIMIT`]), then reads what the turn used and tells it
+/// (`session::usage::read_and_tell`, which reads the log only if it is the session's).
 pub fn record_usage(
     paths: &StatePaths,
     item: &WorkItemRef,
     reporter: Reporter,
-    transcript: &std::path::Path,
+    log: &UsageLog,
 ) -> Result<(), HookError> {
+    let Some(source) = UsageSource::find(reporter, log) else {
+        return Ok(());
+    };
+    let transcript = source.path.as_path();
     let size = || std::fs::symlink_metadata(transcript).map_or(0, |m| m.len());
     let start = std::time::Instant::now();
     let first = size();
@@ -248,8 +241,7 @@ pub fn record_usage(
     };
     let events = EventLog::open(paths);
     let registry = Registry::new(paths, events.clone(), Source::Hook);
-    let source = UsageSource::of(reporter, transcript.to_path_buf());
-    let named = source.as_ref().map(UsageSource::named);
+    let named = Some(source.named());
     crate::session::usage::read_and_tell(&registry, &events, item, named, &budgets)?;
     Ok(())
 }

@@ -245,8 +245,12 @@ fn move_by(app: &mut App, delta: isize, fx: &mut Vec<Effect>) {
 pub(super) fn move_in(app: &mut App, pane: Focus, delta: isize, fx: &mut Vec<Effect>) {
     match pane {
         Focus::Sessions => {
-            app.session_index = step(app.session_index, delta, app.sessions.len());
-            selection_changed(app, fx);
+            let to = step(app.session_index, delta, app.sessions.len());
+            // At the end of the list (the wheel keeps turning) nothing changes.
+            if to != app.session_index {
+                app.session_index = to;
+                selection_changed(app, fx);
+            }
         }
         Focus::Questions => {
             app.question_index = step(app.question_index, delta, app.waiting_len());

@@ -203,8 +203,10 @@ fn single(app: &mut App, target: &Target, fx: &mut Vec<Effect>) {
         // Panes take clicks only while they have the keyboard's attention: the reply
         // box and the filter line keep it until they are closed.
         Target::Pane { pane, row } if matches!(app.mode, Mode::Normal) => {
-            commands::focus(app, pane, fx);
-            app.dirty = true;
+            if app.focus != pane {
+                commands::focus(app, pane, fx);
+                app.dirty = true;
+            }
             if let Some(row) = row {
                 select(app, pane, row, fx);
             }
@@ -221,19 +223,22 @@ pub const HELP: [(&str, &str); 4] = [
     ("shift-drag", "Select text (the terminal's own selection)"),
 ];
 
+/// Selects `row` of `pane`; a click on the row already selected changes nothing.
 fn select(app: &mut App, pane: Focus, row: usize, fx: &mut Vec<Effect>) {
     match pane {
-        Focus::Sessions => {
+        Focus::Sessions if row != app.session_index => {
             app.session_index = row;
             commands::selection_changed(app, fx);
         }
-        Focus::Questions => app.question_index = row,
-        Focus::Critics => {
-            if let Some(to) = critics::rows(app).get(row) {
+        Focus::Questions if row != app.question_index => app.question_index = row,
+        Focus::Critics => match critics::rows(app).get(row) {
+            Some(to) if (to.run, to.finding) != (app.run_index, app.finding_index) => {
                 app.run_index = to.run;
                 app.finding_index = to.finding;
             }
-        }
-        Focus::Pane | Focus::Events => {}
+            _ => return,
+        },
+        _ => return,
     }
+    app.dirty = true;
 }

@@ -471,3 +471,33 @@ fn a_click_on_a_popup_over_the_footer_runs_no_hidden_hint() {
     );
     assert!(matches!(app.mode, Mode::Help { .. }), "{:?}", app.mode);
 }
+
+#[test]
+fn a_click_or_a_wheel_notch_that_changes_nothing_captures_nothing() {
+    let mut app = sample_app(160, 48);
+    let sessions = app.layout().sessions.unwrap();
+    let first_row = (sessions.x + 4, sessions.y + 1);
+    click(&mut app, first_row, Instant::now());
+    assert_eq!((app.focus, app.session_index), (Focus::Sessions, 0));
+    let shown = app.selected_session().unwrap().work_item.clone();
+    let captured = || Action::Captured {
+        work_item: shown.clone(),
+        result: Ok("$ ".into()),
+    };
+    send(&mut app, captured()); // no capture in flight any more
+    // The same row again, later (not a double click): nothing new to show.
+    let later = Instant::now() + DOUBLE_CLICK * 4;
+    let fx = click(&mut app, first_row, later);
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::Capture(_))),
+        "{fx:?}"
+    );
+    // The wheel past the top of the list: no capture either.
+    send(&mut app, captured());
+    let fx = wheel(&mut app, false, first_row);
+    assert_eq!(app.session_index, 0);
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::Capture(_))),
+        "{fx:?}"
+    );
+}

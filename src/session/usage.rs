@@ -215,14 +215,8 @@ pub fn over_budget(
     records: &[SessionRecord],
     budgets: &Budgets,
 ) -> Option<Scope> {
-    let own = budgets.known_cost(&record.usage.tally());
-    if own.is_some_and(|c| Standing::of(c, budgets.session_usd) == Standing::Over) {
-        return Some(Scope::Session);
-    }
-    let today = crate::usage::today();
-    let day = budgets.known_cost(&day_total(records, &today));
-    day.is_some_and(|c| Standing::of(c, budgets.daily_usd) == Standing::Over)
-        .then_some(Scope::Daily)
+    let day = day_total(records, &crate::usage::today());
+    budgets.over(&record.usage.tally(), &day)
 }
 
 #[cfg(test)]

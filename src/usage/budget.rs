@@ -73,19 +73,35 @@ impl Budgets {
         }
     }
 
-    /// How a session stands: the worse of its own budget (its whole cost) and the
+    /// How a session stands against each budget: its own (its whole cost) and the
     /// daily one (every session's cost today, `day_total`).
+    fn standings(&self, session: &Tally, day_total: &Tally) -> [(Scope, Standing); 2] {
+        [
+            (Scope::Session, session, self.session_usd),
+            (Scope::Daily, day_total, self.daily_usd),
+        ]
+        .map(|(scope, tally, budget)| (scope, Standing::of(self.priced_cost(tally), budget)))
+    }
+
+    /// How a session stands: the worse of its two standings.
     pub fn standing(&self, session: &Tally, day_total: &Tally) -> Standing {
-        let own = self.known_cost(session);
-        let daily = self.known_cost(day_total);
-        let own = own.map_or(Standing::Under, |c| Standing::of(c, self.session_usd));
-        let daily = daily.map_or(Standing::Under, |c| Standing::of(c, self.daily_usd));
+        let [(_, own), (_, daily)] = self.standings(session, day_total);
         own.max(daily)
     }
 
-    /// The cost of `tally`, `None` when a model in it has no price.
-    pub fn known_cost(&self, tally: &Tally) -> Option<f64> {
-        self.prices.cost(tally).cost_usd()
+    /// The budget that holds a session's deliveries, if one is reached: its own first.
+    pub fn over(&self, session: &Tally, day_total: &Tally) -> Option<Scope> {
+        self.standings(session, day_total)
+            .into_iter()
+            .find(|(_, standing)| *standing == Standing::Over)
+            .map(|(scope, _)| scope)
+    }
+
+    /// What `tally` is known to cost: its priced models' cost. A model without a price
+    /// adds nothing (never guessed), so a budget the priced part reaches is reached for
+    /// certain, and a cost wholly unknown never warns nor holds.
+    pub fn priced_cost(&self, tally: &Tally) -> f64 {
+        self.prices.cost(tally).known_usd
     }
 
     /// The budgets whose standing rose from `before` to `after` (a session's tally and
@@ -97,9 +113,7 @@ impl Budgets {
             (Scope::Daily, daily, self.daily_usd),
         ] {
             let Some(budget_usd) = budget else { continue };
-            let (Some(was), Some(now)) = (self.known_cost(before), self.known_cost(after)) else {
-                continue;
-            };
+            let (was, now) = (self.priced_cost(before), self.priced_cost(after));
             let standing = Standing::of(now, Some(budget_usd));
             if standing > Standing::of(was, Some(budget_usd)) {
                 out.push(Crossing {

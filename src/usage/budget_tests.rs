@@ -62,3 +62,22 @@ fn crossings_are_told_once_as_the_standing_rises() {
     assert_eq!(crossed.len(), 1);
     assert_eq!(crossed[0].standing, Standing::Over);
 }
+
+#[test]
+fn an_unpriced_model_never_hides_a_budget_the_priced_part_reached() {
+    let budgets = Budgets {
+        session_usd: None,
+        daily_usd: Some(5.0),
+        prices: Prices::embedded(),
+    };
+    // $6 of Sonnet today, and a codex model without a price beside it.
+    let mut day = tally("claude-sonnet-4-5", 2_000_000);
+    day.merge(&tally("gpt-5-codex", 9_000_000));
+    let session = tally("gpt-5-codex", 9_000_000);
+    assert_eq!(budgets.standing(&session, &day), Standing::Over);
+    assert_eq!(budgets.over(&session, &day), Some(Scope::Daily));
+    let before = tally("claude-sonnet-4-5", 1_000_000);
+    let crossed = budgets.crossings((&session, &session), (&before, &day));
+    assert_eq!(crossed.len(), 1, "{crossed:?}");
+    assert_eq!(crossed[0].scope, Scope::Daily);
+}

@@ -121,9 +121,11 @@ impl SessionRows {
             .collect();
         let mut rows = merge(&records, &seen, watched, &trees);
         let budgets = &sessions.settings().budgets;
+        let today = crate::usage::today();
+        let day = crate::session::usage::day_total(&records, &today);
         for row in &mut rows {
             if let Some(record) = records.iter().find(|r| r.work_item == row.work_item) {
-                row.usage = usage_view(record, &records, budgets);
+                row.usage = usage_view(record, (&today, &day), budgets);
             }
         }
         Rows {
@@ -377,24 +379,25 @@ fn read_watched(path: &std::path::Path, repo: &str) -> Vec<WatchedItem> {
     }
 }
 
-/// A session's usage for the screen; `None` when nothing is known.
-pub(crate) fn usage_view(
+/// A session's usage for the screen; `None` when nothing is known. `(today, day)`:
+/// the local day and every session's usage on it, worked out once per refresh.
+fn usage_view(
     record: &SessionRecord,
-    records: &[SessionRecord],
+    (today, day): (&str, &crate::usage::Tally),
     budgets: &crate::usage::Budgets,
 ) -> Option<crate::tui::backend::UsageView> {
     if !record.usage.is_known() {
         return None;
     }
     let tally = record.usage.tally();
-    let today = budgets.prices.cost(&tally.day(&crate::usage::today()));
-    let day = crate::session::usage::day_total(records, &crate::usage::today());
+    let mine_today = budgets.prices.cost(&tally.day(today));
+    let standing = budgets.standing(&tally, day);
     Some(crate::tui::backend::UsageView {
         label: budgets.prices.cost(&tally).label(),
-        over_budget: crate::session::usage::over_budget(record, records, budgets).is_some(),
-        budget_warning: budgets.standing(&tally, &day) >= crate::usage::Standing::Warning,
-        today_tokens: today.tokens.total(),
-        today_usd: today.cost_usd(),
+        over_budget: standing == crate::usage::Standing::Over,
+        budget_warning: standing >= crate::usage::Standing::Warning,
+        today_tokens: mine_today.tokens.total(),
+        today_usd: mine_today.cost_usd(),
     })
 }
 

@@ -54,6 +54,20 @@ pub fn open_private(options: &mut OpenOptions, path: &Path) -> io::Result<File> 
     Ok(file)
 }
 
+/// An exclusive `flock` on `path` (created 0600 in a private directory), held until
+/// the guard drops: one read-modify-write of a state file at a time across processes.
+pub fn lock_exclusive(path: &Path) -> io::Result<nix::fcntl::Flock<File>> {
+    if let Some(dir) = path.parent() {
+        create_private_dir_all(dir)?;
+    }
+    let file = open_private(
+        File::options().create(true).truncate(false).write(true),
+        path,
+    )?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, errno)| io::Error::from(errno))
+}
+
 /// What [`tighten`] changed.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Tightened {

@@ -13,7 +13,7 @@ use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::fsutil::{self, StateRead};
 use crate::paths::StatePaths;
 use crate::work_item::WorkItemRef;
-use nix::fcntl::{Flock, FlockArg};
+use nix::fcntl::Flock;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fs::{self, File};
@@ -419,16 +419,7 @@ impl Registry {
     /// writer holds it; writers hold it for one read and one write).
     fn lock(&self, item: &WorkItemRef) -> Result<Flock<File>, RegistryError> {
         let path = self.dir.join(format!("{}.lock", item.slug()));
-        let open = || {
-            crate::fsutil::create_private_dir_all(&self.dir)?;
-            crate::fsutil::open_private(
-                File::options().create(true).truncate(false).write(true),
-                &path,
-            )
-        };
-        let file = open().map_err(|source| io_error("lock", &path, source))?;
-        Flock::lock(file, FlockArg::LockExclusive)
-            .map_err(|(_, errno)| io_error("lock", &path, io::Error::from(errno)))
+        fsutil::lock_exclusive(&path).map_err(|source| io_error("lock", &path, source))
     }
 }
 

@@ -9,7 +9,7 @@
 
 use crate::fsutil::{self, StateRead};
 use crate::work_item::WorkItemRef;
-use nix::fcntl::{Flock, FlockArg};
+use nix::fcntl::Flock;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fs::{self, File};
@@ -172,16 +172,7 @@ impl Store {
         let path = self
             .dir
             .join(format!("{}.lock", item.slug().to_ascii_lowercase()));
-        let file = fsutil::create_private_dir_all(&self.dir)
-            .and_then(|()| {
-                fsutil::open_private(
-                    File::options().create(true).truncate(false).write(true),
-                    &path,
-                )
-            })
-            .map_err(|e| error("lock", &path, e))?;
-        Flock::lock(file, FlockArg::LockExclusive)
-            .map_err(|(_, errno)| error("lock", &path, io::Error::from(errno)))
+        fsutil::lock_exclusive(&path).map_err(|e| error("lock", &path, e))
     }
 }
 

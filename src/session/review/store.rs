@@ -1,5 +1,6 @@
 //! The pending review of each work item: `reviews/<slug>.json` under the state root,
-//! written atomically and private (0600 in a 0700 directory). Comments leave it only
+//! written atomically and private (0600 in a 0700 directory), each read-modify-write
+//! under `reviews/<slug>.lock` (several screens may edit it). Comments leave it only
 //! when sent or discarded, by id, so an edit racing a send never loses a comment the
 //! send did not carry. A file that does not parse is moved aside (and reported), never
 //! silently emptied.
@@ -11,10 +12,6 @@ use crate::work_item::WorkItemRef;
 use serde::{Deserialize, Serialize};
 use std::io;
 use std::path::PathBuf;
-use std::sync::Mutex;
-
-/// One read-modify-write at a time in this process.
-static EDITS: Mutex<()> = Mutex::new(());
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -72,7 +69,7 @@ impl ReviewStore {
     }
 
     fn edit(&self, item: &WorkItemRef, f: impl FnOnce(&mut Vec<ReviewComment>)) -> io::Result<()> {
-        let _one = EDITS.lock().unwrap_or_else(|e| e.into_inner());
+        let _one = crate::fsutil::lock_exclusive(&self.dir.join(format!("{}.lock", item.slug())))?;
         let mut comments = self.load(item)?;
         f(&mut comments);
         let path = self.path(item);

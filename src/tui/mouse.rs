@@ -62,8 +62,7 @@ pub fn target_at(app: &App, x: u16, y: u16) -> Target {
         return Target::Nothing;
     }
     let layout = app.layout();
-    let under_popup = super::view::popup_rect(app, app.area).is_some_and(|r| r.contains(at));
-    if layout.footer.contains(at) && !under_popup {
+    if layout.footer.contains(at) {
         let hint = footer::hint_at(app, layout.footer.width as usize, x - layout.footer.x);
         return hint.map_or(Target::Nothing, Target::Hint);
     }

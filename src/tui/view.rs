@@ -47,23 +47,6 @@ pub fn render(app: &App, frame: &mut Frame) {
     }
 }
 
-/// The popup the mode draws over a screen of `area`, if any: what a click on it hits
-/// instead of what is under it (the footer too).
-pub fn popup_rect(app: &App, area: Rect) -> Option<Rect> {
-    match &app.mode {
-        Mode::Help { .. } => Some(help::rect(app, area)),
-        Mode::Picker { .. } => Some(picker::rect(app, area)),
-        Mode::Output { run, .. } => app
-            .runs
-            .iter()
-            .find(|r| &r.id == run)
-            .map(|run| critics::output_rect(app, run, area)),
-        Mode::Diff { .. } | Mode::Comment(_) => Some(diff::rect(area)),
-        Mode::Confirm(confirm) => Some(confirm::rect(confirm, area)),
-        Mode::Normal | Mode::Reply(_) | Mode::Filter { .. } => None,
-    }
-}
-
 /// Whether `focus` is the pane keys go to (not while a popup or the reply box has them).
 pub fn is_focused(app: &App, focus: Focus) -> bool {
     app.focus == focus && matches!(app.mode, Mode::Normal | Mode::Filter { .. })

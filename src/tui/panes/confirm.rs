@@ -11,19 +11,10 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-const WIDTH: u16 = 56;
-
-/// The confirmation popup: its prompt and detail wrapped, within `area`.
-pub fn rect(confirm: &Confirm, area: Rect) -> Rect {
-    let inner_w = WIDTH.saturating_sub(4) as usize;
-    let rows = wrap(&confirm.prompt, inner_w).len() + wrap(&confirm.detail, inner_w).len();
-    let rows = u16::try_from(rows).unwrap_or(u16::MAX);
-    centered(area, WIDTH, rows.saturating_add(4))
-}
-
 pub fn render_confirm(app: &App, frame: &mut Frame, area: Rect, confirm: &Confirm) {
     let t = &app.theme;
-    let inner_w = WIDTH.saturating_sub(4) as usize;
+    let w: u16 = 56;
+    let inner_w = w.saturating_sub(4) as usize;
     let mut lines: Vec<Line> = wrap(&confirm.prompt, inner_w)
         .into_iter()
         .map(|l| Line::from(Span::styled(l, t.text.patch(t.popup))))
@@ -34,7 +25,8 @@ pub fn render_confirm(app: &App, frame: &mut Frame, area: Rect, confirm: &Confir
             .map(|l| Line::from(Span::styled(l, t.dim.patch(t.popup)))),
     );
     let hints: Vec<Span> = crate::tui::view::hint_spans(app, Group::Confirm, t.popup);
-    let rect = rect(confirm, area);
+    let rows = u16::try_from(lines.len()).unwrap_or(u16::MAX);
+    let rect = centered(area, w, rows.saturating_add(4));
     let block = popup_frame(app, frame, rect, Line::from(" Are you sure? "))
         .title_bottom(Line::from(hints).right_aligned());
     let inner = block.inner(rect);

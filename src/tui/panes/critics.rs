@@ -204,7 +204,7 @@ pub fn row_at(app: &App, inner: Rect, dy: u16) -> Option<usize> {
 }
 
 /// As wide as the screen allows for reading, as tall as the output needs.
-pub fn output_rect(app: &App, run: &CriticRunView, area: Rect) -> Rect {
+fn output_rect(app: &App, run: &CriticRunView, area: Rect) -> Rect {
     let w = (area.width.saturating_mul(9) / 10)
         .max(area.width.min(40))
         .min(110);

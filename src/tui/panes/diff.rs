@@ -23,8 +23,7 @@ use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph};
 /// Finding mark, comment mark, a 5-wide number, a space.
 const GUTTER: usize = 8;
 
-/// The diff popup (the comment box is drawn inside it).
-pub fn rect(area: Rect) -> Rect {
+fn rect(area: Rect) -> Rect {
     let w = (area.width.saturating_mul(9) / 10).max(area.width.min(40));
     let h = (area.height.saturating_mul(9) / 10).max(area.height.min(8));
     centered(area, w, h)

@@ -63,22 +63,13 @@ pub fn line_count(app: &App) -> usize {
     lines(app).len()
 }
 
-/// The help popup: as wide and tall as its lines, within `area`.
-pub fn rect(app: &App, area: Rect) -> Rect {
-    rect_for(&lines(app), area)
-}
-
-fn rect_for(all: &[Line], area: Rect) -> Rect {
+pub fn render(app: &App, frame: &mut Frame, area: Rect, scroll: u16) {
+    let all = lines(app);
     let w = all.iter().map(Line::width).max().unwrap_or(0) as u16 + 4;
     let h = u16::try_from(all.len())
         .unwrap_or(u16::MAX)
         .saturating_add(2);
-    centered(area, w.max(30), h)
-}
-
-pub fn render(app: &App, frame: &mut Frame, area: Rect, scroll: u16) {
-    let all = lines(app);
-    let rect = rect_for(&all, area);
+    let rect = centered(area, w.max(30), h);
     let title = Line::from(" Keys ");
     scrolled_popup(app, frame, rect, title, Group::Help, all, scroll as usize);
 }

@@ -67,8 +67,7 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, work_item: &WorkItemRef,
     frame.render_widget(Paragraph::new(lines).style(t.popup), inner);
 }
 
-/// The picker popup.
-pub fn rect(app: &App, area: Rect) -> Rect {
+fn rect(app: &App, area: Rect) -> Rect {
     let rows = u16::try_from(app.critics.len()).unwrap_or(u16::MAX);
     centered(area, 64, rows.saturating_add(4))
 }

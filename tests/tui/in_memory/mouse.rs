@@ -448,30 +448,6 @@ fn a_double_click_means_the_row_first_pressed_even_when_the_rows_move() {
     };
     assert_eq!(reply.work_item, sample::item("octo/repo", 18));
 }
-
-#[test]
-fn a_click_on_a_popup_over_the_footer_runs_no_hidden_hint() {
-    // On a short screen the help covers the footer row.
-    let mut app = app_with(sample::snapshot(NOW), 100, 12);
-    keys(&mut app, &["?"]);
-    let help = the_loop::tui::view::popup_rect(&app, app.area).expect("the help is open");
-    let footer_y = app.area.bottom() - 1;
-    assert!(
-        help.bottom() > footer_y,
-        "the help reaches the footer row: {help:?}"
-    );
-    for x in help.x..help.right() {
-        assert_eq!(target_at(&app, x, footer_y), Target::Nothing, "x {x}");
-    }
-    let fx = click(&mut app, (help.x + 2, footer_y), Instant::now());
-    assert!(
-        fx.iter()
-            .all(|e| !matches!(e, Effect::Request(_) | Effect::Quit)),
-        "{fx:?}"
-    );
-    assert!(matches!(app.mode, Mode::Help { .. }), "{:?}", app.mode);
-}
-
 #[test]
 fn a_click_or_a_wheel_notch_that_changes_nothing_captures_nothing() {
     let mut app = sample_app(160, 48);

@@ -47,7 +47,9 @@ impl Transcript {
             "claude-sonnet-4-5",
             &usage(input, output, 0, 0, 0),
             TEXT,
-        );
+        )
+        // Answered now: a daily budget counts today's responses only.
+        .replace("2026-12-03T16:38:57.168Z", &crate::time::now_ts());
         let mut file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)

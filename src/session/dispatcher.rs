@@ -16,6 +16,7 @@
 //! are queued in the order they were submitted.
 
 use super::dedupe_store::DedupeStore;
+use super::delivery::LaneHolds;
 use super::jobs::{Job, JobKind, Target};
 use super::queue::Lanes;
 use super::registry::same_item;
@@ -62,18 +63,6 @@ pub(crate) struct Inner {
     /// Which lanes wait on a held session, and which events wait in which lane.
     pub holds: Mutex<LaneHolds>,
     runtime: Handle,
-}
-
-/// The dispatcher's view of held lanes (SPEC §18.3), keyed by session slug.
-#[derive(Default)]
-pub(crate) struct LaneHolds {
-    /// Lanes whose head delivery is held.
-    pub held: HashSet<String>,
-    /// Queued and running deliveries: delivery id → lane.
-    pub queued: std::collections::HashMap<String, String>,
-    /// Lanes with a stop or close queued: a held delivery there ends with the session
-    /// instead of waiting in front of the stop.
-    pub ending: HashSet<String>,
 }
 
 impl Dispatcher {
@@ -178,6 +167,12 @@ impl Inner {
         self.holds
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A stop or close ran: the lane is no longer ending.
+    pub fn end_lane<T>(&self, item: &WorkItemRef, result: T) -> T {
+        self.holds().ending.remove(&item.slug());
+        result
     }
 }
 

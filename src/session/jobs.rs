@@ -1,8 +1,8 @@
 //! What a session's worker does with each queued job, and the events that say how it
 //! went (`dispatch.*`, `control.refused`; the lifecycle logs `session.*`).
 
+use super::delivery::{Delivered, DeliveryFailure, deliver_through_holds};
 use super::dispatcher::{Inner, non_empty};
-use super::paste_into::{Delivered, DeliveryFailure};
 use super::sessions::{Origin, SessionError, Toggle};
 use super::spawn::{PromptInputs, StartOutcome};
 use crate::events::{Event, EventType, Level, Source};
@@ -87,7 +87,10 @@ impl Inner {
                 // Under the session's paste lock: an operator's reply (any process)
                 // never lands between this paste and its submit. A held session keeps
                 // the lane until the hold clears (SPEC §18.3).
-                let result = self.deliver_through_holds(&item, &inputs).await;
+                let queued = |lane: &str| self.lanes.depth(lane);
+                let result =
+                    deliver_through_holds(&self.sessions, &self.holds, queued, &item, &inputs)
+                        .await;
                 self.holds().queued.remove(&delivery_id);
                 if let Ok(Delivered {
                     pane,

@@ -103,8 +103,11 @@ pub struct SessionRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reported: Option<crate::session::hooks::Reported>,
     /// What waits for the session's input box to be ready (SPEC §18; `session::hold`).
-    #[serde(default, skip_serializing_if = "crate::session::hold::Hold::is_empty")]
-    pub hold: crate::session::hold::Hold,
+    #[serde(
+        default,
+        skip_serializing_if = "crate::session::delivery::Hold::is_empty"
+    )]
+    pub hold: crate::session::delivery::Hold,
     /// The agent's open request to ship its work (SPEC §19.3; `session::ship`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ship_request: Option<crate::session::ship::ShipRequest>,

@@ -541,7 +541,7 @@ impl Shipper {
             .paste_into(
                 item,
                 |_| text,
-                &super::paste_into::PastePolicy::reply(NOTE_LOCK_WAIT, &id),
+                &super::delivery::PastePolicy::reply(NOTE_LOCK_WAIT, &id),
             )
             .await
             .map(|_| ())

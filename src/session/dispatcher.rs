@@ -17,7 +17,6 @@
 
 use super::dedupe_store::DedupeStore;
 use super::delivery::LaneHolds;
-use super::jobs::{Job, JobKind, Target};
 use super::queue::Lanes;
 use super::registry::same_item;
 use super::sessions::{Origin, Sessions};
@@ -174,6 +173,51 @@ impl Inner {
         self.holds().ending.remove(&item.slug());
         result
     }
+}
+
+/// Where an event goes.
+pub(crate) enum Target {
+    /// An open session (or one being spawned).
+    Session(WorkItemRef),
+    /// Only a closed session.
+    Closed(WorkItemRef),
+    None,
+}
+
+pub(crate) struct Job {
+    pub source: Source,
+    pub delivery_id: String,
+    pub gh_event: String,
+    pub item: WorkItemRef,
+    pub kind: JobKind,
+    pub reply: oneshot::Sender<Disposition>,
+}
+
+pub(crate) enum JobKind {
+    Deliver {
+        inputs: PromptInputs,
+        actor: Option<String>,
+        /// A CI result's dedupe key (`routing::dedupe::ci_dedupe_key`), released with
+        /// the delivery id when the paste fails for now, so a retry is not a duplicate.
+        ci_key: Option<String>,
+    },
+    Start {
+        inputs: PromptInputs,
+        origin: Origin,
+    },
+    Pause {
+        origin: Origin,
+    },
+    Resume {
+        origin: Origin,
+    },
+    Stop {
+        origin: Origin,
+    },
+    Close {
+        merged: bool,
+        origin: Origin,
+    },
 }
 
 /// What routing reads, rebuilt on a config reload.

@@ -2,61 +2,15 @@
 //! went (`dispatch.*`, `control.refused`; the lifecycle logs `session.*`).
 
 use super::delivery::{Delivered, DeliveryFailure, deliver_through_holds};
-use super::dispatcher::{Inner, non_empty};
+use super::dispatcher::{Inner, Job, JobKind, non_empty};
 use super::sessions::{Origin, SessionError, Toggle};
-use super::spawn::{PromptInputs, StartOutcome};
+use super::spawn::StartOutcome;
 use crate::events::{Event, EventType, Level, Source};
 use crate::ingress::Disposition;
 use crate::routing::ControlCommand;
 use crate::tmux::PaneId;
 use crate::work_item::WorkItemRef;
 use std::time::Instant;
-use tokio::sync::oneshot;
-
-/// Where an event goes.
-pub(crate) enum Target {
-    /// An open session (or one being spawned).
-    Session(WorkItemRef),
-    /// Only a closed session.
-    Closed(WorkItemRef),
-    None,
-}
-
-pub(crate) struct Job {
-    pub source: Source,
-    pub delivery_id: String,
-    pub gh_event: String,
-    pub item: WorkItemRef,
-    pub kind: JobKind,
-    pub reply: oneshot::Sender<Disposition>,
-}
-
-pub(crate) enum JobKind {
-    Deliver {
-        inputs: PromptInputs,
-        actor: Option<String>,
-        /// A CI result's dedupe key (`routing::dedupe::ci_dedupe_key`), released with
-        /// the delivery id when the paste fails for now, so a retry is not a duplicate.
-        ci_key: Option<String>,
-    },
-    Start {
-        inputs: PromptInputs,
-        origin: Origin,
-    },
-    Pause {
-        origin: Origin,
-    },
-    Resume {
-        origin: Origin,
-    },
-    Stop {
-        origin: Origin,
-    },
-    Close {
-        merged: bool,
-        origin: Origin,
-    },
-}
 
 fn dropped(reason: &str) -> Disposition {
     Disposition::Dropped {

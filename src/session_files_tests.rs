@@ -10,8 +10,9 @@
 //! the file it ends in; a name a module re-exports (`pub use`) is followed to the file
 //! that defines it, and a re-export is not itself an import.
 
+use crate::layers_tests::{rust_files, src};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 type Module = Vec<String>;
 
@@ -22,24 +23,8 @@ struct Files {
     reexports: BTreeMap<(Module, String), Module>,
 }
 
-fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("read src") {
-        let path = entry.expect("dir entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 fn is_unit_test_file(rel: &str) -> bool {
-    let name = rel.rsplit('/').next().unwrap_or(rel);
-    name.ends_with("_tests.rs") || name == "tests.rs" || name == "test_support.rs"
+    crate::layers_tests::is_unit_test_file(Path::new(rel))
 }
 
 /// `session/ship/mod.rs` → `[session, ship]`; `session/ship/text.rs` →

@@ -102,7 +102,7 @@ pub struct SessionRecord {
     /// What the harness last reported about itself (SPEC §17; `session::hooks`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reported: Option<crate::session::hooks::Reported>,
-    /// What waits for the session's input box to be ready (SPEC §18; `session::hold`).
+    /// What waits for the session's input box to be ready (SPEC §18; `session::delivery`).
     #[serde(
         default,
         skip_serializing_if = "crate::session::delivery::Hold::is_empty"

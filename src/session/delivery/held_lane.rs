@@ -1,5 +1,5 @@
 //! A session's lane waiting out a hold (SPEC §18.3). An event whose session cannot take
-//! a paste (`session::hold`) keeps the head of its lane — the events behind it keep
+//! a paste (`hold`) keeps the head of its lane — the events behind it keep
 //! their order — and stays pending in the poll ledger, so a restart loses nothing. The
 //! pane is looked at again every `Timings::hold_check` (500 ms) while something is
 //! held, and only then; the delivery goes out once, as soon as the hold clears.

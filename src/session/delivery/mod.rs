@@ -4,9 +4,9 @@
 //! `Sessions::paste_into` (`paste`), and every paste into a pane through [`deliver`]:
 //!
 //! ```text
-//! lane ─► held_lane ─┐                      ┌─ look (screen::<harness> + hold::decide): hold, or
+//! lane ─► held_lane ─┐                       ┌─ look (screen::<harness> + hold::decide): hold, or
 //! Replier ───────────┼─► Sessions::paste_into ┤    paste (deliver), Enter once a fresh look shows it,
-//! held_replies ──────┘   (paste_lock, record) └─ the submit check (deliver::confirm_submitted)
+//! held_replies ──────┘  (paste_lock, record) └─ the submit check (deliver::confirm_submitted)
 //! ```
 //!
 //! The rest of the product names only what this file re-exports: the paste into a

@@ -20,7 +20,7 @@ use the_loop::config::{Config, RepoConfig};
 use the_loop::events::{EventLog, Source};
 use the_loop::ingress::{InboundEvent, Ingest};
 use the_loop::paths::StatePaths;
-use the_loop::session::screen;
+use the_loop::session::delivery::screen::claude as screen;
 use the_loop::session::{Dispatcher, Registry, SessionRecord, Sessions, Settings};
 use the_loop::tmux::fake::{FakeClaude, FakeTmux, RULE};
 use the_loop::tmux::{PaneId, RealTmux, Socket, SpawnSpec, Tmux};

@@ -31,7 +31,7 @@ pub enum HookSupport {
 }
 
 /// Whether the-loop knows a harness's screen (SPEC §18.2): for a known screen every
-/// paste waits for a ready, empty input box (`session::screen`); for an unknown one it
+/// paste waits for a ready, empty input box (`session::delivery`, its screen readers); for an unknown one it
 /// goes in blind, as before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScreenKind {
@@ -149,7 +149,7 @@ impl Harness {
     /// What this harness's input box shows for a pasted text until it is submitted, when
     /// that can be told from the screen: Claude Code 2.1.197 folds a multi-line paste
     /// into `[Pasted text #1 +12 lines]`. The delivery looks for it after submitting
-    /// (`session::deliver::confirm_submitted`).
+    /// (the submit check of `session::delivery`).
     pub fn paste_marker(&self) -> Option<&'static str> {
         match self.kind {
             Kind::Claude { .. } => Some(CLAUDE_PASTE_MARKER),

@@ -35,3 +35,5 @@ pub mod workspace;
 
 #[cfg(test)]
 mod layers_tests;
+#[cfg(test)]
+mod session_files_tests;

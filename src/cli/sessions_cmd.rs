@@ -11,7 +11,7 @@ use crate::config;
 use crate::events::Source;
 use crate::paths::StatePaths;
 use crate::session::activity::{self, ActivityState, ActivityTracker, SessionActivity};
-use crate::session::hold::HeldSummary;
+use crate::session::delivery::HeldSummary;
 use crate::session::hooks::{self, Answered, Decision};
 use crate::session::{
     OpenQuestions, Origin, PaneState, PromptInputs, SessionError, SessionRecord, Sessions,

@@ -16,7 +16,7 @@
 //! are queued in the order they were submitted.
 
 use super::dedupe_store::DedupeStore;
-use super::jobs::{Job, JobKind, Target};
+use super::delivery::LaneHolds;
 use super::queue::Lanes;
 use super::registry::same_item;
 use super::sessions::{Origin, Sessions};
@@ -62,18 +62,6 @@ pub(crate) struct Inner {
     /// Which lanes wait on a held session, and which events wait in which lane.
     pub holds: Mutex<LaneHolds>,
     runtime: Handle,
-}
-
-/// The dispatcher's view of held lanes (SPEC §18.3), keyed by session slug.
-#[derive(Default)]
-pub(crate) struct LaneHolds {
-    /// Lanes whose head delivery is held.
-    pub held: HashSet<String>,
-    /// Queued and running deliveries: delivery id → lane.
-    pub queued: std::collections::HashMap<String, String>,
-    /// Lanes with a stop or close queued: a held delivery there ends with the session
-    /// instead of waiting in front of the stop.
-    pub ending: HashSet<String>,
 }
 
 impl Dispatcher {
@@ -179,6 +167,57 @@ impl Inner {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+
+    /// A stop or close ran: the lane is no longer ending.
+    pub fn end_lane<T>(&self, item: &WorkItemRef, result: T) -> T {
+        self.holds().ending.remove(&item.slug());
+        result
+    }
+}
+
+/// Where an event goes.
+pub(crate) enum Target {
+    /// An open session (or one being spawned).
+    Session(WorkItemRef),
+    /// Only a closed session.
+    Closed(WorkItemRef),
+    None,
+}
+
+pub(crate) struct Job {
+    pub source: Source,
+    pub delivery_id: String,
+    pub gh_event: String,
+    pub item: WorkItemRef,
+    pub kind: JobKind,
+    pub reply: oneshot::Sender<Disposition>,
+}
+
+pub(crate) enum JobKind {
+    Deliver {
+        inputs: PromptInputs,
+        actor: Option<String>,
+        /// A CI result's dedupe key (`routing::dedupe::ci_dedupe_key`), released with
+        /// the delivery id when the paste fails for now, so a retry is not a duplicate.
+        ci_key: Option<String>,
+    },
+    Start {
+        inputs: PromptInputs,
+        origin: Origin,
+    },
+    Pause {
+        origin: Origin,
+    },
+    Resume {
+        origin: Origin,
+    },
+    Stop {
+        origin: Origin,
+    },
+    Close {
+        merged: bool,
+        origin: Origin,
+    },
 }
 
 /// What routing reads, rebuilt on a config reload.

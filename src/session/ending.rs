@@ -19,14 +19,6 @@ use crate::events::{Event, EventType, Source};
 use crate::work_item::WorkItemRef;
 use crate::workspace::Finished;
 
-/// Forgets a work item's entry in the poll ledger (`poll/<owner>-<repo>.json`), so a
-/// reset item is baselined afresh the next time it is seen. The poller module provides
-/// the implementation; `sessions reset` and the TUI pass it to
-/// [`Sessions::with_ledger`]. Returns whether an entry existed.
-pub trait LedgerHook: Send + Sync {
-    fn forget_item(&self, item: &WorkItemRef) -> Result<bool, String>;
-}
-
 /// What ending a session did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ended {

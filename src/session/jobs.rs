@@ -1,62 +1,16 @@
 //! What a session's worker does with each queued job, and the events that say how it
 //! went (`dispatch.*`, `control.refused`; the lifecycle logs `session.*`).
 
-use super::dispatcher::{Inner, non_empty};
-use super::paste_into::{Delivered, DeliveryFailure};
+use super::delivery::{Delivered, DeliveryFailure, deliver_through_holds};
+use super::dispatcher::{Inner, Job, JobKind, non_empty};
 use super::sessions::{Origin, SessionError, Toggle};
-use super::spawn::{PromptInputs, StartOutcome};
+use super::spawn::StartOutcome;
 use crate::events::{Event, EventType, Level, Source};
 use crate::ingress::Disposition;
 use crate::routing::ControlCommand;
 use crate::tmux::PaneId;
 use crate::work_item::WorkItemRef;
 use std::time::Instant;
-use tokio::sync::oneshot;
-
-/// Where an event goes.
-pub(crate) enum Target {
-    /// An open session (or one being spawned).
-    Session(WorkItemRef),
-    /// Only a closed session.
-    Closed(WorkItemRef),
-    None,
-}
-
-pub(crate) struct Job {
-    pub source: Source,
-    pub delivery_id: String,
-    pub gh_event: String,
-    pub item: WorkItemRef,
-    pub kind: JobKind,
-    pub reply: oneshot::Sender<Disposition>,
-}
-
-pub(crate) enum JobKind {
-    Deliver {
-        inputs: PromptInputs,
-        actor: Option<String>,
-        /// A CI result's dedupe key (`routing::dedupe::ci_dedupe_key`), released with
-        /// the delivery id when the paste fails for now, so a retry is not a duplicate.
-        ci_key: Option<String>,
-    },
-    Start {
-        inputs: PromptInputs,
-        origin: Origin,
-    },
-    Pause {
-        origin: Origin,
-    },
-    Resume {
-        origin: Origin,
-    },
-    Stop {
-        origin: Origin,
-    },
-    Close {
-        merged: bool,
-        origin: Origin,
-    },
-}
 
 fn dropped(reason: &str) -> Disposition {
     Disposition::Dropped {
@@ -87,7 +41,10 @@ impl Inner {
                 // Under the session's paste lock: an operator's reply (any process)
                 // never lands between this paste and its submit. A held session keeps
                 // the lane until the hold clears (SPEC §18.3).
-                let result = self.deliver_through_holds(&item, &inputs).await;
+                let queued = |lane: &str| self.lanes.depth(lane);
+                let result =
+                    deliver_through_holds(&self.sessions, &self.holds, queued, &item, &inputs)
+                        .await;
                 self.holds().queued.remove(&delivery_id);
                 if let Ok(Delivered {
                     pane,

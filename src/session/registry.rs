@@ -102,18 +102,21 @@ pub struct SessionRecord {
     /// What the harness last reported about itself (SPEC §17; `session::hooks`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reported: Option<crate::session::hooks::Reported>,
-    /// What waits for the session's input box to be ready (SPEC §18; `session::hold`).
-    #[serde(default, skip_serializing_if = "crate::session::hold::Hold::is_empty")]
-    pub hold: crate::session::hold::Hold,
+    /// What waits for the session's input box to be ready (SPEC §18; `session::delivery`).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::session::delivery::Hold::is_empty"
+    )]
+    pub hold: crate::session::delivery::Hold,
     /// The agent's open request to ship its work (SPEC §19.3; `session::ship`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ship_request: Option<crate::session::ship::ShipRequest>,
+    pub ship_request: Option<crate::session::records::ShipRequest>,
     /// The last push the operator's ship made, so a retry does not push again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pushed: Option<crate::session::ship::Pushed>,
+    pub pushed: Option<crate::session::records::Pushed>,
     /// The pull request the session's work went to (SPEC §19.4 step 6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pull_request: Option<crate::session::ship::LinkedPull>,
+    pub pull_request: Option<crate::session::records::LinkedPull>,
     /// When the session's agent last tried to comment (`the-loop comment`), Unix
     /// milliseconds, the last minute's only: its rate limit (SPEC §19.2,
     /// `session::comment`), seen by every process that comments for it.

@@ -9,16 +9,16 @@
 //! agent that asked is gone, and a fresh one would not know the question). Otherwise
 //! the framed text goes through the one paste into a session (`Sessions::paste_into`,
 //! under the reply's policy) while holding the session's paste lock
-//! ([`super::paste_lock`]), so it never lands between another delivery's paste and its
+//! ([`super::delivery::lock_session`]), so it never lands between another delivery's paste and its
 //! submit. Then, unless disabled, a marked delivery report
 //! quoting the reply is posted on the work item; a failed report does not undo the
 //! delivery. `session.reply_sent` records who (the claimed actor, for audit only — it
 //! authorizes nothing: whoever can run this already controls the machine) and how it
 //! went, never the text.
 
-use super::hold::{HeldReply, HoldReason};
-use super::paste_into::{Delivered, Held, PasteError, PastePolicy, Pasted};
-use super::paste_lock::PasteLockError;
+use super::delivery::{
+    Delivered, Held, HeldReply, HoldReason, PasteError, PasteLockError, PastePolicy, Pasted,
+};
 use super::registry::RegistryError;
 use super::sessions::Sessions;
 use crate::events::{Event, EventType, Level, Source};

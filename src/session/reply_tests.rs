@@ -6,7 +6,7 @@ use super::*;
 use crate::github::sim::{Fault, IssueSpec, SimGithub, SimHandle};
 use crate::guard::{ATTRIBUTION, MARKER, is_self_authored, mark_self_authored};
 use crate::ingress::{Disposition, Ingest};
-use crate::session::paste_lock;
+use crate::session::delivery::paste_lock;
 use crate::session::registry::Status;
 use crate::session::test_support::*;
 use crate::tmux::Tmux;

@@ -7,7 +7,7 @@
 //!
 //! [`Timings::resume_check`]: super::settings::Timings
 
-use super::paste_into::{Delivered, DeliveryFailure};
+use super::delivery::{Delivered, DeliveryFailure};
 use super::registry::SessionRecord;
 use super::sessions::{PaneState, SessionError, Sessions};
 use super::spawn::{PromptInputs, spawn_spec};

@@ -150,6 +150,14 @@ pub enum Toggle {
     Unchanged,
 }
 
+/// Forgets a work item's entry in the poll ledger (`poll/<owner>-<repo>.json`), so a
+/// reset item is baselined afresh the next time it is seen. The poller module provides
+/// the implementation; `sessions reset` and the TUI pass it to
+/// [`Sessions::with_ledger`]. Returns whether an entry existed.
+pub trait LedgerHook: Send + Sync {
+    fn forget_item(&self, item: &WorkItemRef) -> Result<bool, String>;
+}
+
 /// The session lifecycle over one tmux server, one registry and one event log.
 pub struct Sessions {
     pub(crate) tmux: Arc<dyn Tmux>,
@@ -157,7 +165,7 @@ pub struct Sessions {
     pub(crate) events: EventLog,
     settings: RwLock<Arc<Settings>>,
     pub(crate) signaller: Arc<dyn Signaller>,
-    pub(crate) ledger: Option<Arc<dyn super::ending::LedgerHook>>,
+    pub(crate) ledger: Option<Arc<dyn LedgerHook>>,
 }
 
 impl Sessions {
@@ -187,7 +195,7 @@ impl Sessions {
     }
 
     /// What `reset` calls to forget the item's poll-ledger entry.
-    pub fn with_ledger(mut self, ledger: Arc<dyn super::ending::LedgerHook>) -> Self {
+    pub fn with_ledger(mut self, ledger: Arc<dyn LedgerHook>) -> Self {
         self.ledger = Some(ledger);
         self
     }

@@ -1,8 +1,8 @@
 //! A dispatcher over the fake tmux, for the unit tests of this module.
 
 use super::dispatcher::Dispatcher;
-use super::ending::LedgerHook;
 use super::registry::{Registry, SessionRecord};
+use super::sessions::LedgerHook;
 use super::sessions::Sessions;
 use super::settings::{Settings, Timings};
 use super::signal::Signaller;

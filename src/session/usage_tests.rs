@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::ingress::Ingest;
-use crate::session::hold::HoldReason;
-use crate::session::paste_into::DeliveryFailure;
+use crate::session::delivery::DeliveryFailure;
+use crate::session::delivery::HoldReason;
 use crate::session::reply::{ReplyError, ReplyRequest, Via};
 use crate::session::test_support::*;
 use crate::session::{PromptInputs, Replier};
@@ -303,7 +303,7 @@ async fn a_review_to_a_session_over_budget_is_refused_not_queued_unless_confirme
     t.respond("msg_1", 200_000, 0);
     turn_end(&f, &t, &f.sessions.settings().budgets);
     let replier = Replier::new(Arc::clone(&f.sessions));
-    let review = || crate::session::hold::HeldReview {
+    let review = || crate::session::delivery::HeldReview {
         comments: 1,
         sha: "abc1234".into(),
     };

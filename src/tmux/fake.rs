@@ -410,7 +410,7 @@ impl Tmux for FakeTmux {
 }
 
 /// A pane program that draws like Claude Code 2.1.197 (SPEC §18; the real shapes are in
-/// `session::screen`'s fixtures): an input box
+/// Claude's screen reader's fixtures in `session/delivery/`): an input box
 /// between two rules that shows the operator's draft or an unsubmitted paste, a
 /// permission dialog in its place, or nothing drawn yet.
 #[derive(Default)]

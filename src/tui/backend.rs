@@ -7,7 +7,7 @@
 //! Nothing here routes, polls or talks to tmux.
 
 use crate::events::{Event, EventType};
-use crate::session::hold::HeldSummary;
+use crate::session::delivery::HeldSummary;
 use crate::session::review::ReviewComment;
 pub use crate::session::ship::Preview;
 use crate::work_item::WorkItemRef;

@@ -318,7 +318,7 @@ pub fn describe(event: &Event, offset: UtcOffset) -> EventRow {
         ),
         T::SessionTurnEnded => ("·", RowKind::Session, "turn ended".into(), String::new()),
         T::SessionDeliveryHeld => {
-            let reason = s("reason").parse::<crate::session::hold::HoldReason>();
+            let reason = s("reason").parse::<crate::session::delivery::HoldReason>();
             let why = reason.map_or_else(|_| s("reason"), |r| r.describe().to_string());
             let waiting = event
                 .fields

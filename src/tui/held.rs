@@ -4,7 +4,7 @@
 
 use super::backend::SessionView;
 use super::text::{age, short_ref};
-use crate::session::hold::{HeldSummary, HoldReason};
+use crate::session::delivery::{HeldSummary, HoldReason};
 use crate::work_item::WorkItemRef;
 use std::collections::HashSet;
 use time::OffsetDateTime;

@@ -8,7 +8,7 @@ use super::backend::{
     StatusView, WebhookState,
 };
 use crate::events::{Event, EventType, Level, Source};
-use crate::session::hold::{HeldSummary, HoldReason};
+use crate::session::delivery::{HeldSummary, HoldReason};
 use crate::session::ship::ShipRequest;
 use crate::work_item::WorkItemRef;
 use std::path::PathBuf;

@@ -20,8 +20,8 @@ use the_loop::config::SessionsConfig;
 use the_loop::guard::sanitize;
 use the_loop::harness::CLAUDE_PASTE_MARKER;
 use the_loop::harness::Harness;
-use the_loop::session::deliver::{SubmitCheck, confirm_submitted, deliver};
-use the_loop::session::screen::holds_paste;
+use the_loop::session::delivery::deliver::{SubmitCheck, confirm_submitted, deliver};
+use the_loop::session::delivery::screen::claude::holds_paste;
 use the_loop::tmux::{BufferName, PaneId, Paste, RealTmux, Tmux};
 
 /// Waits until Claude Code shows its input box and has finished drawing its start

@@ -11,7 +11,7 @@ use crate::support::fake_model::{Sent, Turn};
 use serde_json::{Value, json};
 use the_loop::session::DeliveryFailure;
 use the_loop::session::PromptInputs;
-use the_loop::session::hold::HoldReason;
+use the_loop::session::delivery::HoldReason;
 
 /// The sums of what the agent loop's responses reported (a sub-agent's included):
 /// input, output, 5 m writes, 1 h writes, reads.

@@ -1,11 +1,11 @@
 //! The operator answers a harness's permission dialog from the-loop (SPEC §17.4):
 //! `the-loop sessions approve|deny REF` and the TUI's keys call [`answer`].
 //!
-//! A key is sent only while a fresh `capture-pane` shows the dialog ([`shows_dialog`]):
-//! Enter chooses the selected "1. Yes", Escape denies. These are fixed keystrokes
-//! ([`deliver::press`]), never text from anywhere. The answer names the request it is
-//! for, so it never lands on a newer dialog, and it is sent under the session's paste
-//! lock, so it never submits a paste in progress. A request whose dialog is gone was
+//! A key is sent only while a fresh `capture-pane` shows the dialog
+//! ([`delivery::dialog_shown`]): Enter chooses the selected "1. Yes", Escape denies.
+//! These are fixed keystrokes ([`delivery::press_on_dialog`]), never text from anywhere.
+//! The answer names the request it is for, so it never lands on a newer dialog, and it
+//! is sent under the session's paste lock, so it never submits a paste in progress. A request whose dialog is gone was
 //! answered in the pane: it resolves as `elsewhere` — found by [`answer`], or by
 //! [`reconcile`] whenever a screen or `sessions list` looks at the sessions.
 
@@ -13,10 +13,8 @@ use super::report::outcome_event;
 use super::state::{self, Answer, Decision, PermissionRequest};
 use crate::events::Source;
 use crate::session::activity::SessionActivity;
-use crate::session::deliver::{self, Key};
-use crate::session::paste_lock;
+use crate::session::delivery::{self, Key};
 use crate::session::registry::{RegistryError, SessionRecord};
-use crate::session::screen::shows_dialog;
 use crate::session::{PaneState, Sessions};
 use crate::tmux::{self, Liveness};
 use crate::work_item::WorkItemRef;
@@ -105,7 +103,7 @@ pub async fn answer(
     if expected.is_some_and(|id| id != request.id) {
         return Err(changed(&request));
     }
-    let _lock = paste_lock::acquire(sessions.registry().dir(), &item, PASTE_WAIT)
+    let _lock = delivery::lock_session(sessions.registry().dir(), &item, PASTE_WAIT)
         .await
         .map_err(|e| AnswerError::Busy(e.to_string()))?;
     let pane = match sessions.locate(&record.tmux_session).await {
@@ -115,12 +113,10 @@ pub async fn answer(
         }
         PaneState::Unknown(error) => return Err(unreachable(error)),
     };
-    let screen = sessions
-        .tmux()
-        .capture_pane(&pane, false)
+    let shown = delivery::dialog_shown(sessions.tmux().as_ref(), &pane)
         .await
         .map_err(unreachable)?;
-    if !shows_dialog(&screen) {
+    if !shown {
         return gone(sessions, &item, request, source);
     }
     // Claim the request for this answer before the key goes out: the tool it approves
@@ -141,7 +137,7 @@ pub async fn answer(
         Decision::Approved => Key::Enter,
         Decision::Denied | Decision::Elsewhere => Key::Escape,
     };
-    if let Err(error) = deliver::press(sessions.tmux().as_ref(), &pane, key).await {
+    if let Err(error) = delivery::press_on_dialog(sessions.tmux().as_ref(), &pane, key).await {
         let _ = sessions.registry().update(&item, |r| {
             if let Some(p) = r.reported.as_mut().and_then(|s| s.permission.as_mut())
                 && p.id == request.id
@@ -218,14 +214,16 @@ pub async fn reconcile(
         }
         let answered = match (activity.liveness, &activity.pane) {
             (Liveness::Dead | Liveness::Absent, _) => true,
-            (Liveness::Live, Some(pane)) => match sessions.tmux().capture_pane(pane, false).await {
-                Ok(screen) => !shows_dialog(&screen),
-                Err(tmux::Error::PaneDead { .. } | tmux::Error::SessionMissing { .. }) => true,
-                Err(error) => {
-                    tracing::debug!(work_item = %record.work_item, "dialog not checked: {error}");
-                    false
+            (Liveness::Live, Some(pane)) => {
+                match delivery::dialog_shown(sessions.tmux().as_ref(), pane).await {
+                    Ok(shown) => !shown,
+                    Err(tmux::Error::PaneDead { .. } | tmux::Error::SessionMissing { .. }) => true,
+                    Err(error) => {
+                        tracing::debug!(work_item = %record.work_item, "dialog not checked: {error}");
+                        false
+                    }
                 }
-            },
+            }
             _ => false,
         };
         if answered {

@@ -7,7 +7,7 @@ use crate::tmux::{BufferName, PaneId, Paste, Tmux};
 use serde_json::json;
 
 /// What Claude Code 2.1.197 draws for a Bash call that needs permission (a real capture).
-const DIALOG: &str = include_str!("../screen/fixtures/dialog_bash.100x30.txt");
+const DIALOG: &str = include_str!("../delivery/screen/claude/fixtures/dialog_bash.100x30.txt");
 
 /// Issue #1's session, whose harness reported a Bash call waiting for permission.
 async fn waiting(fx: &Fixture, screen: &str) -> PaneId {

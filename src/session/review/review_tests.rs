@@ -164,7 +164,7 @@ fn the_pending_review_is_private_survives_and_loses_only_what_was_named() {
 mod sending {
     use super::*;
     use crate::session::Replier;
-    use crate::session::hold::HoldReason;
+    use crate::session::delivery::HoldReason;
     use crate::session::reply::ReplyError;
     use crate::session::test_support::*;
     use std::sync::Arc;
@@ -258,8 +258,8 @@ fn backticks_in_a_hunk_header_cannot_close_the_fence() {
     assert!(fence.len() > 5, "{note}");
 }
 
-fn held_review() -> crate::session::hold::HeldReview {
-    crate::session::hold::HeldReview {
+fn held_review() -> crate::session::delivery::HeldReview {
+    crate::session::delivery::HeldReview {
         comments: 1,
         sha: "abc1234".into(),
     }

@@ -5,8 +5,7 @@
 //! draft, never lost. `session.review_sent` records it when it is pasted.
 
 use crate::events::{Event, EventType};
-use crate::session::hold::{HeldReply, HeldReview};
-use crate::session::paste_into::{PasteError, PastePolicy, Pasted};
+use crate::session::delivery::{HeldReply, HeldReview, PasteError, PastePolicy, Pasted};
 use crate::session::reply::{Replier, ReplyError, Via, claimed_actor, reply_id, reply_text};
 use crate::work_item::WorkItemRef;
 

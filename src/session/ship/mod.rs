@@ -23,135 +23,18 @@ use crate::github::{Client, NewPull};
 use crate::work_item::WorkItemRef;
 use crate::workspace::push::{self, Credentials, PushError};
 use crate::workspace::{Git, Kind, WorkspaceRecord};
-use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+mod refusal;
 mod request;
 mod text;
-pub use request::propose;
+pub use super::records::{LinkedPull, Pushed, ShipRequest};
+pub use refusal::{MAX_BODY_CHARS, MAX_TITLE_CHARS, Refusal};
+pub use request::{Preview, Proposal, propose};
 use request::{preview, worktree_of};
 use text::{base_branch, linked, one_line, plural, short};
 pub use text::{framed_note, pull_body};
-
-/// A request's title is one line of at most this many characters.
-pub const MAX_TITLE_CHARS: usize = 256;
-/// A request's body is at most this many characters.
-pub const MAX_BODY_CHARS: usize = 20_000;
-
-/// An agent's request to ship its work, in its session's record (`shipRequest`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ShipRequest {
-    pub id: String,
-    pub title: String,
-    #[serde(default)]
-    pub body: String,
-    /// `--draft` / `--ready`; `None`: `ship.draft`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub draft: Option<bool>,
-    pub branch: String,
-    /// The commit the request was made at: what the operator is shown, and ships.
-    pub head: String,
-    pub requested_at: String,
-}
-
-/// The pull request a session's work went to (`pullRequest`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LinkedPull {
-    pub number: u64,
-    pub url: String,
-    pub draft: bool,
-}
-
-/// The last push that succeeded (`pushed`): a retry after a later step failed does not
-/// push again.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Pushed {
-    pub branch: String,
-    pub sha: String,
-}
-
-/// What the agent asks for (`the-loop propose`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Proposal {
-    pub title: String,
-    pub body: String,
-    pub draft: Option<bool>,
-}
-
-/// Why a request or a ship did not go ahead, before anything was pushed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
-    #[error("no open session for {0}")]
-    NoSession(WorkItemRef),
-    #[error(
-        "{0} works in a shared workspace (the repository's own checkout): the-loop ships only a worktree's branch of its own"
-    )]
-    Shared(WorkItemRef),
-    #[error(
-        "{item} works on `{branch}`, a fork's pull request branch: the-loop has no right to push there; the fork's owner pushes"
-    )]
-    ForkBranch { item: WorkItemRef, branch: String },
-    #[error(
-        "{count} uncommitted or untracked {} in the worktree: the agent must commit (or remove) {} first",
-        if *.count == 1 { "change" } else { "changes" },
-        if *.count == 1 { "it" } else { "them" }
-    )]
-    Dirty { count: usize },
-    #[error("`{branch}` has no commits ahead of {base}: nothing to ship")]
-    NothingAhead { branch: String, base: String },
-    #[error(
-        "the head moved since it was shown: {} then, {} now; look again at what would go out",
-        short(.seen), short(.now)
-    )]
-    HeadMoved { seen: String, now: String },
-    #[error("the worktree is not on its branch `{branch}` (HEAD is {head}); check it out again")]
-    OffBranch { branch: String, head: String },
-    #[error("the title is empty: pass --title")]
-    NoTitle,
-    #[error("the title is {chars} characters long; at most {MAX_TITLE_CHARS} fit")]
-    TitleTooLong { chars: usize },
-    #[error("the body is {chars} characters long; at most {MAX_BODY_CHARS} fit")]
-    BodyTooLong { chars: usize },
-    #[error("git could not say what the worktree holds: {0}")]
-    Git(String),
-    #[error("the session's record could not be written: {0}")]
-    Record(String),
-    #[error(
-        "this process runs in the session of {own}: it may propose only {own}'s work, not {item}'s"
-    )]
-    OtherSession { own: String, item: String },
-}
-
-impl Refusal {
-    /// The `reason` of `ship.refused`.
-    pub fn code(&self) -> &'static str {
-        match self {
-            Self::NoSession(_) => "no-session",
-            Self::Shared(_) => "shared-workspace",
-            Self::ForkBranch { .. } => "fork-branch",
-            Self::Dirty { .. } => "uncommitted-changes",
-            Self::NothingAhead { .. } => "nothing-ahead",
-            Self::HeadMoved { .. } => "head-moved",
-            Self::OffBranch { .. } => "off-branch",
-            Self::NoTitle | Self::TitleTooLong { .. } | Self::BodyTooLong { .. } => "bad-request",
-            Self::Git(_) => "git",
-            Self::Record(_) => "state",
-            Self::OtherSession { .. } => "other-session",
-        }
-    }
-
-    /// A usage error (exit 2) rather than a refusal of the work (exit 1).
-    pub fn is_usage(&self) -> bool {
-        matches!(
-            self,
-            Self::NoTitle | Self::TitleTooLong { .. } | Self::BodyTooLong { .. }
-        )
-    }
-}
 
 /// The step of a ship that failed (`ship.failed`'s `step`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,44 +63,6 @@ pub enum ShipError {
 impl From<Refusal> for ShipError {
     fn from(refusal: Refusal) -> Self {
         Self::Refused(refusal)
-    }
-}
-
-/// What would go out, as the operator is shown it before confirming.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Preview {
-    pub work_item: WorkItemRef,
-    pub branch: String,
-    /// The branch's tip now.
-    pub head: String,
-    /// The base the branch is measured against, e.g. `origin/main`.
-    pub base: String,
-    pub ahead: usize,
-    pub files: usize,
-    pub insertions: usize,
-    pub deletions: usize,
-    /// Uncommitted or untracked files (a ship refuses while any).
-    pub dirty: usize,
-    /// The agent's request, when there is one.
-    pub request: Option<ShipRequest>,
-    /// The latest critic round on `head`: `review: ok`, or why there is none.
-    pub verdict: String,
-    /// The pull request the branch already has.
-    pub pull: Option<LinkedPull>,
-}
-
-impl Preview {
-    /// `3 commits · 4 files +120 −8` for the popup and the CLI.
-    pub fn summary(&self) -> String {
-        format!(
-            "{} commit{} · {} file{} +{} −{}",
-            self.ahead,
-            plural(self.ahead),
-            self.files,
-            plural(self.files),
-            self.insertions,
-            self.deletions
-        )
     }
 }
 
@@ -541,7 +386,7 @@ impl Shipper {
             .paste_into(
                 item,
                 |_| text,
-                &super::paste_into::PastePolicy::reply(NOTE_LOCK_WAIT, &id),
+                &super::delivery::PastePolicy::reply(NOTE_LOCK_WAIT, &id),
             )
             .await
             .map(|_| ())

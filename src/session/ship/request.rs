@@ -2,15 +2,61 @@
 //! the worktree holds now — branch, head, commits ahead, diffstat, dirt — as a ship
 //! shows it before anything goes out.
 
-use super::{
-    MAX_BODY_CHARS, MAX_TITLE_CHARS, Preview, Proposal, Refusal, ShipRequest, one_line, short,
-};
+use super::refusal::{MAX_BODY_CHARS, MAX_TITLE_CHARS, Refusal};
+use super::text::{one_line, plural, short};
 use crate::events::{Event, EventType, Source};
 use crate::session::Sessions;
+use crate::session::records::{LinkedPull, ShipRequest};
 use crate::session::registry::SessionRecord;
 use crate::work_item::WorkItemRef;
 use crate::workspace::status::numstat;
 use crate::workspace::{Git, Kind, WorkspaceRecord};
+
+/// What the agent asks for (`the-loop propose`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proposal {
+    pub title: String,
+    pub body: String,
+    pub draft: Option<bool>,
+}
+
+/// What would go out, as the operator is shown it before confirming.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preview {
+    pub work_item: WorkItemRef,
+    pub branch: String,
+    /// The branch's tip now.
+    pub head: String,
+    /// The base the branch is measured against, e.g. `origin/main`.
+    pub base: String,
+    pub ahead: usize,
+    pub files: usize,
+    pub insertions: usize,
+    pub deletions: usize,
+    /// Uncommitted or untracked files (a ship refuses while any).
+    pub dirty: usize,
+    /// The agent's request, when there is one.
+    pub request: Option<ShipRequest>,
+    /// The latest critic round on `head`: `review: ok`, or why there is none.
+    pub verdict: String,
+    /// The pull request the branch already has.
+    pub pull: Option<LinkedPull>,
+}
+
+impl Preview {
+    /// `3 commits · 4 files +120 −8` for the popup and the CLI.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} commit{} · {} file{} +{} −{}",
+            self.ahead,
+            plural(self.ahead),
+            self.files,
+            plural(self.files),
+            self.insertions,
+            self.deletions
+        )
+    }
+}
 
 /// Records `proposal` as `item`'s ship request (replacing any), `ship.requested`.
 pub async fn propose(

@@ -1,7 +1,7 @@
 //! The words of a ship: the note, the pull request's body and base, short forms.
 
-use super::LinkedPull;
 use crate::github::PullSummary;
+use crate::session::records::LinkedPull;
 use crate::work_item::WorkItemRef;
 
 /// The note as the session reads it.

@@ -187,7 +187,7 @@ impl FakeBackend {
     pub(super) fn held_reason(
         &self,
         item: &WorkItemRef,
-    ) -> Option<crate::session::hold::HoldReason> {
+    ) -> Option<crate::session::delivery::HoldReason> {
         let st = self.lock();
         let s = st.snapshot.sessions.iter().find(|s| &s.work_item == item);
         s.and_then(|s| s.held.as_ref()).map(|h| h.reason)

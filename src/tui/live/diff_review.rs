@@ -8,7 +8,7 @@ use super::LiveBackend;
 use crate::critic::Envelope;
 use crate::critic::findings::Finding;
 use crate::session::ReplyError;
-use crate::session::hold::HeldReview;
+use crate::session::delivery::HeldReview;
 use crate::session::review::{self, ReviewComment, store::ReviewStore};
 use crate::tui::backend::{ActionError, ActionResult};
 use crate::tui::diff_view::ReviewMaterial;

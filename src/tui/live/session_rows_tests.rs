@@ -39,8 +39,8 @@ fn watched(n: u64) -> WatchedItem {
 #[test]
 fn sessions_come_first_then_watched_items_without_one() {
     let mut held = record(15, Status::Active);
-    held.hold.events = Some(crate::session::hold::HeldEvents {
-        reason: crate::session::hold::HoldReason::PermissionDialog,
+    held.hold.events = Some(crate::session::delivery::HeldEvents {
+        reason: crate::session::delivery::HoldReason::PermissionDialog,
         since: "2026-12-03T10:00:00Z".into(),
         waiting: 2,
     });

@@ -5,7 +5,7 @@
 
 use crate::support::tui_app::*;
 use the_loop::config::NotifyMode;
-use the_loop::session::hold::HoldReason;
+use the_loop::session::delivery::HoldReason;
 use the_loop::tui::action::{Action, Effect, Notification};
 use the_loop::tui::app::{App, AppSettings};
 use the_loop::tui::backend::Backend;

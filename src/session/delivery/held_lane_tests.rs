@@ -3,8 +3,8 @@
 //! lane, held replies, and how a hold ends.
 
 use crate::ingress::{Disposition, Ingest};
-use crate::session::hold::HoldReason;
-use crate::session::paste_into::{DeliveryFailure, Held};
+use crate::session::delivery::HoldReason;
+use crate::session::delivery::{DeliveryFailure, Held};
 use crate::session::reply::{ReplyError, ReplyRequest, Via};
 use crate::session::test_support::*;
 use crate::session::{PromptInputs, Replier};

@@ -8,25 +8,25 @@
 //! whose session ends while it waits is reported (`session.reply_failed`,
 //! `session-ended`), never delivered.
 
-use super::hold::HeldReply;
-use super::paste_into::{Held, PasteError, PastePolicy};
-use super::reply::{Replier, ReplyError, Via};
-use super::sessions::Sessions;
+use super::hold::{Held, HeldReply, HoldReason};
+use super::paste::{PasteError, PastePolicy};
 use crate::events::{Event, EventType, Level};
+use crate::session::reply::{Replier, ReplyError, Via};
+use crate::session::sessions::Sessions;
 use crate::work_item::WorkItemRef;
 
 impl Replier {
     /// Queues a held reply (or review) in its session's record and says so
     /// (`session.delivery_held`) — except one held for its session's budget: that is
     /// refused, never queued, until the operator confirms it (SPEC §20.4).
-    pub(super) async fn queue(
+    pub(in crate::session) async fn queue(
         &self,
         item: &WorkItemRef,
         reply: HeldReply,
         held: Held,
         via: Via,
     ) -> ReplyError {
-        if held.reason == super::hold::HoldReason::OverBudget {
+        if held.reason == HoldReason::OverBudget {
             let error = ReplyError::OverBudget {
                 item: item.to_string(),
             };
@@ -160,7 +160,11 @@ impl Replier {
 impl Sessions {
     /// Replies that were held on a session that ended (stopped, closed, reset): each is
     /// reported (`session.reply_failed`, `session-ended`), never delivered.
-    pub(super) fn held_replies_ended(&self, item: &WorkItemRef, replies: Vec<HeldReply>) {
+    pub(in crate::session) fn held_replies_ended(
+        &self,
+        item: &WorkItemRef,
+        replies: Vec<HeldReply>,
+    ) {
         for reply in replies {
             self.emit(
                 Event::new(

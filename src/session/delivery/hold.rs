@@ -14,8 +14,8 @@
 //!   box (`unsubmitted` names it): when the dialog is answered it is submitted, never
 //!   pasted again.
 
-use super::hooks::{Reported, ReportedState};
 use super::screen::{Dialog, InputBox, Look};
+use crate::session::hooks::{Reported, ReportedState};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use time::OffsetDateTime;
@@ -390,7 +390,7 @@ mod tests {
 
     #[test]
     fn an_empty_hold_is_not_written() {
-        let mut record = super::super::registry::SessionRecord::new(
+        let mut record = crate::session::registry::SessionRecord::new(
             &crate::work_item::WorkItemRef::new("o", "r", 1),
             "claude",
             "/tmp".into(),
@@ -400,7 +400,7 @@ mod tests {
         record.hold.unsubmitted = Some("d-1".into());
         let json = serde_json::to_value(&record).unwrap();
         assert_eq!(json["hold"]["unsubmitted"], "d-1");
-        let back: super::super::registry::SessionRecord = serde_json::from_value(json).unwrap();
+        let back: crate::session::registry::SessionRecord = serde_json::from_value(json).unwrap();
         assert_eq!(back, record);
     }
 }

@@ -1,5 +1,5 @@
 //! A session's lane waiting out a hold (SPEC §18.3). An event whose session cannot take
-//! a paste (`session::hold`) keeps the head of its lane — the events behind it keep
+//! a paste (`hold`) keeps the head of its lane — the events behind it keep
 //! their order — and stays pending in the poll ledger, so a restart loses nothing. The
 //! pane is looked at again every `Timings::hold_check` (500 ms) while something is
 //! held, and only then; the delivery goes out once, as soon as the hold clears.
@@ -8,13 +8,27 @@
 //! while it waits (a stop or close queued behind it ends the wait at once, rather than
 //! waiting in front of it), reported as `dispatch.failed` with `reason: session-ended`.
 
-use super::dispatcher::{Inner, non_empty};
-use super::hold::{HeldEvents, HoldReason};
-use super::paste_into::{Delivered, DeliveryFailure, Held};
-use super::spawn::PromptInputs;
+use super::hold::{Held, HeldEvents, HoldReason};
+use super::paste::{Delivered, DeliveryFailure};
 use crate::events::{Event, EventType, Level, Source};
+use crate::session::sessions::Sessions;
+use crate::session::spawn::PromptInputs;
 use crate::work_item::WorkItemRef;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
+
+/// The dispatcher's view of held lanes (SPEC §18.3), keyed by session slug.
+#[derive(Default)]
+pub(crate) struct LaneHolds {
+    /// Lanes whose head delivery is held.
+    pub held: HashSet<String>,
+    /// Queued and running deliveries: delivery id → lane.
+    pub queued: HashMap<String, String>,
+    /// Lanes with a stop or close queued: a held delivery there ends with the session
+    /// instead of waiting in front of the stop.
+    pub ending: HashSet<String>,
+}
 
 /// A hold in progress.
 struct Holding {
@@ -24,10 +38,30 @@ struct Holding {
     waiting: usize,
 }
 
-impl Inner {
-    /// Delivers `inputs` to `item`'s session, waiting out any hold.
-    pub(crate) async fn deliver_through_holds(
+/// Delivers `inputs` to `item`'s session, waiting out any hold. The dispatcher's lane
+/// lends its `holds` and how many jobs its lane has `queued` behind this one.
+pub(crate) async fn deliver_through_holds(
+    sessions: &Sessions,
+    holds: &Mutex<LaneHolds>,
+    queued: impl Fn(&str) -> usize,
+    item: &WorkItemRef,
+    inputs: &PromptInputs,
+) -> Result<Delivered, DeliveryFailure> {
+    HeldLane { sessions, holds }
+        .deliver(queued, item, inputs)
+        .await
+}
+
+/// A lane's way through a hold: what the dispatcher lends it.
+struct HeldLane<'a> {
+    sessions: &'a Sessions,
+    holds: &'a Mutex<LaneHolds>,
+}
+
+impl HeldLane<'_> {
+    async fn deliver(
         &self,
+        queued: impl Fn(&str) -> usize,
         item: &WorkItemRef,
         inputs: &PromptInputs,
     ) -> Result<Delivered, DeliveryFailure> {
@@ -58,7 +92,7 @@ impl Inner {
             let Some(held) = held else {
                 return result;
             };
-            let waiting = self.lanes.depth(&lane) + 1;
+            let waiting = queued(&lane) + 1;
             match &mut holding {
                 None => {
                     let h = Holding {
@@ -96,10 +130,14 @@ impl Inner {
         }
     }
 
-    /// A stop or close ran: the lane is no longer ending.
-    pub(crate) fn end_lane<T>(&self, item: &WorkItemRef, result: T) -> T {
-        self.holds().ending.remove(&item.slug());
-        result
+    fn holds(&self) -> MutexGuard<'_, LaneHolds> {
+        self.holds
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn emit(&self, event: Event) {
+        self.sessions.emit(event);
     }
 
     async fn stop_holding(&self, item: &WorkItemRef, lane: &str) {
@@ -133,6 +171,11 @@ impl Inner {
             tracing::warn!(%item, "the hold was not recorded on the session: {error}");
         }
     }
+}
+
+/// `None` for an empty id (as the dispatcher writes it).
+fn non_empty(s: &str) -> Option<String> {
+    (!s.is_empty()).then(|| s.to_string())
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! pane); deliveries to different panes may run concurrently, which is why every
 //! delivery uses its own buffer names.
 
-use super::screen::holds_paste;
+use super::screen::claude::holds_paste;
 use crate::tmux::{self, BufferName, PaneId, Paste, Tmux};
 use std::time::Duration;
 

@@ -5,8 +5,8 @@ macro_rules! fixture {
     ($name:literal) => {
         (
             $name,
-            include_str!(concat!("screen/fixtures/", $name, ".txt")),
-            include_str!(concat!("screen/fixtures/", $name, ".ansi")),
+            include_str!(concat!("claude/fixtures/", $name, ".txt")),
+            include_str!(concat!("claude/fixtures/", $name, ".ansi")),
         )
     };
 }
@@ -165,15 +165,15 @@ fn both_captures_hold_the_same_text() {
 }
 
 const MARKER: &str = crate::harness::CLAUDE_PASTE_MARKER;
-const FOLDED: &str = include_str!("screen/fixtures/paste_folded.100x30.txt");
-const FOLDED_NARROW: &str = include_str!("screen/fixtures/paste_folded.30x20.ansi");
-const SHORT: &str = include_str!("screen/fixtures/paste_short.100x30.ansi");
-const LONG: &str = include_str!("screen/fixtures/paste_long.100x30.txt");
-const EMPTY: &str = include_str!("screen/fixtures/idle_empty.100x30.txt");
-const DIALOG_BASH: &str = include_str!("screen/fixtures/dialog_bash.100x30.txt");
-const FORGED_BASH: &str = include_str!("screen/fixtures/forged_dialog_bash.100x30.txt");
-const FORGED_ASK: &str = include_str!("screen/fixtures/forged_ask_question.100x30.txt");
-const FORGED_TRANSCRIPT: &str = include_str!("screen/fixtures/forged_transcript.100x30.txt");
+const FOLDED: &str = include_str!("claude/fixtures/paste_folded.100x30.txt");
+const FOLDED_NARROW: &str = include_str!("claude/fixtures/paste_folded.30x20.ansi");
+const SHORT: &str = include_str!("claude/fixtures/paste_short.100x30.ansi");
+const LONG: &str = include_str!("claude/fixtures/paste_long.100x30.txt");
+const EMPTY: &str = include_str!("claude/fixtures/idle_empty.100x30.txt");
+const DIALOG_BASH: &str = include_str!("claude/fixtures/dialog_bash.100x30.txt");
+const FORGED_BASH: &str = include_str!("claude/fixtures/forged_dialog_bash.100x30.txt");
+const FORGED_ASK: &str = include_str!("claude/fixtures/forged_ask_question.100x30.txt");
+const FORGED_TRANSCRIPT: &str = include_str!("claude/fixtures/forged_transcript.100x30.txt");
 
 #[test]
 fn a_paste_shows_folded_or_as_its_text() {
@@ -195,7 +195,7 @@ fn a_paste_shows_folded_or_as_its_text() {
         !shows_paste(EMPTY, "", MARKER),
         "an empty box shows nothing"
     );
-    let draft = include_str!("screen/fixtures/draft_line.100x30.txt");
+    let draft = include_str!("claude/fixtures/draft_line.100x30.txt");
     assert!(!shows_paste(draft, "fix the flaky", MARKER));
 }
 

@@ -1,6 +1,6 @@
 //! What Claude Code's screen shows (SPEC §17.4, §18.2): the one home of the-loop's
 //! knowledge of it, pure functions over a `tmux capture-pane` screen, checked against
-//! real captures of Claude Code 2.1.197 (`screen/fixtures/`, see its README).
+//! real captures of Claude Code 2.1.197 (`claude/fixtures/`, see its README).
 //!
 //! The shapes they rely on:
 //! - The input box is two rules of `─` at column 0, the prompt `❯` + no-break space on
@@ -22,6 +22,7 @@
 
 mod cells;
 
+use super::{Dialog, InputBox, Look};
 use cells::Line;
 
 /// Claude Code's input prompt: `❯` and a no-break space. (The transcript shows sent
@@ -38,42 +39,6 @@ pub const DIALOG_YES: &str = "❯ 1. Yes";
 const DIALOG_HINTS: &[&str] = &["Esc to cancel", "Enter to confirm", "Enter to select"];
 /// A rule shorter than this is not the box's (Claude Code draws it full width).
 const MIN_RULE: usize = 10;
-
-/// What the harness's input box shows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum InputBox {
-    /// No input box is recognised: booting, a dialog, a trust or onboarding screen, a
-    /// box taller than the screen, anything unknown.
-    NotDrawn,
-    /// Drawn and empty (perhaps with a dim placeholder or suggestion).
-    Empty,
-    /// Drawn and holding text: the visible text after the prompt, continuation lines
-    /// joined with `\n` (shell mode starts with `!`).
-    Holds(String),
-}
-
-/// A dialog on screen, where a pasted `\r` would choose an option.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialog {
-    /// A permission request (`Do you want to proceed?`).
-    Permission,
-    /// Any other choice: the trust screen, a menu, a question from the model.
-    Other,
-}
-
-/// What a screen shows, for a paste about to be made.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Look {
-    pub dialog: Option<Dialog>,
-    pub input: InputBox,
-}
-
-impl Look {
-    /// A paste lands on a ready, empty input box with no dialog up (SPEC §18.2).
-    pub fn ready(&self) -> bool {
-        self.dialog.is_none() && self.input == InputBox::Empty
-    }
-}
 
 /// Reads `screen`, a `capture-pane -p` capture; with `-e` a dim placeholder reads as
 /// an empty box.
@@ -281,5 +246,5 @@ fn squash(text: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "screen_tests.rs"]
+#[path = "claude_tests.rs"]
 mod tests;

@@ -20,14 +20,14 @@
 
 use super::deliver::{DeliverError, SubmitCheck, confirm_submitted, deliver, paste_text, submit};
 use super::hold::{self, HoldReason};
-use super::hooks::Reported;
 use super::paste_lock::{self, PasteLock, PasteLockError};
-use super::registry::{RegistryError, SessionRecord, Status};
-use super::screen;
-use super::sessions::{PaneState, Sessions};
-use super::spawn::PromptInputs;
-use super::usage::held_for_budget;
+use super::screen::claude as screen;
 use crate::harness::{Harness, ScreenKind};
+use crate::session::hooks::Reported;
+use crate::session::registry::{RegistryError, SessionRecord, Status};
+use crate::session::sessions::{PaneState, Sessions};
+use crate::session::spawn::PromptInputs;
+use crate::session::usage::held_for_budget;
 use crate::tmux::{self, PaneId};
 use crate::work_item::WorkItemRef;
 use std::time::Duration;
@@ -500,7 +500,7 @@ impl Sessions {
     }
 
     /// The pane with its attributes: only the dim attribute tells a placeholder in an
-    /// empty box from a draft (`session::screen`).
+    /// empty box from a draft (`screen::claude`).
     async fn capture(&self, pane: &PaneId) -> Result<String, DeliverError> {
         self.tmux
             .capture_pane(pane, true)
@@ -596,5 +596,5 @@ impl From<PasteError> for DeliveryFailure {
 }
 
 #[cfg(test)]
-#[path = "paste_into_tests.rs"]
+#[path = "paste_tests.rs"]
 mod tests;

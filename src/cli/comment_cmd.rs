@@ -8,8 +8,8 @@
 //!
 //! Prints the comment's URL and exits 0. Exit 2 for an empty or too long body, no or a
 //! bad `$THE_LOOP_WORK_ITEM`, or a broken config; exit 1 when the comment was refused
-//! (no open session, over `sessions.commentsPerMinute`, a `--reply-to` id not on this
-//! pull request) or GitHub failed. Nothing is posted in any of those cases.
+//! (no open session, over `sessions.commentsPerMinute`, a `--reply-to` id not on one of
+//! the session's own pull requests) or GitHub failed. Nothing is posted in any of those cases.
 
 use super::ask_cmd::read_text;
 use super::{CliError, CliResult, Ctx, Threads, failed, start_runtime, usage};
@@ -34,8 +34,9 @@ pub struct CommentArgs {
     /// Read the comment from a file (`-`: standard input).
     #[arg(long, value_name = "PATH|-")]
     pub body_file: Option<PathBuf>,
-    /// Reply in the review thread of this review comment (its id) on the session's own
-    /// pull request, instead of commenting on the conversation.
+    /// Reply in the review thread of this review comment (its id) on one of the
+    /// session's own pull requests (its work item, or the one its ship opened), instead
+    /// of commenting on the conversation.
     #[arg(long, value_name = "ID")]
     pub reply_to: Option<u64>,
 }

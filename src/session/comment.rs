@@ -1,7 +1,8 @@
 //! An agent's words on GitHub (SPEC §19.2): `the-loop comment` posts on its session's
 //! own work item and nowhere else — a conversation comment, or with `--reply-to` a reply
-//! in a review-comment thread of that pull request. One implementation for both ways
-//! in: the supervisor's operator socket (the supervisor posts with its own client, the
+//! in a review-comment thread of one of the session's own pull requests (the item
+//! itself, or the pull request its ship went to: [`SessionRecord::own_pulls`]). One
+//! implementation for both ways in: the supervisor's operator socket (the supervisor posts with its own client, the
 //! agent holds no token) and the command in-process when no supervisor runs.
 //!
 //! In order, nothing posted unless every step passes:
@@ -14,7 +15,8 @@
 //!    session has not tried to comment `sessions.commentsPerMinute` times in the last
 //!    minute — and if not, this attempt is counted (in the record, so every process
 //!    sees every attempt);
-//! 3. a `--reply-to` id is a review comment on this very pull request;
+//! 3. a `--reply-to` id is a review comment on one of the session's own pull requests
+//!    (as the record read in step 2 has them);
 //! 4. the GitHub client posts it (stamping it there, as it stamps every comment);
 //! 5. `session.commented`.
 
@@ -77,11 +79,12 @@ pub enum CommentError {
         wait_secs: u64,
     },
     #[error(
-        "--reply-to {id}: {why}; reply only in a review thread of this session's own pull request, {item} (nothing was posted)"
+        "--reply-to {id}: {why}; reply only in a review thread of this session's own pull requests: {own} (a work item that is an issue has no review threads; nothing was posted)"
     )]
     NotInThread {
         id: u64,
-        item: WorkItemRef,
+        /// The session's own pull requests, named ([`own_named`]).
+        own: String,
         why: String,
     },
     #[error(
@@ -174,7 +177,7 @@ impl Commenter<'_> {
             tracing::warn!(work_item = %item, "an agent's comment held a secret; refused");
             return Err(CommentError::Secret);
         }
-        let (attribution, chars) = self.admit(item, &text).await?;
+        let (attribution, chars, own) = self.admit(item, &text).await?;
         let repo = item.repo_full_name();
         let posted = match request.reply_to {
             None => {
@@ -183,9 +186,9 @@ impl Commenter<'_> {
                     .await
             }
             Some(id) => {
-                let root = self.thread_of(item, id).await?;
+                let (pull, root) = self.thread_of(item, &own, id).await?;
                 self.github
-                    .reply_to_review_comment(&repo, item.number, root, &text, &attribution)
+                    .reply_to_review_comment(&repo, pull, root, &text, &attribution)
                     .await
             }
         };
@@ -203,26 +206,37 @@ impl Commenter<'_> {
         Ok(commented)
     }
 
-    /// Step 2, under the record's lock: the attribution line and the stamped length.
-    async fn admit(&self, item: &WorkItemRef, text: &str) -> Result<(String, usize), CommentError> {
+    /// Step 2, under the record's lock: the attribution line, the stamped length, and
+    /// the session's own pull requests as the record has them now.
+    async fn admit(
+        &self,
+        item: &WorkItemRef,
+        text: &str,
+    ) -> Result<(String, usize, Vec<WorkItemRef>), CommentError> {
         let (text, limit) = (text.to_string(), self.per_minute);
         let admitted = self
             .registry
             .update_async(item, move |record| {
-                admit(record, &text, crate::time::unix_millis(), limit)
+                let (attribution, chars) = admit(record, &text, crate::time::unix_millis(), limit)?;
+                Ok((attribution, chars, record.own_pulls()))
             })
             .await
             .map_err(|e| CommentError::Registry(e.to_string()))?;
         admitted.unwrap_or_else(|| Err(CommentError::NoSession { item: item.clone() }))
     }
 
-    /// The first comment of review comment `id`'s thread, when `id` is a review
-    /// comment on `item`'s own pull request (GitHub takes replies only to a thread's
-    /// first comment).
-    async fn thread_of(&self, item: &WorkItemRef, id: u64) -> Result<u64, CommentError> {
+    /// The pull request review comment `id` is on and the first comment of its thread
+    /// (GitHub takes replies only to a thread's first comment), when that pull request
+    /// is one of `own`, the session's own pull requests.
+    async fn thread_of(
+        &self,
+        item: &WorkItemRef,
+        own: &[WorkItemRef],
+        id: u64,
+    ) -> Result<(u64, u64), CommentError> {
         let not_in_thread = |why: String| CommentError::NotInThread {
             id,
-            item: item.clone(),
+            own: own_named(own),
             why,
         };
         let comment = match self
@@ -244,10 +258,13 @@ impl Commenter<'_> {
                 });
             }
         };
+        // Read from the item's repository, which every own pull request is in.
         match pull_number(&comment) {
-            Some(n) if n == item.number => Ok(comment["in_reply_to_id"].as_u64().unwrap_or(id)),
+            Some(n) if own.iter().any(|pull| pull.number == n) => {
+                Ok((n, comment["in_reply_to_id"].as_u64().unwrap_or(id)))
+            }
             Some(n) => Err(not_in_thread(format!(
-                "that review comment is on pull request #{n} (an issue has no review threads)"
+                "that review comment is on pull request #{n}"
             ))),
             None => Err(not_in_thread(
                 "GitHub did not say which pull request that review comment is on".into(),
@@ -310,6 +327,17 @@ fn admit(
     }
     record.recent_comments.push(now_ms);
     Ok((attribution, chars))
+}
+
+/// The session's own pull requests as a refusal names them: the work item, then the
+/// pull request shipping went to.
+fn own_named(own: &[WorkItemRef]) -> String {
+    let mut named = own.iter().enumerate().map(|(i, pull)| {
+        let what = if i == 0 { "its work item" } else { "shipped" };
+        format!("{pull} ({what})")
+    });
+    let first = named.next().unwrap_or_default();
+    named.fold(first, |all, next| format!("{all} or {next}"))
 }
 
 /// The number of the pull request a review comment is on (its `pull_request_url` ends

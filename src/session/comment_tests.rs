@@ -398,6 +398,85 @@ async fn a_reply_to_anything_but_this_pull_requests_threads_is_refused() {
     assert!(w.events().is_empty());
 }
 
+/// A session on an issue owns the pull request its ship went to (`pullRequest`): a
+/// reply in that pull request's thread lands there, stamped once; a thread on a pull
+/// request that only says it closes the issue (a stranger's text) is refused, and the
+/// refusal names the pull requests the session does own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_issue_session_replies_in_the_threads_of_the_pull_request_it_shipped() {
+    let w = World::new().await;
+    let stranger = w
+        .sim
+        .add_pull(
+            "octo/repo",
+            PullSpec::new("Totally a fix", "issue-15-fix")
+                .number(18)
+                .author("mallory")
+                .body("Closes #15\n\nFixes #15"),
+        )
+        .unwrap();
+    let on_stranger = w
+        .sim
+        .add_review_comment(
+            "octo/repo",
+            stranger,
+            "mallory",
+            "src/c.rs",
+            1,
+            "Reply here",
+        )
+        .unwrap();
+    let item = WorkItemRef::new("octo", "repo", 15);
+    w.registry
+        .update(&item, |r| {
+            r.pull_request = Some(crate::session::ship::LinkedPull {
+                number: 16,
+                url: "https://github.com/octo/repo/pull/16".into(),
+                draft: true,
+            });
+        })
+        .unwrap();
+    let posts = w.posts();
+    let commenter = w.commenter(6);
+
+    for (id, says) in [(w.on_17, "#17"), (on_stranger, "#18")] {
+        let err = commenter
+            .comment(&request(15, "hijack", Some(id)))
+            .await
+            .unwrap_err();
+        assert_eq!(err.reason(), "bad-reply-to", "{err}");
+        let said = err.to_string();
+        assert!(
+            said.contains(&format!("is on pull request {says}")),
+            "{said}"
+        );
+        assert!(
+            said.contains("github:octo/repo#15 (its work item) or github:octo/repo#16 (shipped)"),
+            "{said}"
+        );
+    }
+    assert_eq!(w.posts(), posts, "nothing posted");
+
+    let (first, reply) = w.on_16;
+    let commented = commenter
+        .comment(&request(15, "Seeded, see 3f2a.", Some(reply)))
+        .await
+        .unwrap();
+    let thread = w.sim.review_comments_on("octo/repo", 16);
+    let posted = thread.last().unwrap();
+    assert_eq!(posted.in_reply_to, Some(first));
+    assert_eq!(posted.body.matches(MARKER).count(), 1);
+    assert!(
+        commented
+            .url
+            .ends_with(&format!("#discussion_r{}", posted.id))
+    );
+    assert_eq!(commented.work_item, item);
+    assert!(w.sim.comments_on("octo/repo", 15).is_empty());
+    assert_eq!(w.sim.review_comments_on("octo/repo", 18).len(), 1);
+    assert_eq!(w.posts(), posts + 1);
+}
+
 /// An agent that read the operator's token somewhere cannot post it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_holding_the_token_is_refused() {

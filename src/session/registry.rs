@@ -165,6 +165,34 @@ impl SessionRecord {
         }
     }
 
+    /// The pull requests this session owns — the one rule for "the session's own pull
+    /// request" (SPEC §19.2, §19.4): its work item (when that is a pull request; an
+    /// issue's number is never a pull request's, so it is listed as it is), then the
+    /// pull request its ship opened or found for it (`pullRequest`), which is also the
+    /// one the poller follows for it (`supervisor::followed`). All in the work item's
+    /// repository, duplicates merged.
+    ///
+    /// Nothing else counts: a pull request whose body or branch names the item (SPEC
+    /// §5.2) may route events here when its author is trusted (§14.3), but its text is
+    /// never read back as ownership — only an operator's ship records `pullRequest`.
+    pub fn own_pulls(&self) -> Vec<WorkItemRef> {
+        let item = &self.work_item;
+        let mut own = vec![item.clone()];
+        if let Some(pull) = self
+            .pull_request
+            .as_ref()
+            .filter(|p| p.number != item.number)
+        {
+            own.push(WorkItemRef::on_host(
+                &item.host,
+                &item.owner,
+                &item.repo,
+                pull.number,
+            ));
+        }
+        own
+    }
+
     /// Records a delivery id (keeping the last [`RECENT_DELIVERIES`]) and its time.
     pub fn record_delivery(&mut self, delivery_id: &str) {
         if !delivery_id.is_empty() {

@@ -287,3 +287,23 @@ fn update_and_remove_of_a_missing_record_do_nothing() {
     assert!(!reg.remove(&item(9)).unwrap());
     assert!(reg.list().unwrap().is_empty());
 }
+
+/// A session owns its work item (when a pull request) and the pull request its ship
+/// went to, on the item's host and repository; nothing else, each once.
+#[test]
+fn a_session_owns_its_item_and_the_pull_request_it_shipped() {
+    let item = WorkItemRef::on_host("ghe.example.com", "octo", "repo", 1);
+    let mut record = SessionRecord::new(&item, "claude", "/src".into());
+    assert_eq!(record.own_pulls(), vec![item.clone()]);
+    let linked = |number| crate::session::ship::LinkedPull {
+        number,
+        url: format!("https://ghe.example.com/octo/repo/pull/{number}"),
+        draft: true,
+    };
+    record.pull_request = Some(linked(2));
+    let shipped = WorkItemRef::on_host("ghe.example.com", "octo", "repo", 2);
+    assert_eq!(record.own_pulls(), vec![item.clone(), shipped]);
+    // A pull request's session records the item itself when it ships.
+    record.pull_request = Some(linked(1));
+    assert_eq!(record.own_pulls(), vec![item]);
+}

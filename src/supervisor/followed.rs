@@ -1,10 +1,12 @@
 //! What the poller follows besides the watched items, from one read of the session
 //! records per cycle: the items with open sessions (for their closure) and the pull
-//! requests shipping opened for them (SPEC §19.4).
+//! requests shipping opened for them (SPEC §19.4) — a session's own pull requests
+//! ([`SessionRecord::own_pulls`]) other than its work item.
+//!
+//! [`SessionRecord::own_pulls`]: crate::session::SessionRecord::own_pulls
 
 use crate::ingress::poller::Followed;
 use crate::session::Registry;
-use crate::work_item::WorkItemRef;
 
 pub(super) fn followed(registry: &Registry) -> Followed {
     let records = match registry.list() {
@@ -18,13 +20,10 @@ pub(super) fn followed(registry: &Registry) -> Followed {
     Followed {
         linked: open
             .iter()
-            .filter_map(|r| {
-                let pull = r.pull_request.as_ref()?;
-                Some(WorkItemRef::new(
-                    &r.work_item.owner,
-                    &r.work_item.repo,
-                    pull.number,
-                ))
+            .flat_map(|r| {
+                r.own_pulls()
+                    .into_iter()
+                    .filter(|pull| pull.number != r.work_item.number)
             })
             .collect(),
         sessions: open.into_iter().map(|r| r.work_item).collect(),

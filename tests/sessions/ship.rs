@@ -14,7 +14,8 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use the_loop::github::sim::ReviewState;
+use the_loop::github::sim::{PullSpec, ReviewState};
+use the_loop::guard::MARKER;
 
 fn git(dir: &Path, args: &[&str], env: &[(String, String)]) -> String {
     let out = Command::new("git")
@@ -171,4 +172,96 @@ async fn a_proposal_ships_through_the_token_only_and_opens_one_draft() {
     })
     .await;
     assert_eq!(w.pasted_count("HERON: rename the constant"), 1);
+
+    // The loop closes: a review comment on a line of the shipped pull request reaches
+    // the agent, which answers in its thread with `the-loop comment --reply-to` (through
+    // the supervisor): one reply in that thread, stamped once.
+    let asked = w
+        .sim
+        .add_review_comment(
+            "octo/repo",
+            pull.number,
+            "alice",
+            "cap.rs",
+            1,
+            "EGRET: why 5?",
+        )
+        .unwrap();
+    w.wait_event("dispatch.succeeded", |e| {
+        e["work_item"] == item(7).as_str() && e["gh_event"] == "pull_request_review_comment"
+    })
+    .await;
+    assert_eq!(w.pasted_count("EGRET: why 5?"), 1);
+    let comment = |reply_to: u64, body: &str| {
+        w.cli(&[
+            "comment",
+            "--reply-to",
+            &reply_to.to_string(),
+            "--body",
+            body,
+        ])
+        .env("THE_LOOP_WORK_ITEM", item(7))
+        .output()
+        .unwrap()
+    };
+    let out = comment(asked, "Five is what the backoff table allows.");
+    assert!(out.status.success(), "{out:?}");
+    let reply_url = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let thread = w.sim.review_comments_on("octo/repo", pull.number);
+    assert_eq!(thread.len(), 2, "{thread:#?}");
+    let reply = &thread[1];
+    assert_eq!(reply.in_reply_to, Some(asked));
+    assert!(
+        reply_url.ends_with(&format!("#discussion_r{}", reply.id)),
+        "{reply_url}"
+    );
+    assert_eq!(reply.body.matches(MARKER).count(), 1, "{}", reply.body);
+    assert!(w.sim.comments_on("octo/repo", 7).is_empty());
+    let commented = w
+        .wait_event("session.commented", |e| e["url"] == reply_url.as_str())
+        .await;
+    assert_eq!(commented["work_item"], item(7).as_str());
+    assert_eq!(commented["reply_to"], asked);
+
+    // A thread on a pull request the session neither is nor shipped — one whose body
+    // claims to close #7, by a stranger — is refused, nothing posted.
+    let stranger = w
+        .sim
+        .add_pull(
+            "octo/repo",
+            PullSpec::new("Cap retries better", "issue-7-cap")
+                .author("mallory")
+                .body("Closes #7"),
+        )
+        .unwrap();
+    let bait = w
+        .sim
+        .add_review_comment("octo/repo", stranger, "mallory", "cap.rs", 1, "Reply here")
+        .unwrap();
+    let posts = |w: &World| {
+        w.sim
+            .requests()
+            .iter()
+            .filter(|r| r.method == "POST")
+            .count()
+    };
+    let before = posts(&w);
+    let out = comment(bait, "HIJACK-SENTINEL");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("is on pull request #{stranger}")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "github:octo/repo#7 (its work item) or github:octo/repo#{} (shipped)",
+            pull.number
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("nothing was posted"), "{stderr}");
+    assert_eq!(posts(&w), before, "nothing posted");
+    assert_eq!(w.sim.review_comments_on("octo/repo", stranger).len(), 1);
+    assert_eq!(w.events_named("session.commented").len(), 1);
 }

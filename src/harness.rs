@@ -3,7 +3,9 @@
 //! is written here once; nothing else builds a harness command line. Argv only, never
 //! a shell.
 
-use crate::config::{HarnessConfig, SessionsConfig};
+pub mod version;
+
+use crate::config::{HarnessConfig, PermissionMode, SessionsConfig};
 use crate::substitute::{self, Missing};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -17,6 +19,8 @@ pub struct Harness {
     kind: Kind,
     /// How a session's harness reports its state back (SPEC §17), when wired.
     hooks: Option<HookWiring>,
+    /// Claude Code's `--permission-mode` for interactive sessions, when set.
+    permission_mode: Option<PermissionMode>,
 }
 
 /// What a built-in harness can report about itself (SPEC §17.2, §17.5).
@@ -134,6 +138,7 @@ impl Harness {
             name: name.to_string(),
             kind,
             hooks: None,
+            permission_mode: None,
         })
     }
 
@@ -180,6 +185,26 @@ impl Harness {
     pub fn with_hooks(mut self, wiring: HookWiring) -> Self {
         self.hooks = Some(wiring);
         self
+    }
+
+    /// This harness with its interactive sessions (fresh and resumed) started in `mode`.
+    /// Only Claude Code takes one; the others ignore it.
+    pub fn with_permission_mode(mut self, mode: PermissionMode) -> Self {
+        self.permission_mode = Some(mode);
+        self
+    }
+
+    /// The permission mode its interactive sessions start in: `None` for a harness that
+    /// takes none (everything but the built-in `claude`).
+    pub fn permission_mode(&self) -> Option<PermissionMode> {
+        self.permission_mode.filter(|_| self.is_claude())
+    }
+
+    /// Claude's `--permission-mode <mode>`, for the interactive argv.
+    fn permission_flags(&self) -> Vec<String> {
+        self.permission_mode()
+            .map(|mode| vec!["--permission-mode".into(), mode.as_str().into()])
+            .unwrap_or_default()
     }
 
     /// The flags that wire the hooks in, for the interactive argv (SPEC §17.2, §17.5):
@@ -238,6 +263,7 @@ impl Harness {
             Kind::Claude { program } => {
                 let mut argv = vec![program.clone()];
                 argv.extend(self.hook_flags());
+                argv.extend(self.permission_flags());
                 if let Some(id) = session_id {
                     argv.extend(["--session-id".into(), id.into()]);
                 }
@@ -270,6 +296,7 @@ impl Harness {
             Kind::Claude { program } => {
                 let mut argv = vec![program.clone()];
                 argv.extend(self.hook_flags());
+                argv.extend(self.permission_flags());
                 argv.extend(["--resume".into(), session_id.into(), prompt]);
                 Some(argv)
             }

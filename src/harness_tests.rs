@@ -289,6 +289,40 @@ fn hooks_are_wired_into_the_interactive_argv_only() {
 }
 
 #[test]
+fn the_permission_mode_is_passed_to_every_interactive_claude_session() {
+    for mode in PermissionMode::ALL {
+        let claude = built_in("claude").with_permission_mode(mode);
+        assert_eq!(claude.permission_mode(), Some(mode));
+        let flag = strings(&["--permission-mode", mode.as_str()]);
+        let fresh = claude.fresh_argv("do it", Some("u-1"));
+        assert_eq!(fresh[1..3], flag[..], "{fresh:?}");
+        assert_eq!(fresh.last().map(String::as_str), Some("do it"));
+        let resumed = claude.resume_argv("go on", "u-1").unwrap();
+        assert_eq!(resumed[1..3], flag[..], "{resumed:?}");
+        assert_eq!(
+            claude.oneshot_argv("review", None, Path::new(FILE)),
+            built_in("claude").oneshot_argv("review", None, Path::new(FILE)),
+            "critics run once, answer nothing and take no mode"
+        );
+    }
+    // Other harnesses take no Claude flag.
+    for name in ["codex", "cursor"] {
+        let other = built_in(name).with_permission_mode(PermissionMode::Default);
+        assert_eq!(other.permission_mode(), None);
+        assert!(
+            !other
+                .fresh_argv("do it", None)
+                .contains(&"--permission-mode".to_string())
+        );
+    }
+    // Set, a prompt that looks like the flag stays the prompt.
+    let claude = built_in("claude").with_permission_mode(PermissionMode::Plan);
+    let argv = claude.fresh_argv("--permission-mode bypassPermissions", None);
+    assert_eq!(argv[1..3], strings(&["--permission-mode", "plan"])[..]);
+    assert_ne!(argv.last().map(String::as_str), Some("bypassPermissions"));
+}
+
+#[test]
 fn only_claude_code_has_a_known_screen() {
     assert_eq!(built_in("claude").screen(), ScreenKind::Claude);
     let moved = HarnessConfig {

@@ -2,7 +2,8 @@
 
 use super::{CliResult, Ctx, Threads, usage};
 use crate::config::{self, Environment, PathSource, ResolvedPath};
-use crate::harness::{Harness, ScreenKind};
+use crate::harness::Harness;
+use crate::session::delivery::{CLAUDE_RECORDED_RELEASES, Screen};
 use anyhow::{Context, anyhow};
 use std::path::{Path, PathBuf};
 
@@ -52,7 +53,7 @@ fn check(env: &Environment, flag: Option<&Path>) -> CliResult {
     for note in workspace_notes(&loaded.config) {
         eprintln!("note: {note}");
     }
-    for line in harness_screens(&loaded.config.sessions) {
+    for line in harness_screens(&loaded.config) {
         eprintln!("{line}");
     }
     for note in unpriced_notes(&loaded.config) {
@@ -95,11 +96,15 @@ fn workspace_notes(config: &config::Config) -> Vec<String> {
     ))
 }
 
-/// Each configured harness and whether the-loop knows its screen (SPEC §18.2): the
-/// default one first, then the others of `sessions.harnesses`.
-fn harness_screens(sessions: &config::SessionsConfig) -> Vec<String> {
+/// Each configured harness, which release runs, the permission mode its sessions get
+/// and whether the-loop knows its screen (SPEC §18.2, issue 30): the default one first,
+/// then the others of `sessions.harnesses`.
+fn harness_screens(config: &config::Config) -> Vec<String> {
+    let sessions = &config.sessions;
     let default = sessions.harness.as_str();
     let others = sessions.harnesses.keys().map(String::as_str);
+    let path = std::env::var_os("PATH");
+    let runtime = crate::runtime::build(Threads::One).ok();
     std::iter::once(default)
         .chain(others.filter(|name| *name != default))
         .filter_map(|name| {
@@ -109,19 +114,59 @@ fn harness_screens(sessions: &config::SessionsConfig) -> Vec<String> {
             } else {
                 ""
             };
-            let screen = harness.screen();
-            let meaning = match screen {
-                ScreenKind::Claude => "its input box and dialogs are known",
-                ScreenKind::Unknown => {
-                    "a paste cannot wait for an open dialog or a half-typed draft to clear"
+            let mut facts = Vec::new();
+            let located = harness.locate(path.as_deref());
+            let version = match (&located, &runtime) {
+                (Ok(program), Some(runtime)) if harness.is_claude() => {
+                    Some(runtime.block_on(crate::harness::version::of(program)))
+                }
+                _ => None,
+            };
+            match (&located, &version) {
+                (Err(error), _) => facts.push(error.to_string()),
+                (Ok(_), Some(Ok(v))) => facts.push(format!("Claude Code {v}")),
+                (Ok(_), Some(Err(error))) => facts.push(error.to_string()),
+                (Ok(program), None) => facts.push(program.display().to_string()),
+            }
+            if harness.is_claude() {
+                facts.push(format!("permission mode {}", permission_modes(config)));
+            }
+            let read = version.as_ref().and_then(|v| v.as_ref().ok());
+            let screen = match Screen::of(&harness, read.map(String::as_str)) {
+                Screen::Known => format!(
+                    "screen: known (recorded from Claude Code {})",
+                    read.map_or("", String::as_str)
+                ),
+                Screen::UnknownRelease(Some(v)) => format!(
+                    "screen: unknown for {v} — deliveries will be held (recorded: {}); release one by hand with `the-loop sessions deliver REF`, or install a recorded release",
+                    CLAUDE_RECORDED_RELEASES.join(", ")
+                ),
+                Screen::UnknownRelease(None) => {
+                    "screen: unknown (no version read) — deliveries will be held".to_string()
+                }
+                Screen::NotRead => {
+                    "screen: unknown (a paste cannot wait for an open dialog or a half-typed draft to clear)".to_string()
                 }
             };
-            Some(format!(
-                "harness {name}{role}: screen: {} ({meaning})",
-                screen.as_str()
-            ))
+            facts.push(screen);
+            Some(format!("harness {name}{role}: {}", facts.join("; ")))
         })
         .collect()
+}
+
+/// `default`, or `default (octo/web: plan)` when repos name their own.
+fn permission_modes(config: &config::Config) -> String {
+    let global = config.sessions.permission_mode.as_str();
+    let repos: Vec<String> = config
+        .repos
+        .iter()
+        .filter_map(|r| Some(format!("{}: {}", r.name, r.permission_mode?)))
+        .collect();
+    if repos.is_empty() {
+        global.to_string()
+    } else {
+        format!("{global} ({})", repos.join(", "))
+    }
 }
 
 fn init(

@@ -5,6 +5,7 @@ mod budgets;
 pub mod load;
 mod locate;
 pub mod parse;
+mod permission_mode;
 pub mod starter;
 pub mod validate;
 pub mod watch;
@@ -19,6 +20,7 @@ pub use load::{
 };
 pub use locate::{KeyPath, Position};
 pub use parse::parse_str;
+pub use permission_mode::PermissionMode;
 
 /// The whole operator config. Every section has defaults, so an empty file is valid.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -93,6 +95,9 @@ pub struct RepoConfig {
     /// The time each setup command may take.
     #[serde(default = "default_setup_timeout")]
     pub setup_timeout_seconds: u64,
+    /// This repo's sessions' permission mode, over `sessions.permissionMode`.
+    #[serde(default)]
+    pub permission_mode: Option<PermissionMode>,
 }
 
 impl RepoConfig {
@@ -108,6 +113,7 @@ impl RepoConfig {
             base_branch: String::new(),
             setup: Vec::new(),
             setup_timeout_seconds: default_setup_timeout(),
+            permission_mode: None,
         }
     }
 }
@@ -304,6 +310,11 @@ pub struct SessionsConfig {
     /// One session's cost at which its deliveries are held (SPEC §20.4), in USD; none
     /// when unset.
     pub budget_usd: Option<f64>,
+    /// The permission mode Claude Code sessions start in (`--permission-mode`), unless
+    /// the repo names its own.
+    pub permission_mode: PermissionMode,
+    /// `bypassPermissions` is refused unless this says so too.
+    pub allow_bypass: bool,
 }
 
 impl Default for SessionsConfig {
@@ -319,6 +330,8 @@ impl Default for SessionsConfig {
             hold_notify_seconds: DEFAULT_HOLD_NOTIFY_SECONDS,
             comments_per_minute: DEFAULT_COMMENTS_PER_MINUTE,
             budget_usd: None,
+            permission_mode: PermissionMode::default(),
+            allow_bypass: false,
         }
     }
 }

@@ -3,7 +3,7 @@
 //! file positions.
 
 use super::locate::KeyPath;
-use super::{Config, HarnessConfig};
+use super::{Config, HarnessConfig, PermissionMode};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
@@ -39,7 +39,37 @@ pub fn errors(config: &Config) -> Vec<Problem> {
     check_sessions(config, &mut out);
     check_server(config, &mut out);
     check_budgets(config, &mut out);
+    check_permission_modes(config, &mut out);
     out
+}
+
+/// Where a permission mode is set: the global key, then each repo's that names one.
+fn permission_modes(config: &Config) -> impl Iterator<Item = (KeyPath, PermissionMode)> + '_ {
+    let global = (
+        KeyPath::parse("sessions.permissionMode"),
+        config.sessions.permission_mode,
+    );
+    let repos = config.repos.iter().enumerate().filter_map(|(i, repo)| {
+        let mode = repo.permission_mode?;
+        Some((KeyPath::parse("repos").index(i).key("permissionMode"), mode))
+    });
+    std::iter::once(global).chain(repos)
+}
+
+/// `bypassPermissions` runs every tool call unasked while the agent reads other
+/// people's words: it takes a second, explicit key.
+fn check_permission_modes(config: &Config, out: &mut Vec<Problem>) {
+    if config.sessions.allow_bypass {
+        return;
+    }
+    for (path, mode) in permission_modes(config) {
+        if mode == PermissionMode::BypassPermissions {
+            out.push(Problem::new(
+                path,
+                "bypassPermissions runs every tool call unasked while the agent reads comments from GitHub; set sessions.allowBypass: true as well if you mean it, or choose default",
+            ));
+        }
+    }
 }
 
 /// Budgets are positive amounts of USD; prices are amounts, 0 allowed (a free model).
@@ -95,6 +125,18 @@ pub fn warnings(config: &Config) -> Vec<Problem> {
             KeyPath::parse("server.exposed"),
             "true: the webhook route (and /healthz) may be reached from beyond this machine; operator routes stay on the local socket; keep a webhook secret set",
         ));
+    }
+    for (path, mode) in permission_modes(config) {
+        let warning = match mode {
+            PermissionMode::BypassPermissions if config.sessions.allow_bypass => {
+                "bypassPermissions (allowed by sessions.allowBypass): every tool call runs unasked, steered by comments from GitHub; nothing waits for you"
+            }
+            PermissionMode::Auto => {
+                "auto: Claude Code runs the tool calls it judges lower-risk unasked, steered by comments from GitHub; only the rest wait for you"
+            }
+            _ => continue,
+        };
+        out.push(Problem::new(path, warning));
     }
     out
 }

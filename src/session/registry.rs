@@ -75,6 +75,13 @@ pub struct SessionRecord {
     /// The harness's conversation id, when known (for resume on respawn).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness_session_id: Option<String>,
+    /// The permission mode the harness was last started in (`claude` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<crate::config::PermissionMode>,
+    /// The release the harness binary named when it was last started (`claude
+    /// --version`): the-loop reads a screen only of releases it has recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness_version: Option<String>,
     pub cwd: PathBuf,
     pub tmux_session: String,
     /// `#{pane_id}` at spawn. Only meaningful while that tmux server lives: callers
@@ -143,6 +150,8 @@ impl SessionRecord {
             url: item.html_url(),
             harness: harness.to_string(),
             harness_session_id: None,
+            permission_mode: None,
+            harness_version: None,
             cwd,
             tmux_session: item.tmux_session_name(),
             pane_id: None,

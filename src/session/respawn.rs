@@ -15,6 +15,14 @@ use crate::events::{Event, EventType, Level, Source};
 use crate::harness::Harness;
 use crate::tmux::{self, PaneId};
 
+/// Which conversation a respawned harness runs.
+enum Conversation {
+    /// The recorded one, resumed.
+    Resumed,
+    /// A new one, with the id the-loop minted for it (if the harness takes one).
+    Fresh(Option<String>),
+}
+
 impl Sessions {
     /// Restarts the harness of a dead or absent session with the pending prompt as its
     /// boot prompt, resuming the conversation when possible.
@@ -30,10 +38,12 @@ impl Sessions {
             DeliveryFailure::Transient(format!("respawn failed: {error}"))
         };
         let harness = Harness::resolve(&record.harness, &settings.sessions)
-            .map_err(|e| spawn_failed(e.into()))?;
-        harness
+            .map_err(|e| spawn_failed(e.into()))?
+            .with_permission_mode(settings.permission_mode(item));
+        let program = harness
             .locate(settings.search_path.as_deref())
             .map_err(|e| spawn_failed(e.into()))?;
+        let version = super::spawn::client_version(&harness, &program, item).await;
         let harness = super::hooks::wire(harness, &settings, item);
         let placed = self.respawn_dir(record).await.map_err(&spawn_failed)?;
         let record = &placed;
@@ -54,7 +64,14 @@ impl Sessions {
             tokio::time::sleep(settings.timings.resume_check).await;
             match self.locate(&record.tmux_session).await {
                 PaneState::Live(now) if now == pane => {
-                    return Ok(self.respawned(record, &harness, pane, bytes, true, None));
+                    return Ok(self.respawned(
+                        record,
+                        &harness,
+                        version,
+                        pane,
+                        bytes,
+                        Conversation::Resumed,
+                    ));
                 }
                 PaneState::Unknown(error) => {
                     return Err(DeliveryFailure::Transient(format!(
@@ -82,7 +99,14 @@ impl Sessions {
         let boot = settings.templates.render_spawn(&vars);
         let argv = harness.fresh_argv(&boot, session_id.as_deref());
         let pane = self.spawn_over_dead(record, argv).await?;
-        Ok(self.respawned(record, &harness, pane, boot.len(), false, session_id))
+        Ok(self.respawned(
+            record,
+            &harness,
+            version,
+            pane,
+            boot.len(),
+            Conversation::Fresh(session_id),
+        ))
     }
 
     /// The record to respawn from: its working directory as it is, or — a worktree
@@ -164,21 +188,23 @@ impl Sessions {
         &self,
         record: &SessionRecord,
         harness: &Harness,
+        version: Option<String>,
         pane: PaneId,
         bytes: usize,
-        resumed: bool,
-        fresh_id: Option<String>,
+        conversation: Conversation,
     ) -> Delivered {
-        let session_id = if resumed {
-            record.harness_session_id.clone()
-        } else {
-            fresh_id
+        let (resumed, session_id) = match conversation {
+            Conversation::Resumed => (true, record.harness_session_id.clone()),
+            Conversation::Fresh(id) => (false, id),
         };
         let pane_str = pane.to_string();
         let id = session_id.clone();
+        let mode = harness.permission_mode();
         if let Err(error) = self.registry.update(&record.work_item, |r| {
             r.pane_id = Some(pane_str);
             r.harness_session_id = id;
+            r.permission_mode = mode;
+            r.harness_version = version;
         }) {
             tracing::warn!(work_item = %record.work_item, "respawn not recorded: {error}");
         }

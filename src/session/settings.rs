@@ -1,7 +1,7 @@
 //! What the session lifecycle needs from the config and the environment, and how long
 //! it waits for things.
 
-use crate::config::{Config, RepoConfig, SessionsConfig};
+use crate::config::{Config, PermissionMode, RepoConfig, SessionsConfig};
 use crate::paths::StatePaths;
 use crate::routing::prompt::{PromptError, Templates};
 use crate::work_item::WorkItemRef;
@@ -127,6 +127,13 @@ impl Settings {
         self.repos
             .iter()
             .find(|r| r.name.eq_ignore_ascii_case(&repo))
+    }
+
+    /// The permission mode the item's sessions start in: the repo's, else the global one.
+    pub(crate) fn permission_mode(&self, item: &WorkItemRef) -> PermissionMode {
+        self.repo(item)
+            .and_then(|r| r.permission_mode)
+            .unwrap_or(self.sessions.permission_mode)
     }
 }
 

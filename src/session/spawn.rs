@@ -87,11 +87,13 @@ impl Sessions {
                 item: item.to_string(),
             }));
         }
-        let harness =
-            Harness::resolve(&harness_name, &settings.sessions).map_err(|e| fail(e.into()))?;
-        harness
+        let harness = Harness::resolve(&harness_name, &settings.sessions)
+            .map_err(|e| fail(e.into()))?
+            .with_permission_mode(settings.permission_mode(item));
+        let program = harness
             .locate(settings.search_path.as_deref())
             .map_err(|e| fail(e.into()))?;
+        let version = client_version(&harness, &program, item).await;
         let placement = self
             .workspaces()
             .place(item, settings.repo(item), source)
@@ -111,6 +113,8 @@ impl Sessions {
             record.branch = Some(ws.branch.clone());
         }
         record.harness_session_id = harness.mint_session_id();
+        record.permission_mode = harness.permission_mode();
+        record.harness_version = version;
         let harness = super::hooks::wire(harness, &settings, item);
         let prompt = settings.templates.render_spawn(&inputs.vars(item));
         let argv = harness.fresh_argv(&prompt, record.harness_session_id.as_deref());
@@ -130,6 +134,11 @@ impl Sessions {
                 .with("cwd", record.cwd.display().to_string())
                 .with_opt("branch", record.branch.clone())
                 .with("harness_session_id", record.harness_session_id.clone())
+                .with_opt("harness_version", record.harness_version.clone())
+                .with_opt(
+                    "permission_mode",
+                    record.permission_mode.map(|m| m.as_str()),
+                )
                 .with("trigger", origin.trigger)
                 .with("actor", origin.actor.clone()),
         );
@@ -281,4 +290,21 @@ fn agent_path_env(bin: Option<&std::path::Path>) -> Vec<(String, String)> {
         env.push(("PATH".to_string(), path));
     }
     env
+}
+
+/// The release a harness whose screen the-loop reads names itself (`claude
+/// --version`, asked once per binary); `None` for the others, and when it cannot be
+/// told (then its screen is unknown: deliveries are held, SPEC §18.2).
+pub(super) async fn client_version(
+    harness: &Harness,
+    program: &std::path::Path,
+    item: &WorkItemRef,
+) -> Option<String> {
+    if !harness.is_claude() {
+        return None;
+    }
+    crate::harness::version::of(program)
+        .await
+        .inspect_err(|error| tracing::warn!(work_item = %item, "{error}"))
+        .ok()
 }

@@ -313,40 +313,147 @@ fn env_overrides_show_in_the_effective_config() {
     assert_eq!(v["sessions"]["tmux"]["socket"].as_str(), Some("loop-test"));
 }
 
-/// SPEC §18.2: `config check` says for each configured harness whether the-loop knows
-/// its screen (and so holds pastes for dialogs and drafts).
+/// A stand-in Claude Code that answers `--version` as the real one does.
+fn fake_claude(sb: &Sandbox, rel: &str, version: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = sb.write(rel, &format!("#!/bin/sh\necho '{version} (Claude Code)'\n"));
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// The `harness …` lines of a `config check`.
+fn harness_lines(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("harness "))
+        .collect()
+}
+
+/// SPEC §18.2, issue 30: `config check` says for each configured harness which release
+/// runs, the permission mode its sessions get and whether the-loop knows its screen.
 #[test]
-fn each_configured_harness_says_whether_its_screen_is_known() {
+fn each_configured_harness_says_its_release_mode_and_screen() {
     let sb = Sandbox::new();
-    let r = run(&mut sb.cmd(), &["config", "check"]);
+    let pinned = fake_claude(&sb, "bin/claude", "2.1.197");
+    let newer = fake_claude(&sb, "opt/claude", "2.1.400");
+    let path = pinned.parent().unwrap();
+    let file = sb.write(
+        "c.yaml",
+        "routing: {authorizedUsers: [alice]}\nrepos:\n  - {name: octo/web, permissionMode: plan}\nsessions:\n  harness: claude\n  harnesses:\n    mine: {command: my-agent, args: ['{prompt}']}\n    codex: {command: /nonexistent/codex}\n",
+    );
+    let r = run(
+        sb.cmd().env("PATH", path),
+        &["--config", file.to_str().unwrap(), "config", "check"],
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
+    let lines = harness_lines(&r.stderr);
+    assert_eq!(lines.len(), 3, "{}", r.stderr);
     assert!(
+        lines[0].starts_with(
+            "harness claude (sessions.harness): Claude Code 2.1.197; permission mode default (octo/web: plan); screen: known (recorded from Claude Code 2.1.197)"
+        ),
+        "{}",
         r.stderr
-            .contains("harness claude (sessions.harness): screen: claude ("),
+    );
+    assert!(lines[1].starts_with("harness codex: "), "{}", r.stderr);
+    assert!(lines[1].contains("not on PATH"), "{}", r.stderr);
+    assert!(lines[1].ends_with("screen: unknown (a paste cannot wait for an open dialog or a half-typed draft to clear)"), "{}", r.stderr);
+    assert!(lines[2].starts_with("harness mine: "), "{}", r.stderr);
+    assert!(!lines[2].contains("permission mode"), "{}", r.stderr);
+    assert!(lines[2].contains("screen: unknown ("), "{}", r.stderr);
+
+    // A release the-loop did not record: known to be unknown.
+    let yaml = format!(
+        "sessions:\n  harnesses:\n    claude: {{command: {}}}\n",
+        newer.display()
+    );
+    let file = sb.write("newer.yaml", &yaml);
+    let r = run(
+        sb.cmd().env("PATH", path),
+        &["--config", file.to_str().unwrap(), "config", "check"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let lines = harness_lines(&r.stderr);
+    assert!(
+        lines[0].starts_with(
+            "harness claude (sessions.harness): Claude Code 2.1.400; permission mode default; screen: unknown for 2.1.400 — deliveries will be held (recorded: 2.1.197"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(lines[0].contains("sessions deliver REF"), "{}", r.stderr);
+
+    // Not installed: said, and its screen cannot be known.
+    let r = run(
+        sb.cmd().env("PATH", sb.path("nowhere")),
+        &["config", "check"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let lines = harness_lines(&r.stderr);
+    assert!(lines[0].contains("which is not on PATH"), "{}", r.stderr);
+    assert!(
+        lines[0].ends_with("screen: unknown (no version read) — deliveries will be held"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// Issue 30: `bypassPermissions` takes a second key, and is warned about even then;
+/// `auto` is warned about.
+#[test]
+fn bypass_needs_a_second_key_and_risky_modes_are_warned_about() {
+    let sb = Sandbox::new();
+    let file = sb.write(
+        "c.yaml",
+        "routing: {authorizedUsers: [alice]}\nrepos:\n  - {name: octo/web, permissionMode: bypassPermissions}\n",
+    );
+    let r = run(
+        &mut sb.cmd(),
+        &["--config", file.to_str().unwrap(), "config", "check"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(":3:")
+            && r.stderr.contains(
+                "repos[0].permissionMode: bypassPermissions runs every tool call unasked"
+            ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("sessions.allowBypass: true"),
         "{}",
         r.stderr
     );
     let r = check_yaml(
         &sb,
-        "routing: {authorizedUsers: [alice]}\nsessions:\n  harness: mine\n  harnesses:\n    mine: {command: my-agent, args: ['{prompt}']}\n    codex: {command: /opt/codex}\n    claude: {command: /opt/claude}\n",
+        "routing: {authorizedUsers: [alice]}\nrepos:\n  - {name: octo/web, permissionMode: bypassPermissions}\nsessions: {allowBypass: true, permissionMode: auto}\n",
     );
-    let screens: Vec<&str> = r
-        .stderr
-        .lines()
-        .filter(|l| l.starts_with("harness "))
-        // Without the explanation in the last parentheses.
-        .map(|l| l.rsplit_once(" (").map_or(l, |(head, _)| head))
-        .collect();
-    assert_eq!(
-        screens,
-        [
-            "harness mine (sessions.harness): screen: unknown",
-            "harness claude: screen: claude",
-            "harness codex: screen: unknown",
-        ],
+    assert!(
+        r.stderr.contains("warning: ")
+            && r.stderr.contains(
+                "repos[0].permissionMode: bypassPermissions (allowed by sessions.allowBypass)"
+            ),
         "{}",
         r.stderr
     );
+    assert!(
+        r.stderr
+            .contains("sessions.permissionMode: auto: Claude Code runs"),
+        "{}",
+        r.stderr
+    );
+    let v: serde_norway::Value = serde_norway::from_str(&r.stdout).unwrap();
+    assert_eq!(v["sessions"]["permissionMode"].as_str(), Some("auto"));
+    // A mode Claude Code does not name is an error with the choices.
+    let file = sb.write("bad.yaml", "sessions: {permissionMode: yolo}\n");
+    let r = run(
+        &mut sb.cmd(),
+        &["--config", file.to_str().unwrap(), "config", "check"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("sessions.permissionMode"), "{}", r.stderr);
+    assert!(r.stderr.contains("acceptEdits"), "{}", r.stderr);
 }
 
 #[test]

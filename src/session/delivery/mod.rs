@@ -15,7 +15,8 @@
 //! [`PasteError`]); the held lane ([`LaneHolds`], [`deliver_through_holds`]); the
 //! record's hold and its reasons ([`Hold`], [`HoldReason`], …); the session's paste lock
 //! ([`lock_session`]); the one fixed keystroke on a harness's own dialog
-//! ([`dialog_shown`], [`press_on_dialog`]). The screen readers and the pane-level steps
+//! ([`dialog_shown`], [`press_on_dialog`]); whether a client's screen is read at all
+//! ([`Screen`], [`CLAUDE_RECORDED_RELEASES`]). The screen readers and the pane-level steps
 //! (`screen`, `deliver`) are public only for the integration tests and benchmarks that
 //! run them against real panes; `session_files_tests` holds the product to this list.
 
@@ -33,6 +34,8 @@ pub use hold::{Held, HeldEvents, HeldReply, HeldReview, HeldSummary, Hold, HoldR
 pub use paste::{Delivered, DeliveryFailure};
 pub(crate) use paste::{PasteError, PastePolicy, Pasted};
 pub use paste_lock::{PasteLock, PasteLockError, acquire as lock_session};
+pub use screen::Screen;
+pub use screen::claude::RECORDED_RELEASES as CLAUDE_RECORDED_RELEASES;
 
 use crate::tmux::{self, PaneId, Tmux};
 

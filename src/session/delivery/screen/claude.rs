@@ -40,6 +40,17 @@ const DIALOG_HINTS: &[&str] = &["Esc to cancel", "Enter to confirm", "Enter to s
 /// A rule shorter than this is not the box's (Claude Code draws it full width).
 const MIN_RULE: usize = 10;
 
+/// The Claude Code releases whose screens were recorded (`claude/fixtures/`) and are
+/// read here. A session running any other release has an unknown screen: its
+/// deliveries are held until the operator releases one by hand (issue 30), never
+/// pasted on a guess.
+pub const RECORDED_RELEASES: &[&str] = &["2.1.197"];
+
+/// Whether Claude Code `version`'s screen is one the-loop has recorded.
+pub fn recorded(version: &str) -> bool {
+    RECORDED_RELEASES.contains(&version)
+}
+
 /// Reads `screen`, a `capture-pane -p` capture; with `-e` a dim placeholder reads as
 /// an empty box.
 pub fn look(screen: &str) -> Look {

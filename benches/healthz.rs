@@ -130,7 +130,9 @@ async fn bench() {
     let mut held = Vec::with_capacity(HELD);
     for _ in 0..HELD {
         let mut stream = TcpStream::connect(addr).await.unwrap();
-        let _ = stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n").await;
+        let _ = stream
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+            .await;
         held.push(stream);
     }
     let opened = flood.elapsed();

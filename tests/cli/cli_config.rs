@@ -516,3 +516,26 @@ fn run_refuses_the_untouched_starter_before_any_request() {
     assert_ne!(r.code, 2, "{}", r.stderr);
     assert!(github.requests() > 0, "{}", r.stderr);
 }
+
+/// `the-loop tui` starts the same supervisor; a test has no terminal for the binary, so
+/// the refusal is checked where both commands start it.
+#[tokio::test]
+async fn the_tui_supervisor_refuses_the_untouched_starter_too() {
+    use the_loop::config::ConfigError;
+    use the_loop::supervisor::{Mode, StartError, Supervisor, SupervisorOptions};
+    let sb = Sandbox::new();
+    let file = sb.write("the-loop.yaml", the_loop::config::starter::STARTER_YAML);
+    let options = SupervisorOptions::new(Mode::Tui)
+        .config_flag(Some(file.clone()))
+        .paths(the_loop::paths::StatePaths::new(sb.path("state")));
+    let Err(err) = Supervisor::start(options).await else {
+        panic!("the supervisor started on the starter");
+    };
+    assert_eq!(err.exit_code(), 2);
+    let StartError::Config(ConfigError::Placeholders { path, diagnostics }) = &err else {
+        panic!("{err}");
+    };
+    assert_eq!(path, &file);
+    assert_eq!(diagnostics.len(), 3, "{err}");
+    assert!(!sb.path("state/supervisor.lock").exists(), "refused before the lock");
+}

@@ -537,5 +537,8 @@ async fn the_tui_supervisor_refuses_the_untouched_starter_too() {
     };
     assert_eq!(path, &file);
     assert_eq!(diagnostics.len(), 3, "{err}");
-    assert!(!sb.path("state/supervisor.lock").exists(), "refused before the lock");
+    assert!(
+        !sb.path("state/supervisor.lock").exists(),
+        "refused before the lock"
+    );
 }

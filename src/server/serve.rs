@@ -50,7 +50,8 @@ pub const RESERVED_DEADLINE: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub timeouts: Timeouts,
-    /// Open connections at most; more are closed as soon as they are accepted.
+    /// Open connections at most (plus the reserved health-check slot); when all are
+    /// open, the one that waited longest for a request gives way (`slots`).
     pub max_connections: usize,
     /// How long shutdown waits for open connections before dropping them.
     pub drain: Duration,
@@ -284,7 +285,7 @@ async fn accept_loop<L: Listener>(
                 tracing::warn!(
                     max_connections = limits.max_connections,
                     also = more,
-                    "every connection carries a request; closing new connections"
+                    "every connection slot, the reserved one too, carries a request; closing new connections"
                 );
             }
             continue;

@@ -36,6 +36,7 @@ pub fn run(cmd: ConfigCommand, ctx: &Ctx) -> CliResult {
 
 fn check(env: &Environment, flag: Option<&Path>) -> CliResult {
     let loaded = env.load(flag).map_err(usage)?;
+    loaded.check_placeholders().map_err(usage)?;
     let yaml = serde_norway::to_string(&loaded.config).map_err(super::failed)?;
     match &loaded.path {
         Some(path) => eprintln!("config: {} (valid)", path.display()),
@@ -188,9 +189,15 @@ fn init(
     crate::fsutil::atomic_write(&target, config::starter::STARTER_YAML.as_bytes())
         .with_context(|| format!("cannot write {}", target.display()))?;
     println!("{}", target.display());
+    eprintln!("wrote a starter config to {}", target.display());
+    // The same lines `config check` and `run` print until each placeholder is replaced.
+    if let Ok(written) = env.load_file(&target) {
+        for placeholder in &written.placeholders {
+            eprintln!("edit {placeholder}");
+        }
+    }
     eprintln!(
-        "wrote a starter config to {}; set your repos and routing.authorizedUsers, then run `the-loop --config {} config check`",
-        target.display(),
+        "then run `the-loop --config {} config check`",
         target.display()
     );
     Ok(())

@@ -149,3 +149,75 @@ fn the_starter_is_valid_and_shows_every_key_with_its_default() {
     rest.routing.authorized_users.clear();
     assert_eq!(rest, Config::default());
 }
+
+#[test]
+fn each_placeholder_of_the_starter_is_named_at_its_line() {
+    let origin = Path::new("starter.yaml");
+    let text = starter::STARTER_YAML;
+    let config = parse_str(text, origin).unwrap();
+    let found = parse::locate_all(text, origin, validate::placeholders(&config));
+    let line_of = |needle: &str| {
+        text.lines()
+            .position(|l| l.contains(needle))
+            .map(|i| i + 1)
+            .unwrap()
+    };
+    let named: Vec<(usize, &str)> = found
+        .iter()
+        .map(|d| (d.position.unwrap().line, d.key_path.as_str()))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            (line_of("name: your-github-user/your-repo"), "repos[0].name"),
+            (line_of("path: ~/src/your-repo"), "repos[0].path"),
+            (line_of("- your-github-login"), "routing.authorizedUsers[0]"),
+        ]
+    );
+    for d in &found {
+        assert!(
+            d.message.contains("placeholder from the starter: put "),
+            "{d}"
+        );
+    }
+}
+
+#[test]
+fn only_whole_placeholder_names_count() {
+    let flagged = |name: &str, path: &str, login: &str| {
+        let mut config = sample();
+        config.repos[0].name = name.into();
+        config.repos[0].path = Some(path.into());
+        config.routing.authorized_users = vec![login.into()];
+        validate::placeholders(&config)
+            .into_iter()
+            .map(|p| p.path.to_string())
+            .collect::<Vec<_>>()
+    };
+    let none: Vec<String> = Vec::new();
+    assert_eq!(flagged("octo/repo", "~/src/repo", "alice"), none);
+    assert_eq!(
+        flagged(
+            "acme/your-repo-tools",
+            "~/src/your-repository",
+            "your-github-login2"
+        ),
+        none
+    );
+    assert_eq!(
+        flagged(
+            "octo/Your-Repo",
+            "/home/me/your-repo/",
+            "@Your-GitHub-Login"
+        ),
+        [
+            "repos[0].name",
+            "repos[0].path",
+            "routing.authorizedUsers[0]"
+        ]
+    );
+    assert_eq!(
+        flagged("your-github-user/tools", "~/src/tools", "alice"),
+        ["repos[0].name"]
+    );
+}

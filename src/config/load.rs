@@ -18,6 +18,24 @@ pub struct LoadedConfig {
     pub path: Option<PathBuf>,
     /// Legal but risky or useless settings, one line each, located like errors.
     pub warnings: Vec<String>,
+    /// The starter's placeholders still in the file: [`LoadedConfig::check_placeholders`]
+    /// refuses them where the config is about to be used against GitHub.
+    pub placeholders: Vec<Diagnostic>,
+}
+
+impl LoadedConfig {
+    /// Err naming each placeholder of the starter still in the file (file:line, what to
+    /// put there): `config check`, `run`, `tui` and a live reload refuse such a config —
+    /// it would poll `your-github-user/your-repo`, which does not exist.
+    pub fn check_placeholders(&self) -> Result<(), ConfigError> {
+        match &self.path {
+            Some(path) if !self.placeholders.is_empty() => Err(ConfigError::Placeholders {
+                path: path.clone(),
+                diagnostics: self.placeholders.clone(),
+            }),
+            _ => Ok(()),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +52,15 @@ pub enum ConfigError {
     /// The file parsed badly or broke a rule; one diagnostic per problem.
     #[error("{}", render(.diagnostics))]
     Invalid {
+        path: PathBuf,
+        diagnostics: Vec<Diagnostic>,
+    },
+    /// The file still holds the starter's placeholders; one diagnostic each.
+    #[error(
+        "{}\n{} still holds {} placeholder(s) from `the-loop config init`; replace each with your own value, then run `the-loop config check`",
+        render(.diagnostics), .path.display(), .diagnostics.len()
+    )]
+    Placeholders {
         path: PathBuf,
         diagnostics: Vec<Diagnostic>,
     },
@@ -137,11 +164,13 @@ impl Environment {
             .iter()
             .map(ToString::to_string)
             .collect();
+        let placeholders = locate_all(&text, path, validate::placeholders(&config));
         self.apply_overrides(&mut config);
         Ok(LoadedConfig {
             config,
             path: Some(path.to_path_buf()),
             warnings,
+            placeholders,
         })
     }
 
@@ -156,6 +185,7 @@ impl Environment {
             config,
             path: None,
             warnings,
+            placeholders: Vec::new(),
         }
     }
 

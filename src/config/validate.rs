@@ -141,6 +141,51 @@ pub fn warnings(config: &Config) -> Vec<Problem> {
     out
 }
 
+/// The starter's placeholders still in place (`config init` writes them): what to put
+/// there instead. Whole names only, so a real `acme/your-repo-tools` is not one.
+pub fn placeholders(config: &Config) -> Vec<Problem> {
+    use super::starter::{LOGIN_PLACEHOLDER, OWNER_PLACEHOLDER, REPO_PLACEHOLDER};
+    let is = |value: &str, placeholder: &str| value.trim().eq_ignore_ascii_case(placeholder);
+    let mut out = Vec::new();
+    for (i, repo) in config.repos.iter().enumerate() {
+        let at = |key: &str| KeyPath::root().key("repos").index(i).key(key);
+        let (owner, name) = repo.name.split_once('/').unwrap_or(("", &repo.name));
+        if is(owner, OWNER_PLACEHOLDER) || is(name, REPO_PLACEHOLDER) {
+            out.push(Problem::new(
+                at("name"),
+                format!(
+                    "`{}` is a placeholder from the starter: put the repository to watch, as owner/name (e.g. `octo/repo`)",
+                    repo.name
+                ),
+            ));
+        }
+        if let Some(path) = &repo.path
+            && path.split('/').any(|part| is(part, REPO_PLACEHOLDER))
+        {
+            out.push(Problem::new(
+                at("path"),
+                format!(
+                    "`{path}` is a placeholder from the starter: put the directory of your clone of that repository (e.g. `~/src/repo`)"
+                ),
+            ));
+        }
+    }
+    for (i, login) in config.routing.authorized_users.iter().enumerate() {
+        if is(login.trim_start_matches('@'), LOGIN_PLACEHOLDER) {
+            out.push(Problem::new(
+                KeyPath::root()
+                    .key("routing")
+                    .key("authorizedUsers")
+                    .index(i),
+                format!(
+                    "`{login}` is a placeholder from the starter: put your own GitHub login (and those of the others allowed to steer the agents)"
+                ),
+            ));
+        }
+    }
+    out
+}
+
 fn check_polling(config: &Config, out: &mut Vec<Problem>) {
     let interval = config.polling.interval_seconds;
     if interval < MIN_POLL_INTERVAL_SECONDS {

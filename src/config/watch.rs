@@ -187,7 +187,7 @@ impl Reloader {
             ));
             return;
         }
-        match super::load_file(&self.path) {
+        match super::load_file(&self.path).and_then(|new| new.check_placeholders().map(|()| new)) {
             Ok(new) => self.apply(new),
             Err(e) => self.fail(e.to_string()),
         }

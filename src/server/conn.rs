@@ -20,6 +20,7 @@ use axum::body::Bytes;
 use http_body::{Frame, SizeHint};
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -73,12 +74,14 @@ impl Phase {
     }
 }
 
-/// Shared by a connection's reader, its request and response bodies, and its task.
+/// Shared by a connection's reader, its request and response bodies, its task, and the
+/// listener's slot table (which may evict it).
 #[derive(Debug)]
 pub struct Clock {
     timeouts: Timeouts,
     phase: Mutex<Phase>,
     changed: Notify,
+    evicted: AtomicBool,
 }
 
 impl Clock {
@@ -90,7 +93,30 @@ impl Clock {
                 since: Instant::now(),
             }),
             changed: Notify::new(),
+            evicted: AtomicBool::new(false),
         })
+    }
+
+    /// While no request is in flight — waiting for a head (half-open) or idle between
+    /// requests — the order in which connections give way to a newcomer: half-open
+    /// before idle, then the one that has waited longest. `None` once a head is parsed:
+    /// a request in flight is never cut off to make room.
+    pub fn waiting(&self) -> Option<(u8, Instant)> {
+        match self.phase() {
+            Phase::Head { since } => Some((0, since)),
+            Phase::Idle { since } => Some((1, since)),
+            Phase::Body { .. } | Phase::Busy => None,
+        }
+    }
+
+    /// Closes the connection to make room (its task drops it at once).
+    pub fn evict(&self) {
+        self.evicted.store(true, Ordering::Relaxed);
+        self.changed.notify_one();
+    }
+
+    pub fn is_evicted(&self) -> bool {
+        self.evicted.load(Ordering::Relaxed)
     }
 
     pub fn phase(&self) -> Phase {
@@ -134,7 +160,7 @@ impl Clock {
     }
 
     /// hyper parsed a head; the whole request is due `request` from its first byte.
-    fn head_parsed(&self) {
+    pub(super) fn head_parsed(&self) {
         self.shift(|p| match p {
             Phase::Head { since } => Some(Phase::Body { since }),
             // A pipelined head read while the previous response was still going out.
@@ -147,12 +173,12 @@ impl Clock {
 
     /// The request body ended, or the handler dropped it unread (hyper then closes the
     /// connection after the response rather than read the rest).
-    fn body_done(&self) {
+    pub(super) fn body_done(&self) {
         self.shift(|p| matches!(p, Phase::Body { .. }).then_some(Phase::Busy));
     }
 
     /// hyper has the whole response (or gave up on it): the connection idles.
-    fn response_done(&self) {
+    pub(super) fn response_done(&self) {
         self.shift(|p| match p {
             Phase::Body { .. } | Phase::Busy => Some(Phase::Idle {
                 since: Instant::now(),

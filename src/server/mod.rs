@@ -17,9 +17,10 @@
 
 pub mod conn;
 pub mod serve;
+pub mod slots;
 
 pub use conn::Timeouts;
-pub use serve::{Limits, Listener, PeerPid, Serving, StatsSnapshot};
+pub use serve::{HEALTH_PATH, Limits, Listener, PeerPid, Serving, Stats, StatsSnapshot};
 
 use std::io;
 use std::net::SocketAddr;
@@ -29,7 +30,7 @@ use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::config::ServerConfig;
@@ -117,14 +118,20 @@ pub async fn start(
         }
     };
 
+    let limits = limits(cfg);
+    let stats = Arc::new(Stats::default());
+    let health = Health {
+        stats: Arc::clone(&stats),
+        max_connections: limits.max_connections,
+    };
     let app = guarded(
         receiver
             .router()
-            .route("/healthz", get(|| async { "ok\n" })),
+            .route(HEALTH_PATH, get(healthz).with_state(Arc::new(health))),
         &cfg.allowed_origins,
         events.clone(),
     );
-    let serving = serve::serve(listener, app, limits(cfg));
+    let serving = serve::serve_counted(listener, app, limits, stats);
 
     let warning = webhook.warning(cfg);
     let _ = events.emit(
@@ -145,6 +152,30 @@ pub async fn start(
         local_addr,
         serving,
     })
+}
+
+/// What `GET /healthz` reports: the listener's load, and what it shed.
+struct Health {
+    stats: Arc<Stats>,
+    max_connections: usize,
+}
+
+/// 200 with the listener's counters (JSON): `open` of `max_connections`, `shed` —
+/// connections let go of for want of room, `evicted` (they waited longest for a
+/// request) plus `over_cap` (closed at once) — and `timed_out`.
+async fn healthz(State(health): State<Arc<Health>>) -> Response {
+    let s = health.stats.snapshot();
+    axum::Json(serde_json::json!({
+        "status": "ok",
+        "open": s.open,
+        "max_connections": health.max_connections,
+        "shed": s.shed(),
+        "evicted": s.evicted,
+        "over_cap": s.over_cap,
+        "timed_out": s.timed_out,
+        "reserved": s.reserved,
+    }))
+    .into_response()
 }
 
 fn failed_event(listen: &str, error: &str) -> Event {

@@ -2,8 +2,11 @@
 //! socket (SPEC §14.2). `axum::serve` has no header or body timeouts and no connection
 //! cap, so this loop drives hyper's HTTP/1 connections itself:
 //!
-//! - at most [`Limits::max_connections`] connections are open; one more is accepted and
-//!   closed at once (a listener that stops accepting leaves the kernel's queue full);
+//! - at most [`Limits::max_connections`] connections are open; when all are taken, the
+//!   one that has waited longest for a request head gives way to the newcomer, a
+//!   reserved slot answers `GET /healthz` when every slot carries a request, and only
+//!   then is a new connection closed at once (`slots`: a listener that stops accepting
+//!   leaves the kernel's queue full);
 //! - each connection runs under its [`Clock`]: 10 s for a head, 30 s for a whole
 //!   request, 60 s idle between requests, then it is dropped;
 //! - accept errors other than a peer giving up (`EMFILE`, `ENFILE`, `ENOBUFS`, …) back
@@ -14,7 +17,10 @@
 //! The app is an axum `Router` served as a hyper service; nothing here parses HTTP.
 
 use super::conn::{Clock, Timeouts, Watched, track_request, track_response};
+use super::slots::{Pool, Slot, Slots};
 use axum::Router;
+use axum::http::{Method, StatusCode, header};
+use axum::response::IntoResponse;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::future::Future;
@@ -23,7 +29,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
@@ -33,11 +39,19 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 /// The largest request head (request line and headers) served.
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 
+/// The health check: the one request the reserved slot serves.
+pub const HEALTH_PATH: &str = "/healthz";
+
+/// Every deadline of a connection in the reserved slot: a health check sends its head
+/// at once and is answered at once.
+pub const RESERVED_DEADLINE: Duration = Duration::from_secs(1);
+
 /// What a listener tolerates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub timeouts: Timeouts,
-    /// Open connections at most; more are closed as soon as they are accepted.
+    /// Open connections at most (plus the reserved health-check slot); when all are
+    /// open, the one that waited longest for a request gives way (`slots`).
     pub max_connections: usize,
     /// How long shutdown waits for open connections before dropping them.
     pub drain: Duration,
@@ -101,6 +115,8 @@ pub struct Stats {
     open: AtomicUsize,
     served: AtomicU64,
     over_cap: AtomicU64,
+    evicted: AtomicU64,
+    reserved: AtomicU64,
     refused: AtomicU64,
     timed_out: AtomicU64,
     accept_errors: AtomicU64,
@@ -113,8 +129,13 @@ pub struct StatsSnapshot {
     pub open: usize,
     /// Connections admitted and served (or being served).
     pub served: u64,
-    /// Connections closed at once because `max_connections` were open.
+    /// Connections closed at once: every slot, the reserved one too, carried a request.
     pub over_cap: u64,
+    /// Connections closed to make room for a newer one: they had waited longest for a
+    /// request head (half-open, or idle between requests).
+    pub evicted: u64,
+    /// Connections served in the reserved slot (`GET /healthz` only).
+    pub reserved: u64,
     /// Connections the listener refused (the operator socket: another user).
     pub refused: u64,
     /// Connections dropped because a phase's deadline passed.
@@ -128,6 +149,8 @@ impl Stats {
             open: self.open.load(Ordering::Relaxed),
             served: self.served.load(Ordering::Relaxed),
             over_cap: self.over_cap.load(Ordering::Relaxed),
+            evicted: self.evicted.load(Ordering::Relaxed),
+            reserved: self.reserved.load(Ordering::Relaxed),
             refused: self.refused.load(Ordering::Relaxed),
             timed_out: self.timed_out.load(Ordering::Relaxed),
             accept_errors: self.accept_errors.load(Ordering::Relaxed),
@@ -163,10 +186,26 @@ impl Drop for Serving {
     }
 }
 
+impl StatsSnapshot {
+    /// Connections the listener let go of for want of room: evicted or closed at once.
+    pub fn shed(&self) -> u64 {
+        self.evicted + self.over_cap
+    }
+}
+
 /// Serves `app` on `listener` under `limits`. Must run inside a tokio runtime.
 pub fn serve<L: Listener>(listener: L, app: Router, limits: Limits) -> Serving {
+    serve_counted(listener, app, limits, Arc::default())
+}
+
+/// [`serve`], counting into `stats` (which the app may report, as `/healthz` does).
+pub fn serve_counted<L: Listener>(
+    listener: L,
+    app: Router,
+    limits: Limits,
+    stats: Arc<Stats>,
+) -> Serving {
     let (stop, stopped) = watch::channel(false);
-    let stats = Arc::new(Stats::default());
     let task = tokio::spawn(accept_loop(
         listener,
         app,
@@ -188,7 +227,7 @@ async fn accept_loop<L: Listener>(
     stats: Arc<Stats>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let slots = Slots::new(limits.max_connections, super::slots::RESERVED);
     let mut builder = http1::Builder::new();
     // hyper's header timer restarts the moment a connection idles, so it can only
     // stand in for the longest phase; the connection's clock keeps the real ones.
@@ -204,6 +243,7 @@ async fn accept_loop<L: Listener>(
     let mut connections = JoinSet::new();
     let mut backoff = AcceptBackoff::default();
     let mut warn_cap = Throttle::every(Duration::from_secs(10));
+    let mut warn_evict = Throttle::every(Duration::from_secs(10));
     let mut warn_errors = Throttle::every(Duration::from_secs(10));
     loop {
         while connections.try_join_next().is_some() {}
@@ -234,26 +274,48 @@ async fn accept_loop<L: Listener>(
             stats.refused.fetch_add(1, Ordering::Relaxed);
             continue;
         }
-        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+        let t_reserved = reserved_timeouts(t);
+        let admitted = slots.admit(|pool| match pool {
+            Pool::Main => Clock::new(t),
+            Pool::Reserved => Clock::new(t_reserved),
+        });
+        let Some((admitted, clock)) = admitted else {
             stats.over_cap.fetch_add(1, Ordering::Relaxed);
             if let Some(more) = warn_cap.ready() {
                 tracing::warn!(
                     max_connections = limits.max_connections,
                     also = more,
-                    "connection limit reached; closing new connections"
+                    "every connection slot, the reserved one too, carries a request; closing new connections"
                 );
             }
             continue;
         };
+        if admitted.evicted {
+            stats.evicted.fetch_add(1, Ordering::Relaxed);
+            if let Some(more) = warn_evict.ready() {
+                tracing::warn!(
+                    max_connections = limits.max_connections,
+                    also = more,
+                    "connection limit reached; closing the connections that waited longest for a request"
+                );
+            }
+        }
+        let mut conn_builder = builder.clone();
+        if admitted.slot.pool() == Pool::Reserved {
+            stats.reserved.fetch_add(1, Ordering::Relaxed);
+            conn_builder
+                .keep_alive(false)
+                .header_read_timeout(RESERVED_DEADLINE);
+        }
         stats.served.fetch_add(1, Ordering::Relaxed);
-        let open = Open::new(permit, Arc::clone(&stats));
+        let open = Open::new(admitted.slot, Arc::clone(&stats));
         let peer = listener.peer_pid(&io).map(PeerPid);
         connections.spawn(connection(
             io,
             peer,
             app.clone(),
-            builder.clone(),
-            t,
+            conn_builder,
+            clock,
             open,
             stop.clone(),
         ));
@@ -272,19 +334,25 @@ async fn accept_loop<L: Listener>(
     connections.shutdown().await;
 }
 
-/// One open connection's share of the cap; counted while it lives, however it ends.
+/// The deadlines of a connection in the reserved slot: [`RESERVED_DEADLINE`] at most.
+fn reserved_timeouts(t: Timeouts) -> Timeouts {
+    Timeouts {
+        header_read: t.header_read.min(RESERVED_DEADLINE),
+        request: t.request.min(RESERVED_DEADLINE),
+        idle: t.idle.min(RESERVED_DEADLINE),
+    }
+}
+
+/// One open connection's slot; counted while it lives, however it ends.
 struct Open {
-    _permit: OwnedSemaphorePermit,
+    slot: Slot,
     stats: Arc<Stats>,
 }
 
 impl Open {
-    fn new(permit: OwnedSemaphorePermit, stats: Arc<Stats>) -> Self {
+    fn new(slot: Slot, stats: Arc<Stats>) -> Self {
         stats.open.fetch_add(1, Ordering::Relaxed);
-        Self {
-            _permit: permit,
-            stats,
-        }
+        Self { slot, stats }
     }
 }
 
@@ -294,27 +362,32 @@ impl Drop for Open {
     }
 }
 
-/// Drives one connection until it ends, its clock runs out, or shutdown has let its
-/// request finish.
+/// Drives one connection until it ends, its clock runs out, it is evicted, or shutdown
+/// has let its request finish. In the reserved slot it serves one `GET /healthz`; any
+/// other request there gets 503.
 async fn connection<Io>(
     io: Io,
     peer: Option<PeerPid>,
     app: Router,
     builder: http1::Builder,
-    timeouts: Timeouts,
+    clock: Arc<Clock>,
     open: Open,
     mut stop: watch::Receiver<bool>,
 ) where
     Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let clock = Clock::new(timeouts);
     let io = TokioIo::new(Watched::new(io, Arc::clone(&clock)));
     let service_clock = Arc::clone(&clock);
+    let health_only = open.slot.pool() == Pool::Reserved;
     let service = hyper::service::service_fn(move |request| {
         let mut app = app.clone();
         let clock = Arc::clone(&service_clock);
         async move {
             let mut request = track_request(request, &clock);
+            if health_only && !is_health_check(&request) {
+                drop(request);
+                return Ok(track_response(busy(), &clock));
+            }
             if let Some(peer) = peer {
                 request.extensions_mut().insert(peer);
             }
@@ -326,6 +399,10 @@ async fn connection<Io>(
     tokio::pin!(conn);
     let mut stopping = false;
     loop {
+        if clock.is_evicted() {
+            tracing::debug!("connection evicted to make room; closed");
+            break;
+        }
         if !stopping && *stop.borrow() {
             stopping = true;
             conn.as_mut().graceful_shutdown();
@@ -355,6 +432,20 @@ async fn connection<Io>(
         }
     }
     drop(open);
+}
+
+fn is_health_check(request: &axum::extract::Request) -> bool {
+    request.method() == Method::GET && request.uri().path() == HEALTH_PATH
+}
+
+/// What the reserved slot answers anything but a health check.
+fn busy() -> axum::response::Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::RETRY_AFTER, "1"), (header::CONNECTION, "close")],
+        "every connection slot is busy; only GET /healthz is answered now, retry shortly\n",
+    )
+        .into_response()
 }
 
 async fn until(deadline: Option<Instant>) {

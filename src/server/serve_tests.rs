@@ -107,29 +107,92 @@ async fn wait_stats(serving: &Serving, what: &str, check: impl Fn(StatsSnapshot)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn connections_beyond_the_cap_are_closed_at_once_and_a_freed_slot_is_reused() {
+async fn when_full_the_longest_waiting_half_open_connection_gives_way() {
     let (serving, addr) = start(limits(2, long())).await;
-    let first = half_open(addr).await;
-    let _second = half_open(addr).await;
+    let mut first = half_open(addr).await;
+    wait_stats(&serving, "one open", |s| s.open == 1).await;
+    let mut second = half_open(addr).await;
     wait_stats(&serving, "two open", |s| s.open == 2).await;
 
-    // The third is accepted and closed, long before any timeout could have run.
+    // A third: the oldest half-open one is closed for it, long before any timeout.
     let mut third = half_open(addr).await;
-    assert!(
-        closed(&mut third).await,
-        "the connection over the cap is closed"
-    );
-    assert_eq!(serving.stats().over_cap, 1);
+    assert!(closed(&mut first).await, "the oldest gave way");
+    wait_stats(&serving, "one evicted", |s| s.evicted == 1 && s.open == 2).await;
+    assert_eq!(serving.stats().over_cap, 0);
     assert_eq!(serving.stats().timed_out, 0);
 
-    drop(first);
-    wait_stats(&serving, "a slot freed", |s| s.open == 1).await;
+    // A health check evicts the next oldest and is answered, with what was shed.
     let mut fresh = TcpStream::connect(addr).await.unwrap();
     let (status, body) = healthz(&mut fresh).await;
     assert_eq!(
         (status.as_str(), body.as_str()),
         ("HTTP/1.1 200 OK", "ok\n")
     );
+    assert!(closed(&mut second).await, "the next oldest gave way");
+    assert_eq!(serving.stats().evicted, 2);
+    // The newest half-open one is still held and can finish its request.
+    third.write_all(b"\r\n").await.unwrap();
+    assert_eq!(response(&mut third).await.0, "HTTP/1.1 200 OK");
+    serving.shutdown().await;
+}
+
+/// [`app`] plus `POST /upload`, which says when a request reaches it (its head parsed,
+/// its body still to come) and then echoes the body.
+fn app_with_uploads() -> (Router, tokio::sync::mpsc::UnboundedReceiver<()>) {
+    let (arrived, arrivals) = tokio::sync::mpsc::unbounded_channel();
+    let upload = post(move |body: axum::body::Body| {
+        let _ = arrived.send(());
+        async move { axum::body::to_bytes(body, 1024).await.unwrap_or_default() }
+    });
+    (app().route("/upload", upload), arrivals)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_every_slot_in_flight_the_reserved_slot_answers_healthz_only() {
+    let (app, mut arrivals) = app_with_uploads();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let serving = serve(listener, app, limits(1, long()));
+    // A POST whose body is still arriving: a request in flight, never evicted.
+    let mut held = TcpStream::connect(addr).await.unwrap();
+    held.write_all(b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nx")
+        .await
+        .unwrap();
+    tokio::time::timeout(PATIENCE, arrivals.recv())
+        .await
+        .expect("the upload reached its handler");
+
+    let mut health = TcpStream::connect(addr).await.unwrap();
+    let (status, body) = healthz(&mut health).await;
+    assert_eq!(
+        (status.as_str(), body.as_str()),
+        ("HTTP/1.1 200 OK", "ok\n")
+    );
+    assert!(closed(&mut health).await, "one request, then closed");
+
+    // Anything else in the reserved slot: 503, and closed.
+    let mut other = TcpStream::connect(addr).await.unwrap();
+    other
+        .write_all(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+        .await
+        .unwrap();
+    let (status, _) = response(&mut other).await;
+    assert_eq!(status, "HTTP/1.1 503 Service Unavailable");
+
+    // A slow client cannot keep it: the next newcomer displaces it, and it would run
+    // out of time within a second anyway.
+    let mut slow = half_open(addr).await;
+    wait_stats(&serving, "the slow one holds it", |s| s.reserved == 3).await;
+    let mut health = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(healthz(&mut health).await.0, "HTTP/1.1 200 OK");
+    assert!(closed(&mut slow).await);
+    let stats = serving.stats();
+    assert_eq!((stats.evicted, stats.over_cap), (1, 0), "{stats:?}");
+
+    // The request in flight was never touched: it finishes.
+    held.write_all(&[b'x'; 99]).await.unwrap();
+    let (status, body) = response(&mut held).await;
+    assert_eq!((status.as_str(), body.len()), ("HTTP/1.1 200 OK", 100));
     serving.shutdown().await;
 }
 

@@ -180,6 +180,8 @@ impl Supervisor {
     pub async fn start(options: SupervisorOptions) -> Result<SupervisorHandle, StartError> {
         let fd_limit = fd_limit::raise_nofile();
         let loaded = config::load(options.config_flag.as_deref())?;
+        // Before anything reaches GitHub: the starter's `your-github-user/your-repo`.
+        loaded.check_placeholders()?;
         if options.require_repos && loaded.config.repos.is_empty() {
             return Err(StartError::NoRepos {
                 path: loaded.path.clone(),

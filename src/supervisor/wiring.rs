@@ -81,6 +81,7 @@ mod tests {
             config,
             path: None,
             warnings: Vec::new(),
+            placeholders: Vec::new(),
         };
         let item = WorkItemRef::new("octo", "repo", 15);
         for source in [Source::Cli, Source::Tui] {

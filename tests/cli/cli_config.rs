@@ -235,16 +235,62 @@ fn a_named_file_that_does_not_exist_is_exit_2_suggesting_init() {
     assert!(r.stderr.contains("$THE_LOOP_CONFIG"), "{}", r.stderr);
 }
 
+/// The starter with its placeholders replaced, as an operator would.
+fn filled(starter: &str) -> String {
+    starter
+        .replace("your-github-user/your-repo", "octo/repo")
+        .replace("~/src/your-repo", "~/src/repo")
+        .replace("your-github-login", "alice")
+}
+
 #[test]
-fn init_then_check_succeeds() {
+fn init_then_check_names_each_placeholder_until_they_are_replaced() {
     let sb = Sandbox::new();
     let target = sb.path("deep/new/dir/the-loop.yaml");
     let t = target.to_str().unwrap();
     let r = run(&mut sb.cmd(), &["config", "init", "--path", t]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout.trim(), t);
-    assert!(fs::read_to_string(&target).unwrap().contains("# "));
+    let starter = fs::read_to_string(&target).unwrap();
+    assert!(starter.contains("# "));
+    // init already says what to edit, where.
+    for key in [
+        "repos[0].name",
+        "repos[0].path",
+        "routing.authorizedUsers[0]",
+    ] {
+        assert!(r.stderr.contains(key), "{key}: {}", r.stderr);
+    }
 
+    // The untouched starter is refused: exit 2, each placeholder at its line.
+    let r = run(&mut sb.cmd(), &["--config", t, "config", "check"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    let line_of = |needle: &str| starter.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    for (needle, key, instead) in [
+        (
+            "name: your-github-user/your-repo",
+            "repos[0].name",
+            "owner/name",
+        ),
+        ("path: ~/src/your-repo", "repos[0].path", "your clone"),
+        (
+            "- your-github-login",
+            "routing.authorizedUsers[0]",
+            "your own GitHub login",
+        ),
+    ] {
+        let at = format!("{t}:{}:", line_of(needle));
+        let line = r
+            .stderr
+            .lines()
+            .find(|l| l.contains(&at) && l.contains(key))
+            .unwrap_or_else(|| panic!("{at} {key} not named: {}", r.stderr));
+        assert!(line.contains(instead), "{line}");
+    }
+    assert!(r.stderr.contains("3 placeholder(s)"), "{}", r.stderr);
+
+    fs::write(&target, filled(&starter)).unwrap();
     let r = run(&mut sb.cmd(), &["--config", t, "config", "check"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(!r.stderr.contains("warning"), "{}", r.stderr);
@@ -259,7 +305,7 @@ fn init_without_path_writes_the_resolved_file() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(sb.xdg_file().is_file());
     let r = run(&mut sb.cmd(), &["config", "check"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.code, 2, "the starter's placeholders: {}", r.stderr);
     assert!(r.stderr.contains(sb.xdg_file().to_str().unwrap()));
 
     let env = sb.path("via-env.yaml");
@@ -283,7 +329,9 @@ fn init_refuses_to_overwrite_without_force() {
 
     let r = run(&mut sb.cmd(), &["config", "init", "--path", f, "--force"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_ne!(fs::read_to_string(&file).unwrap(), mine);
+    let starter = fs::read_to_string(&file).unwrap();
+    assert_ne!(starter, mine);
+    fs::write(&file, filled(&starter)).unwrap();
     assert_eq!(
         interval(&checked(&sb, &["--config", f, "config", "check"])),
         30
@@ -471,4 +519,133 @@ fn the_printed_effective_config_is_itself_a_valid_config() {
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert_eq!(again.stdout, r.stdout);
     assert!(Path::new(&printed).is_file());
+}
+
+/// A stand-in for GitHub on loopback: answers every request 404 and counts them.
+struct CountingGithub {
+    addr: std::net::SocketAddr,
+    requests: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl CountingGithub {
+    fn start() -> Self {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let requests = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (count, stopped) = (requests.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((mut stream, _)) => {
+                        count.fetch_add(1, Ordering::Relaxed);
+                        stream.set_nonblocking(false).unwrap();
+                        let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(1)));
+                        let _ = stream.read(&mut [0u8; 4096]);
+                        let _ = stream.write_all(
+                            b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                        );
+                    }
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                }
+            }
+        });
+        Self {
+            addr,
+            requests,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn requests(&self) -> usize {
+        self.requests.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Drop for CountingGithub {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[test]
+fn run_refuses_the_untouched_starter_before_any_request() {
+    let sb = Sandbox::new();
+    let github = CountingGithub::start();
+    let file = sb.path("the-loop.yaml");
+    let f = file.to_str().unwrap();
+    assert_eq!(run(&mut sb.cmd(), &["config", "init", "--path", f]).code, 0);
+    let supervise = |args: &[&str]| {
+        let mut cmd = sb.cmd();
+        cmd.env("THE_LOOP_GITHUB_API_URL", format!("http://{}", github.addr))
+            .env("GH_TOKEN", "test-token")
+            .env(
+                "THE_LOOP_TMUX_SOCKET",
+                format!("the-loop-first-run-{}", std::process::id()),
+            )
+            // Only keeps a regression from hanging the suite.
+            .timeout(std::time::Duration::from_secs(60));
+        run(&mut cmd, args)
+    };
+
+    let r = supervise(&["--config", f, "run"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    for key in [
+        "repos[0].name",
+        "repos[0].path",
+        "routing.authorizedUsers[0]",
+    ] {
+        assert!(r.stderr.contains(key), "{key}: {}", r.stderr);
+    }
+    assert!(r.stderr.contains(&format!("{f}:")), "{}", r.stderr);
+    assert_eq!(github.requests(), 0, "GitHub was asked nothing");
+
+    // The same file with the placeholders replaced does reach (the stand-in for) GitHub,
+    // so the zero above is the refusal's doing.
+    let starter = fs::read_to_string(&file).unwrap();
+    let repo = sb.path("repo");
+    fs::create_dir_all(&repo).unwrap();
+    fs::write(
+        &file,
+        filled(&starter).replace("~/src/repo", repo.to_str().unwrap()),
+    )
+    .unwrap();
+    let r = supervise(&["--config", f, "run", "--once"]);
+    assert_ne!(r.code, 2, "{}", r.stderr);
+    assert!(github.requests() > 0, "{}", r.stderr);
+}
+
+/// `the-loop tui` starts the same supervisor; a test has no terminal for the binary, so
+/// the refusal is checked where both commands start it.
+#[tokio::test]
+async fn the_tui_supervisor_refuses_the_untouched_starter_too() {
+    use the_loop::config::ConfigError;
+    use the_loop::supervisor::{Mode, StartError, Supervisor, SupervisorOptions};
+    let sb = Sandbox::new();
+    let file = sb.write("the-loop.yaml", the_loop::config::starter::STARTER_YAML);
+    let options = SupervisorOptions::new(Mode::Tui)
+        .config_flag(Some(file.clone()))
+        .paths(the_loop::paths::StatePaths::new(sb.path("state")));
+    let Err(err) = Supervisor::start(options).await else {
+        panic!("the supervisor started on the starter");
+    };
+    assert_eq!(err.exit_code(), 2);
+    let StartError::Config(ConfigError::Placeholders { path, diagnostics }) = &err else {
+        panic!("{err}");
+    };
+    assert_eq!(path, &file);
+    assert_eq!(diagnostics.len(), 3, "{err}");
+    assert!(
+        !sb.path("state/supervisor.lock").exists(),
+        "refused before the lock"
+    );
 }

@@ -197,6 +197,7 @@ fn a_config_without_a_file_cannot_be_watched() {
         config: Default::default(),
         path: None,
         warnings: Vec::new(),
+        placeholders: Vec::new(),
     };
     let log = EventLog::open_path("/nonexistent/events.jsonl");
     let err = ConfigWatch::start(defaults, log, Source::Cli).unwrap_err();

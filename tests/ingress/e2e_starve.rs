@@ -127,7 +127,8 @@ async fn half_open_connections_starve_neither_healthz_nor_delivery_nor_the_log()
         "delivered on the next poll cycle, took {starved_cycles}"
     );
 
-    // /healthz answers (once the held heads run out of time, at the latest).
+    // /healthz answers: the connection that waited longest gives way to it (before
+    // issue 28 it waited for the held heads to run out of time, ~10 s).
     let mut refused_first = 0;
     let first_answer = loop {
         assert!(flood_start.elapsed() < PATIENCE, "/healthz never answered");

@@ -11,6 +11,7 @@ mod support;
 mod e2e_ingress;
 mod e2e_operator;
 mod e2e_starve;
+mod flood;
 mod poller;
 mod router;
 mod webhook;

@@ -23,6 +23,7 @@
 mod cells;
 
 use super::{Dialog, InputBox, Look};
+use crate::config::PermissionMode;
 use cells::Line;
 
 /// Claude Code's input prompt: `❯` and a no-break space. (The transcript shows sent
@@ -44,11 +45,44 @@ const MIN_RULE: usize = 10;
 /// read here. A session running any other release has an unknown screen: its
 /// deliveries are held until the operator releases one by hand (issue 30), never
 /// pasted on a guess.
-pub const RECORDED_RELEASES: &[&str] = &["2.1.197"];
+pub const RECORDED_RELEASES: &[&str] = &["2.1.197", "2.1.332"];
 
 /// Whether Claude Code `version`'s screen is one the-loop has recorded.
 pub fn recorded(version: &str) -> bool {
     RECORDED_RELEASES.contains(&version)
+}
+
+/// The footer under the box that names a permission mode: 2.1.332 names every mode
+/// (`⏸ manual mode on · ? for shortcuts` is `default`); 2.1.197 names every mode but
+/// its default, whose footer starts with the shortcuts hint (idle) or the interrupt
+/// hint (busy). Recorded in `claude/fixtures/2.1.332/footer_*`.
+const MODE_FOOTERS: &[(&str, PermissionMode)] = &[
+    ("⏸ manual mode on", PermissionMode::Default),
+    ("⏵⏵ accept edits on", PermissionMode::AcceptEdits),
+    ("⏸ plan mode on", PermissionMode::Plan),
+    ("⏵⏵ auto mode on", PermissionMode::Auto),
+    (
+        "⏵⏵ bypass permissions on",
+        PermissionMode::BypassPermissions,
+    ),
+    ("⏵⏵ don't ask on", PermissionMode::DontAsk),
+    ("? for shortcuts", PermissionMode::Default),
+    ("esc to interrupt", PermissionMode::Default),
+];
+
+/// The permission mode the screen shows (issue 30): what the footer right under the
+/// input box names. `None` when no box is drawn (a dialog, booting) or its footer says
+/// something else for now (a folded paste's `paste again to expand`, shell mode, `Press
+/// Ctrl-C again`): the caller keeps what it saw last. Text an agent prints sits above
+/// the box and is never read here.
+pub fn shown_mode(screen: &str) -> Option<PermissionMode> {
+    let lines = cells::lines(screen);
+    let frame = find_box(&lines)?;
+    let footer = lines.get(frame.bottom + 1)?.text.strip_prefix("  ")?;
+    MODE_FOOTERS
+        .iter()
+        .find(|(text, _)| footer.starts_with(text))
+        .map(|(_, mode)| *mode)
 }
 
 /// Reads `screen`, a `capture-pane -p` capture; with `-e` a dim placeholder reads as
@@ -259,3 +293,7 @@ fn squash(text: &str) -> String {
 #[cfg(test)]
 #[path = "claude_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "claude_332_tests.rs"]
+mod tests_332;

@@ -1,5 +1,6 @@
 //! `the-loop sessions list [--json] | start REF | pause REF | resume REF | stop REF |
-//! attach REF [--read-only] | reset REF | approve REF | deny REF` (SPEC §1, §7, §17.4).
+//! attach REF [--read-only] | reset REF | approve REF | deny REF | deliver REF` (SPEC §1,
+//! §7, §17.4; `deliver`: issue 30).
 //!
 //! Each command works in-process on the registry and tmux, with or without a running
 //! supervisor, through the same [`Sessions`] the dispatcher uses. Exit codes: 0 ok,
@@ -83,6 +84,17 @@ pub enum SessionsCommand {
     Deny {
         #[arg(value_name = "REF")]
         work_item: String,
+    },
+    /// Deliver one delivery held because the session's client has a screen the-loop has
+    /// not recorded (`screen-unknown`): only while its hooks report the turn ended and
+    /// no permission pending. Waits for the supervisor to paste it (exit 1 when refused
+    /// or not taken in time).
+    Deliver {
+        #[arg(value_name = "REF")]
+        work_item: String,
+        /// How long to wait for the supervisor to take it.
+        #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+        wait: u64,
     },
     /// Push the session's branch and open its pull request (a draft unless --ready),
     /// after showing what goes out. Asks unless --yes.
@@ -192,6 +204,17 @@ pub fn run(cmd: SessionsCommand, ctx: &Ctx) -> CliResult {
         SessionsCommand::Deny { work_item } => {
             let item = parse_ref(&work_item)?;
             runtime.block_on(answer(&sessions, &item, Decision::Denied))
+        }
+        SessionsCommand::Deliver { work_item, wait } => {
+            let item = parse_ref(&work_item)?;
+            let wait = std::time::Duration::from_secs(wait);
+            match runtime.block_on(sessions.deliver_by_hand(&item, wait)) {
+                Ok(left) => {
+                    println!("delivered one held delivery to {item}; {left} still held");
+                    Ok(())
+                }
+                Err(error) => Err(failed(error)),
+            }
         }
         SessionsCommand::Ship(args) => super::ship_cmd::ship(args, &loaded, sessions, &runtime),
     }
@@ -355,7 +378,10 @@ fn json_row(record: &SessionRecord, seen: &SessionActivity) -> Value {
             "summary": p.summary,
             "requestedAt": p.requested_at,
         })),
-        "held": record.hold.summary(),
+        "held": record.held(),
+        "harnessVersion": record.harness_version,
+        "permissionMode": record.permission_mode,
+        "shownPermissionMode": seen.snapshot.as_ref().and_then(|s| s.shown_mode),
         "pullRequest": record.pull_request,
         "shipRequest": record.ship_request.as_ref().map(|r| json!({
             "id": r.id,
@@ -392,7 +418,7 @@ fn print_table(records: &[SessionRecord], seen: &[SessionActivity]) {
                 r.work_item.to_string(),
                 r.harness.clone(),
                 r.status.as_str().to_string(),
-                shown_state(a, r.hold.summary().as_ref()),
+                shown_state(a, r.held().as_ref()),
                 a.idle_seconds.map_or_else(|| "-".to_string(), human_age),
                 r.tmux_session.clone(),
             ];

@@ -180,9 +180,16 @@ async fn observe_one<T: Tmux + ?Sized>(
             .last
             .get(&record.tmux_session)
             .or(record.activity.as_ref());
+        let mut shown_mode = None;
         let hash = if needs_capture(previous, info.activity) {
             match tmux.capture_pane(&info.pane, false).await {
-                Ok(text) => Some(capture_hash(&text)),
+                Ok(text) => {
+                    // Only a claude session records a mode; its footer names the one on now.
+                    if record.permission_mode.is_some() {
+                        shown_mode = crate::session::delivery::shown_mode(&text);
+                    }
+                    Some(capture_hash(&text))
+                }
                 Err(error) => {
                     tracing::debug!(pane = %info.pane, "activity: capture failed: {error}");
                     None
@@ -191,7 +198,8 @@ async fn observe_one<T: Tmux + ?Sized>(
         } else {
             None
         };
-        let snapshot = advance(previous, info.activity, hash);
+        let mut snapshot = advance(previous, info.activity, hash);
+        snapshot.shown_mode = shown_mode.or(previous.and_then(|p| p.shown_mode));
         activity.idle_seconds = Some(now.saturating_sub(snapshot.changed_at));
         activity.snapshot = Some(snapshot);
     }
@@ -325,6 +333,7 @@ pub fn advance(
         window_activity,
         capture_hash,
         changed_at,
+        shown_mode: None,
     }
 }
 

@@ -18,6 +18,7 @@ fn snapshot(window_activity: u64, hash: &str, changed_at: u64) -> ActivitySnapsh
         window_activity,
         capture_hash: hash.into(),
         changed_at,
+        shown_mode: None,
     }
 }
 

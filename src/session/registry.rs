@@ -62,6 +62,9 @@ pub struct ActivitySnapshot {
     pub capture_hash: String,
     /// When the visible text last changed (Unix seconds).
     pub changed_at: u64,
+    /// The permission mode the screen last named (issue 30; Claude Code's footer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shown_mode: Option<crate::config::PermissionMode>,
 }
 
 /// One session. Field names are the file's (camelCase).
@@ -200,6 +203,19 @@ impl SessionRecord {
             ));
         }
         own
+    }
+
+    /// What waits on the session (SPEC §18.3), naming its client's release when that
+    /// is why (`screen unknown (Claude Code 2.1.400)`).
+    pub fn held(&self) -> Option<crate::session::delivery::HeldSummary> {
+        let mut summary = self.hold.summary()?;
+        if summary.reason == crate::session::delivery::HoldReason::ScreenUnknown {
+            summary.client = Some(match &self.harness_version {
+                Some(version) => format!("Claude Code {version}"),
+                None => "Claude Code, release unread".to_string(),
+            });
+        }
+        Some(summary)
     }
 
     /// Records a delivery id (keeping the last [`RECENT_DELIVERIES`]) and its time.

@@ -354,6 +354,8 @@ impl Fixture {
         let pane = self.tmux.fake.add_session(&item.tmux_session_name(), false);
         let mut record = SessionRecord::new(&item, "claude", self.dir.path().to_path_buf());
         record.pane_id = Some(pane.to_string());
+        // The fake draws Claude Code 2.1.197's screens.
+        record.harness_version = Some("2.1.197".into());
         self.sessions.registry().put(&record).unwrap();
         *self.signals.victim.lock().unwrap() = Some(item.tmux_session_name());
         let claude = Arc::new(FakeClaude::default());

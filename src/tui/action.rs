@@ -87,6 +87,8 @@ pub enum Request {
         request_id: String,
         approve: bool,
     },
+    /// Deliver one delivery held for an unknown screen (issue 30).
+    DeliverHeld(WorkItemRef),
     RunCritic {
         critic: String,
         work_item: WorkItemRef,
@@ -135,6 +137,7 @@ impl Request {
                 if *approve { "approve" } else { "deny" },
                 short_ref(work_item)
             ),
+            Request::DeliverHeld(w) => format!("deliver a held delivery to {}", short_ref(w)),
             Request::RunCritic { critic, work_item } => {
                 format!("run {critic} on {}", short_ref(work_item))
             }

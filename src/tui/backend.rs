@@ -6,6 +6,7 @@
 //! (SPEC §11.6) — implements [`Backend`]; tests use [`super::fake::FakeBackend`].
 //! Nothing here routes, polls or talks to tmux.
 
+use crate::config::PermissionMode;
 use crate::events::{Event, EventType};
 use crate::session::delivery::HeldSummary;
 use crate::session::review::ReviewComment;
@@ -88,6 +89,26 @@ pub struct SessionView {
     pub pull_request: Option<u64>,
     /// What the session's model used and cost (SPEC §20.3); `None`: unknown (`—`).
     pub usage: Option<UsageView>,
+    /// The permission mode a claude session was started in, and the one its screen
+    /// shows when that differs (issue 30).
+    pub mode: Option<ModeView>,
+}
+
+/// A session's permission mode as the Sessions pane shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModeView {
+    /// As configured and passed at start (`default`, `auto`, …).
+    pub started: PermissionMode,
+    /// What the footer of its screen last named, when that is another mode (the
+    /// operator pressed shift+tab in the pane).
+    pub shown: Option<PermissionMode>,
+}
+
+impl ModeView {
+    /// The mode on now, as far as the-loop can tell.
+    pub fn now(&self) -> PermissionMode {
+        self.shown.unwrap_or(self.started)
+    }
 }
 
 /// A session's usage as the Sessions pane and the header show it.
@@ -137,6 +158,7 @@ impl SessionView {
             held: None,
             pull_request: None,
             usage: None,
+            mode: None,
         }
     }
 }
@@ -392,6 +414,10 @@ pub trait Backend: Send + Sync {
     fn pause<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;
     fn resume<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;
     fn stop<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;
+
+    /// Lets one delivery held for an unknown screen go out (issue 30): only while the
+    /// session's hooks report its turn ended and no permission pending.
+    fn deliver_held<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;
 
     /// Answers the session's permission dialog (SPEC §17.4): approve once (`true`) or
     /// deny, when it is still request `request_id` and still on screen.

@@ -129,6 +129,11 @@ pub(super) fn run(app: &mut App, command: Command, fx: &mut Vec<Effect>) {
             }
         }
         Command::Approve | Command::Deny => answer_permission(app, command == Command::Approve, fx),
+        Command::DeliverHeld => {
+            if let Some(s) = target_session(app, "deliver") {
+                fx.push(Effect::Request(Request::DeliverHeld(s.work_item)));
+            }
+        }
         Command::Ship => {
             if let Some(s) = target_session(app, "ship") {
                 super::ship::open(app, s.work_item, fx);

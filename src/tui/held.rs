@@ -71,7 +71,13 @@ pub fn due_notices(
         .filter_map(|s| {
             let held = s.held.as_ref()?;
             let waited = (now - since(held)?).whole_seconds();
-            if waited < after || !notified.insert((s.work_item.clone(), held.since.clone())) {
+            // Nothing clears an unknown screen by itself: it notifies at once.
+            let due = if held.reason == HoldReason::ScreenUnknown {
+                0
+            } else {
+                after
+            };
+            if waited < due || !notified.insert((s.work_item.clone(), held.since.clone())) {
                 return None;
             }
             let title = format!("the-loop: deliveries held on {}", short_ref(&s.work_item));
@@ -79,7 +85,7 @@ pub fn due_notices(
                 "{} held for {}: {} — {}",
                 held.count,
                 age(waited),
-                held.reason.describe(),
+                held.reason_text(),
                 held.reason.advice()
             );
             Some((title, body))
@@ -109,6 +115,7 @@ mod tests {
             count: 2,
             reason: HoldReason::PermissionDialog,
             since: crate::time::format_ts(at),
+            client: None,
         });
         s
     }

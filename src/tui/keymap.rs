@@ -124,6 +124,9 @@ pub enum Command {
     Approve,
     /// Deny the permission dialog the selected session waits on.
     Deny,
+    /// Deliver one delivery held because the session's client has a screen the-loop
+    /// has not recorded (issue 30).
+    DeliverHeld,
     Filter,
     ClearFilter,
     Open,

@@ -353,6 +353,7 @@ async fn perform_request(backend: &dyn Backend, request: &Request) -> ActionResu
         Request::Pause(w) => backend.pause(w).await,
         Request::Resume(w) => backend.resume(w).await,
         Request::Stop(w) => backend.stop(w).await,
+        Request::DeliverHeld(w) => backend.deliver_held(w).await,
         Request::Dismiss(w) => backend.dismiss_question(w).await,
         Request::Permission {
             work_item,

@@ -53,6 +53,7 @@ pub fn session(
         held: None,
         pull_request: None,
         usage: None,
+        mode: None,
     }
 }
 
@@ -239,6 +240,7 @@ pub fn held(now: OffsetDateTime, count: usize, reason: HoldReason, secs: i64) ->
         count,
         reason,
         since: crate::time::format_ts(now - Duration::seconds(secs)),
+        client: None,
     }
 }
 

@@ -33,6 +33,9 @@ pub enum HoldReason {
     NotReady,
     /// The session's cost, or every session's today, reached its budget (SPEC §20.4).
     OverBudget,
+    /// The session runs a release of its client whose screen the-loop has not recorded
+    /// (issue 30): nothing is pasted on a guess; the operator releases by hand.
+    ScreenUnknown,
 }
 
 impl HoldReason {
@@ -43,6 +46,7 @@ impl HoldReason {
             Self::OperatorDraft => "operator-draft",
             Self::NotReady => "not-ready",
             Self::OverBudget => "over-budget",
+            Self::ScreenUnknown => "screen-unknown",
         }
     }
 
@@ -53,6 +57,7 @@ impl HoldReason {
             Self::OperatorDraft => "operator's draft",
             Self::NotReady => "harness not ready",
             Self::OverBudget => "over budget",
+            Self::ScreenUnknown => "screen unknown",
         }
     }
 
@@ -63,6 +68,7 @@ impl HoldReason {
             Self::OperatorDraft => "the operator's draft in its input box",
             Self::NotReady => "its harness, which has not drawn its input box yet",
             Self::OverBudget => "its budget, which it has reached",
+            Self::ScreenUnknown => "you: its client's screen is one the-loop has not recorded",
         }
     }
 
@@ -74,6 +80,9 @@ impl HoldReason {
             Self::NotReady => "it goes out once the harness shows its input box",
             Self::OverBudget => {
                 "raise sessions.budgetUsd or budgets.dailyUsd in the config, or deliver it anyway with confirmation"
+            }
+            Self::ScreenUnknown => {
+                "deliver one by hand once its turn has ended (`the-loop sessions deliver REF`), or run a Claude Code release the-loop knows"
             }
         }
     }
@@ -88,6 +97,7 @@ impl std::str::FromStr for HoldReason {
             Self::OperatorDraft,
             Self::NotReady,
             Self::OverBudget,
+            Self::ScreenUnknown,
         ]
         .into_iter()
         .find(|r| r.as_str() == s)
@@ -155,11 +165,18 @@ pub struct Hold {
     /// submitted when the dialog is answered, never pasted again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unsubmitted: Option<String>,
+    /// The operator asked for one held delivery to go out although the session's
+    /// screen is unknown (`sessions deliver`), at this time: the next try takes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_one: Option<String>,
 }
 
 impl Hold {
     pub fn is_empty(&self) -> bool {
-        self.events.is_none() && self.replies.is_empty() && self.unsubmitted.is_none()
+        self.events.is_none()
+            && self.replies.is_empty()
+            && self.unsubmitted.is_none()
+            && self.release_one.is_none()
     }
 
     /// What waits, for people and `sessions list --json` (`held`): `None` when nothing.
@@ -175,6 +192,7 @@ impl Hold {
             count,
             reason,
             since,
+            client: None,
         })
     }
 }
@@ -232,12 +250,23 @@ pub struct HeldSummary {
     pub count: usize,
     pub reason: HoldReason,
     pub since: String,
+    /// The client whose screen is unknown (`Claude Code 2.1.400`), for that reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
 }
 
 impl HeldSummary {
-    /// `⏸ 2 held: permission dialog`.
+    /// `⏸ 2 held: permission dialog`, `⏸ 1 held: screen unknown (Claude Code 2.1.400)`.
     pub fn label(&self) -> String {
-        format!("⏸ {} held: {}", self.count, self.reason.describe())
+        format!("⏸ {} held: {}", self.count, self.reason_text())
+    }
+
+    /// The reason for people, with the client when the screen is unknown.
+    pub fn reason_text(&self) -> String {
+        match &self.client {
+            Some(client) => format!("{} ({client})", self.reason.describe()),
+            None => self.reason.describe().to_string(),
+        }
     }
 }
 
@@ -377,6 +406,7 @@ mod tests {
             }),
             replies: vec![reply("2026-12-03T10:00:01Z", HoldReason::OperatorDraft)],
             unsubmitted: None,
+            release_one: None,
         };
         let summary = hold.summary().unwrap();
         assert_eq!(summary.count, 3);

@@ -20,6 +20,7 @@
 //! (`screen`, `deliver`) are public only for the integration tests and benchmarks that
 //! run them against real panes; `session_files_tests` holds the product to this list.
 
+mod by_hand;
 pub mod deliver;
 mod held_lane;
 mod held_replies;
@@ -28,14 +29,16 @@ mod paste;
 pub(in crate::session) mod paste_lock;
 pub mod screen;
 
+pub use by_hand::ByHandError;
 pub use deliver::{DeliverError, Delivery, Key, SUBMIT_CHECK_WAIT, SUBMIT_GRACE, deliver};
 pub(crate) use held_lane::{LaneHolds, deliver_through_holds};
 pub use hold::{Held, HeldEvents, HeldReply, HeldReview, HeldSummary, Hold, HoldReason};
 pub use paste::{Delivered, DeliveryFailure};
 pub(crate) use paste::{PasteError, PastePolicy, Pasted};
 pub use paste_lock::{PasteLock, PasteLockError, acquire as lock_session};
-pub use screen::Screen;
+pub use screen::known::Screen;
 pub use screen::claude::RECORDED_RELEASES as CLAUDE_RECORDED_RELEASES;
+pub use screen::claude::shown_mode;
 
 use crate::tmux::{self, PaneId, Tmux};
 

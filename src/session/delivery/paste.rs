@@ -18,11 +18,12 @@
 //! A reply never respawns: the agent that asked is gone, and a fresh one would not know
 //! the question. tmux not answering never leads to a respawn either way.
 
-use super::deliver::{DeliverError, SubmitCheck, confirm_submitted, deliver, paste_text, submit};
+use super::deliver::{DeliverError, SubmitCheck, confirm_submitted, paste_text, submit};
 use super::hold::{self, HoldReason};
 use super::paste_lock::{self, PasteLock, PasteLockError};
+use super::screen::known::Screen;
 use super::screen::claude as screen;
-use crate::harness::{Harness, ScreenKind};
+use crate::harness::Harness;
 use crate::session::hooks::Reported;
 use crate::session::registry::{RegistryError, SessionRecord, Status};
 use crate::session::sessions::{PaneState, Sessions};
@@ -170,7 +171,7 @@ pub(crate) enum PasteError {
 
 /// Why [`Sessions::paste`] stopped.
 #[derive(Debug)]
-enum Stopped {
+pub(super) enum Stopped {
     Failed(DeliverError),
     Held(Held),
 }
@@ -349,18 +350,17 @@ impl Sessions {
     ) -> Result<Delivered, Stopped> {
         let settings = self.settings();
         let harness = Harness::resolve(&record.harness, &settings.sessions).ok();
-        let known = harness.as_ref().map(Harness::screen) == Some(ScreenKind::Claude);
-        let Some(marker) = harness
-            .as_ref()
-            .and_then(|h| h.paste_marker())
-            .filter(|_| known)
-        else {
-            let delivered = deliver(self.tmux.as_ref(), pane, text, self.submit_delay()).await?;
-            return Ok(Delivered {
-                pane: pane.clone(),
-                bytes: delivered.bytes,
-                respawned: None,
-            });
+        let screen = match &harness {
+            Some(harness) => self.screen_of(harness, record).await,
+            None => Screen::NotRead,
+        };
+        let marker = match screen {
+            Screen::Known => harness.as_ref().and_then(Harness::paste_marker),
+            Screen::UnknownRelease(_) => return self.paste_by_hand(pane, text, record).await,
+            Screen::NotRead => None,
+        };
+        let Some(marker) = marker else {
+            return self.paste_blind(pane, text).await;
         };
         let key = policy.key;
         let ours_in_box = !key.is_empty() && record.hold.unsubmitted.as_deref() == Some(key);
@@ -440,7 +440,7 @@ impl Sessions {
     /// lands meanwhile is taken, yet the paste stays in the box, where the next Enter
     /// (the operator's, or the submit check's) sends it again. Waits at most twice
     /// `settle`: a harness that keeps reporting turn ends is not waited out forever.
-    async fn settled_report(&self, item: &WorkItemRef) -> Option<Reported> {
+    pub(super) async fn settled_report(&self, item: &WorkItemRef) -> Option<Reported> {
         let settle = self.settings().timings.settle;
         let deadline = tokio::time::Instant::now() + settle * 2;
         loop {

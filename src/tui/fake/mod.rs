@@ -411,6 +411,16 @@ impl Backend for FakeBackend {
         ready(Ok(format!("Stopped {}", short_ref(work_item))))
     }
 
+    fn deliver_held<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult> {
+        if let Some(e) = self.record(Call::Action(Request::DeliverHeld(work_item.clone()))) {
+            return ready(Err(e));
+        }
+        ready(Ok(format!(
+            "Delivered one held delivery to {}",
+            short_ref(work_item)
+        )))
+    }
+
     fn dismiss_question<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult> {
         if let Some(e) = self.record(Call::Action(Request::Dismiss(work_item.clone()))) {
             return ready(Err(e));

@@ -31,6 +31,7 @@ use crate::config::LoadedConfig;
 use crate::critic::CriticRunner;
 use crate::events::{Event, EventLog, Filter};
 use crate::paths::StatePaths;
+use crate::session::delivery::ByHandError;
 use crate::session::ship::Shipper;
 use crate::session::{Replier, Sessions};
 use crate::tmux::Socket;
@@ -274,6 +275,25 @@ impl Backend for LiveBackend {
 
     fn stop<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult> {
         Box::pin(self.do_stop(work_item))
+    }
+
+    fn deliver_held<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult> {
+        Box::pin(async move {
+            let left = self
+                .sessions
+                .deliver_by_hand(work_item, std::time::Duration::from_secs(10))
+                .await
+                .map_err(|e| match e {
+                    ByHandError::Registry(_) | ByHandError::NotTaken(_) => {
+                        ActionError::Failed(e.to_string())
+                    }
+                    _ => ActionError::Refused(e.to_string()),
+                })?;
+            Ok(format!(
+                "Delivered one held delivery to {}; {left} still held",
+                crate::tui::text::short_ref(work_item)
+            ))
+        })
     }
 
     fn answer_permission<'a>(

@@ -19,7 +19,7 @@ use crate::session::hooks;
 use crate::session::registry::same_item;
 use crate::session::{OpenQuestions, SessionRecord, Sessions, Status};
 use crate::tmux::PaneId;
-use crate::tui::backend::{PermissionView, SessionState, SessionView, WorkspaceView};
+use crate::tui::backend::{ModeView, PermissionView, SessionState, SessionView, WorkspaceView};
 use crate::work_item::WorkItemRef;
 use crate::workspace::WorkspaceRecord;
 use crate::workspace::status::Status as TreeStatus;
@@ -263,9 +263,18 @@ fn merge(
             url: record.url.clone(),
             cwd: Some(record.cwd.clone()),
             workspace: trees.get(&record.work_item).cloned(),
-            held: record.hold.summary(),
+            held: record.held(),
             pull_request: record.pull_request.as_ref().map(|p| p.number),
             usage: None,
+            mode: record.permission_mode.map(|started| ModeView {
+                started,
+                shown: activity
+                    .snapshot
+                    .as_ref()
+                    .or(record.activity.as_ref())
+                    .and_then(|s| s.shown_mode)
+                    .filter(|shown| *shown != started),
+            }),
         })
         .collect();
     // An ended session whose worktree was kept: listed (watched or not), marked.

@@ -95,15 +95,47 @@ fn tree_label(w: &crate::tui::backend::WorkspaceView) -> String {
     }
 }
 
+/// A permission mode as the harness column shows it, short.
+fn mode_word(mode: crate::config::PermissionMode) -> &'static str {
+    use crate::config::PermissionMode::*;
+    match mode {
+        Default => "default",
+        AcceptEdits => "edits",
+        Plan => "plan",
+        Auto => "auto",
+        DontAsk => "dontAsk",
+        BypassPermissions => "bypass",
+    }
+}
+
+/// The harness column: `claude default`; the mode the screen shows when the operator
+/// changed it, marked `!` (`claude auto!`), in the warning colour with a mode that runs
+/// tool calls unasked (issue 30).
+fn harness_cell(s: &SessionView) -> (String, String, bool) {
+    let harness = s.harness.clone().unwrap_or_default();
+    let Some(mode) = &s.mode else {
+        return (harness, String::new(), false);
+    };
+    let changed = if mode.shown.is_some() { "!" } else { "" };
+    let word = format!(" {}{changed}", mode_word(mode.now()));
+    (
+        harness,
+        word,
+        mode.shown.is_some() || mode.now().runs_unasked(),
+    )
+}
+
 fn columns(app: &App, w: usize) -> Columns {
     let harness = app
         .sessions
         .iter()
-        .filter_map(|s| s.harness.as_deref())
-        .map(width)
+        .map(|s| {
+            let (name, mode, _) = harness_cell(s);
+            width(&name) + width(&mode)
+        })
         .max()
         .unwrap_or(0)
-        .min(10);
+        .min(16);
     let work = app
         .sessions
         .iter()
@@ -186,11 +218,12 @@ fn row<'a>(app: &App, s: &SessionView, cols: &Columns) -> Line<'a> {
         ),
     ];
     if cols.harness > 0 {
+        let (name, mode, warn) = harness_cell(s);
+        let name_w = width(&name).min(cols.harness);
         spans.push(Span::raw(" "));
-        spans.push(Span::styled(
-            fit(s.harness.as_deref().unwrap_or(""), cols.harness),
-            t.dim,
-        ));
+        spans.push(Span::styled(fit(&name, name_w), t.dim));
+        let mode_style = if warn { t.warn } else { t.dim };
+        spans.push(Span::styled(fit(&mode, cols.harness - name_w), mode_style));
     }
     if cols.state {
         // An ended session whose worktree was kept (SPEC §16.3) says so.
@@ -248,6 +281,38 @@ fn row<'a>(app: &App, s: &SessionView, cols: &Columns) -> Line<'a> {
 /// shortened until it fits `w`.
 fn held_detail(app: &App, s: &SessionView, w: usize) -> Option<Line<'static>> {
     let forms = crate::tui::held::details(s.held.as_ref()?, app.now);
+    let text = forms
+        .iter()
+        .find(|f| width(f) <= w)
+        .or(forms.last())
+        .cloned()
+        .unwrap_or_default();
+    Some(Line::from(crate::tui::view::clip_spans(
+        vec![Span::styled(text, app.theme.warn)],
+        w,
+    )))
+}
+
+/// The selected session's permission mode, when it is not simply the one it was
+/// started in with nothing running unasked: `⏵ mode auto (started default; changed in
+/// the pane)`, `⏵ mode auto: some tool calls run unasked`.
+fn mode_detail(app: &App, s: &SessionView, w: usize) -> Option<Line<'static>> {
+    let mode = s.mode.as_ref()?;
+    let now = mode.now();
+    let forms: Vec<String> = match mode.shown {
+        Some(_) => vec![
+            format!(
+                "⏵ permission mode {now} on screen (started {}; changed in the pane)",
+                mode.started
+            ),
+            format!("⏵ mode {now} (started {})", mode.started),
+        ],
+        None if now.runs_unasked() => vec![
+            format!("⏵ permission mode {now}: some tool calls run unasked"),
+            format!("⏵ mode {now}: runs unasked"),
+        ],
+        None => return None,
+    };
     let text = forms
         .iter()
         .find(|f| width(f) <= w)
@@ -392,7 +457,13 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect, single: bool) {
 fn details(app: &App, inner: Rect) -> Vec<Line<'static>> {
     let w = inner.width as usize;
     app.selected_session()
-        .map(|s| [held_detail(app, s, w), detail(app, s, w)])
+        .map(|s| {
+            [
+                held_detail(app, s, w),
+                mode_detail(app, s, w),
+                detail(app, s, w),
+            ]
+        })
         .into_iter()
         .flatten()
         .flatten()

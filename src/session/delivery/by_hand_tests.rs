@@ -84,11 +84,17 @@ async fn a_release_not_recorded_is_held_and_shown_with_its_version() {
     assert!(f.pasted(&pane).is_empty(), "nothing pasted on a guess");
     hold_lane(&f);
     let summary = f.record(1).unwrap().held().unwrap();
-    assert_eq!(summary.label(), "⏸ 1 held: screen unknown (Claude Code 2.1.400)");
+    assert_eq!(
+        summary.label(),
+        "⏸ 1 held: screen unknown (Claude Code 2.1.400)"
+    );
     // The recorded releases are read as before.
     let f = Fixture::new();
     let pane = session(&f, "2.1.332");
-    f.sessions.deliver_event(&item(1), &event("d-1")).await.unwrap();
+    f.sessions
+        .deliver_event(&item(1), &event("d-1"))
+        .await
+        .unwrap();
     assert_eq!(f.pasted(&pane).len(), 1);
 }
 
@@ -97,21 +103,51 @@ async fn by_hand_is_refused_unless_the_hooks_say_the_turn_ended() {
     let f = Fixture::new();
     session(&f, "2.1.400");
     let wait = Duration::from_millis(300);
-    let refused = f.sessions.deliver_by_hand(&item(1), wait).await.unwrap_err();
+    let refused = f
+        .sessions
+        .deliver_by_hand(&item(1), wait)
+        .await
+        .unwrap_err();
     assert!(matches!(refused, ByHandError::NothingHeld(_)), "{refused}");
     hold_lane(&f);
-    let refused = f.sessions.deliver_by_hand(&item(1), wait).await.unwrap_err();
+    let refused = f
+        .sessions
+        .deliver_by_hand(&item(1), wait)
+        .await
+        .unwrap_err();
     assert!(matches!(refused, ByHandError::NotIdle { .. }), "{refused}");
     report(&f, ReportedState::Working, false);
-    let refused = f.sessions.deliver_by_hand(&item(1), wait).await.unwrap_err();
+    let refused = f
+        .sessions
+        .deliver_by_hand(&item(1), wait)
+        .await
+        .unwrap_err();
     assert!(matches!(refused, ByHandError::NotIdle { .. }), "{refused}");
     report(&f, ReportedState::Idle, true);
-    let refused = f.sessions.deliver_by_hand(&item(1), wait).await.unwrap_err();
-    assert!(matches!(refused, ByHandError::PermissionPending(_)), "{refused}");
+    let refused = f
+        .sessions
+        .deliver_by_hand(&item(1), wait)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, ByHandError::PermissionPending(_)),
+        "{refused}"
+    );
     report(&f, ReportedState::AwaitingPermission, false);
-    let refused = f.sessions.deliver_by_hand(&item(1), wait).await.unwrap_err();
-    assert!(matches!(refused, ByHandError::PermissionPending(_)), "{refused}");
-    assert_eq!(f.record(1).unwrap().hold.release_one, None, "nothing left armed");
+    let refused = f
+        .sessions
+        .deliver_by_hand(&item(1), wait)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, ByHandError::PermissionPending(_)),
+        "{refused}"
+    );
+    assert_eq!(
+        f.record(1).unwrap().hold.release_one,
+        None,
+        "nothing left armed"
+    );
 }
 
 #[tokio::test]

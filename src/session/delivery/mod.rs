@@ -36,9 +36,9 @@ pub use hold::{Held, HeldEvents, HeldReply, HeldReview, HeldSummary, Hold, HoldR
 pub use paste::{Delivered, DeliveryFailure};
 pub(crate) use paste::{PasteError, PastePolicy, Pasted};
 pub use paste_lock::{PasteLock, PasteLockError, acquire as lock_session};
-pub use screen::known::Screen;
 pub use screen::claude::RECORDED_RELEASES as CLAUDE_RECORDED_RELEASES;
 pub use screen::claude::shown_mode;
+pub use screen::known::Screen;
 
 use crate::tmux::{self, PaneId, Tmux};
 

@@ -21,8 +21,8 @@
 use super::deliver::{DeliverError, SubmitCheck, confirm_submitted, paste_text, submit};
 use super::hold::{self, HoldReason};
 use super::paste_lock::{self, PasteLock, PasteLockError};
-use super::screen::known::Screen;
 use super::screen::claude as screen;
+use super::screen::known::Screen;
 use crate::harness::Harness;
 use crate::session::hooks::Reported;
 use crate::session::registry::{RegistryError, SessionRecord, Status};

@@ -113,6 +113,17 @@ pub async fn answer(
         }
         PaneState::Unknown(error) => return Err(unreachable(error)),
     };
+    // A dialog just drawn drops a key: Claude Code 2.1.332 ignored an Enter ~100 ms
+    // after its dialog appeared and took one ~270 ms after (2.1.197 took it at once).
+    // The key goes out once the dialog has stood `Timings::settle`, after a fresh look.
+    let dialog_settle = sessions.settings().timings.settle;
+    if let Some(at) = crate::time::parse_ts(&request.requested_at) {
+        let age = time::OffsetDateTime::now_utc() - at;
+        let age = std::time::Duration::try_from(age).unwrap_or_default();
+        if let Some(left) = dialog_settle.checked_sub(age) {
+            tokio::time::sleep(left).await;
+        }
+    }
     let shown = delivery::dialog_shown(sessions.tmux().as_ref(), &pane)
         .await
         .map_err(unreachable)?;

@@ -1,4 +1,4 @@
-//! Harness-reported state against the real Claude Code 2.1.197 and the test's own fake
+//! Harness-reported state against the real Claude Code (each pinned release) and the test's own fake
 //! of the Messages API (SPEC §17.6): sessions started by the-loop with its per-session
 //! settings file, Claude running `the-loop hook claude` at every state change.
 //!
@@ -42,7 +42,13 @@ async fn a_delivered_comment_is_one_user_message() {
     );
     assert_eq!(requests.len(), before + 1, "and it is one turn");
     // Claude Code's input box expands tabs to four spaces; nothing else changes.
-    assert_eq!(with_comment[0], prompt.replace('\t', "    "));
+    let sent = prompt.replace('\t', "    ");
+    assert_eq!(
+        with_comment[0],
+        world
+            .version()
+            .folded_paste_as_received(&sent, &with_comment[0])
+    );
     // Claude Code writes its transcript after the turn, not before `Stop`.
     let messages: Vec<String> = world
         .wait("the comment in Claude Code's transcript", || {

@@ -210,6 +210,16 @@ tui: {{notify: none}}
         .await
     }
 
+    /// Waits until the fake model has had `n` agent-loop requests; on a timeout the
+    /// failure shows Claude's pane and the log as well.
+    pub async fn wait_agent_requests(&self, n: usize) -> Vec<super::fake_model::Recorded> {
+        self.wait(&format!("{n} agent-loop requests"), || {
+            let got = self.model.agent_requests();
+            (got.len() >= n).then_some(got)
+        })
+        .await
+    }
+
     /// Polls `check` every 50 ms; on timeout fails showing the pane and the log.
     pub async fn wait<T>(&self, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
         let start = Instant::now();

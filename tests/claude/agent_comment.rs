@@ -1,4 +1,4 @@
-//! `the-loop comment` from inside the real Claude Code 2.1.197 (SPEC §19.2, §19.6), with
+//! `the-loop comment` from inside the real Claude Code (each pinned release) (SPEC §19.2, §19.6), with
 //! the tests' fake model and a supervisor polling the simulated GitHub: the agent's
 //! Bash call needs no permission (the adapter's settings allow it), the comment lands on
 //! the session's item marked exactly once with the harness named, and the next poll

@@ -6,17 +6,18 @@
 //! lets these tests check exactly what the agent received.
 //!
 //! The binary comes from npm (`@anthropic-ai/claude-code`, installed by `scripts/check`
-//! into `target/npm`), or from `$THE_LOOP_CLAUDE_BIN`. Without it the tests say so and
-//! pass, except under CI (`CI` set), where a missing binary fails them. Every test sets
-//! the environment of SPEC §17.6 (`tests/support/claude.rs`); with no model to talk to,
-//! `ANTHROPIC_BASE_URL` points at a closed port.
+//! into `target/npm`, once per pinned release), or from `$THE_LOOP_CLAUDE_BIN`. Without
+//! it the tests say so and pass, except under CI (`CI` set), where a missing binary fails
+//! them. Every test sets the environment of SPEC §17.6 (`tests/support/claude.rs`) and
+//! starts Claude Code in the `default` permission mode, as the-loop does; with no model
+//! to talk to, `ANTHROPIC_BASE_URL` points at a closed port.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support::claude::{ClaudeHome, NO_MODEL, claude_bin};
+use crate::support::claude::{ClaudeHome, ClaudeVersion, NO_MODEL, claude_bin, interactive_argv};
 use crate::support::tmux_server::{TmuxServer, wait_for};
 use std::time::Duration;
-use the_loop::config::SessionsConfig;
+use the_loop::config::{PermissionMode, SessionsConfig};
 use the_loop::guard::sanitize;
 use the_loop::harness::CLAUDE_PASTE_MARKER;
 use the_loop::harness::Harness;
@@ -93,7 +94,7 @@ async fn a_hostile_prompt_reaches_claude_code_as_one_submitted_message() {
     let tmux = server.tmux();
     let home = ClaudeHome::new(NO_MODEL);
     let pane = tmux
-        .new_session(&home.spec("claude-paste", vec![bin.display().to_string()]))
+        .new_session(&home.spec("claude-paste", interactive_argv(&bin)))
         .await
         .unwrap();
     wait_input_box(&tmux, &pane).await;
@@ -111,9 +112,14 @@ async fn a_hostile_prompt_reaches_claude_code_as_one_submitted_message() {
     } else {
         messages
     };
+    assert_eq!(messages.len(), 1, "one message: {messages:#?}");
     // Claude Code's input box expands tabs to four spaces; nothing else changes.
-    let expected = sanitize(&prompt).replace('\t', "    ");
-    assert_eq!(messages, vec![expected]);
+    let sent = sanitize(&prompt).replace('\t', "    ");
+    let version = ClaudeVersion::of(&bin);
+    assert_eq!(
+        messages[0],
+        version.folded_paste_as_received(&sent, &messages[0])
+    );
 }
 
 /// A paste whose submitting `\r` was not taken (as on a loaded machine) sits folded in
@@ -125,7 +131,7 @@ async fn a_paste_left_unsubmitted_is_submitted_once_by_the_check() {
     let tmux = server.tmux();
     let home = ClaudeHome::new(NO_MODEL);
     let pane = tmux
-        .new_session(&home.spec("claude-unsubmitted", vec![bin.display().to_string()]))
+        .new_session(&home.spec("claude-unsubmitted", interactive_argv(&bin)))
         .await
         .unwrap();
     wait_input_box(&tmux, &pane).await;
@@ -163,19 +169,31 @@ async fn a_paste_left_unsubmitted_is_submitted_once_by_the_check() {
     // A second message (an extra Enter taken as one) would show up by now.
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(home.user_messages().len(), messages.len());
-    assert_eq!(messages, vec![prompt.replace('\t', "    ")]);
+    assert_eq!(messages.len(), 1, "one message: {messages:#?}");
+    let sent = prompt.replace('\t', "    ");
+    let version = ClaudeVersion::of(&bin);
+    assert_eq!(
+        messages[0],
+        version.folded_paste_as_received(&sent, &messages[0])
+    );
 }
 
-/// The control experiment: the same text pasted raw, without the sanitizer, is cut at
-/// the injected terminator. This proves the test above can tell a split from a whole.
+/// The control experiment: the same kind of text pasted raw, without the sanitizer. On
+/// the releases where an injected terminator ends the paste (2.1.197), the text is cut
+/// there and the rest typed as keys — the injection the sanitizer prevents, and proof
+/// that the test above can tell a split from a whole. Later releases (2.1.332) ignore
+/// the terminator inside the paste: the text arrives as one message, the terminator
+/// and the carriage return gone. The sanitizer stays either way: the-loop does not
+/// know which release an operator runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_the_sanitizer_the_injected_terminator_splits_the_paste() {
+async fn an_unsanitized_terminator_does_what_the_release_was_recorded_doing() {
     let Some(bin) = claude_bin() else { return };
+    let version = ClaudeVersion::of(&bin);
     let server = TmuxServer::new();
     let tmux = server.tmux();
     let home = ClaudeHome::new(NO_MODEL);
     let pane = tmux
-        .new_session(&home.spec("claude-raw", vec![bin.display().to_string()]))
+        .new_session(&home.spec("claude-raw", interactive_argv(&bin)))
         .await
         .unwrap();
     wait_input_box(&tmux, &pane).await;
@@ -190,12 +208,22 @@ async fn without_the_sanitizer_the_injected_terminator_splits_the_paste() {
     .await
     .unwrap();
     let messages = wait_user_messages(&home, &tmux, &pane, 1).await;
-    assert!(
-        !messages
-            .iter()
-            .any(|m| m.contains("first part") && m.contains("second part")),
-        "the raw terminator should have ended the paste early: {messages:?}"
-    );
+    if version.ignores_a_pasted_terminator() {
+        // A split (a second, queued message) would show up by now.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(
+            home.user_messages(),
+            vec!["first part\nsecond part typed as keys".to_string()],
+            "Claude Code {version} keeps a pasted terminator inside the paste"
+        );
+    } else {
+        assert!(
+            !messages
+                .iter()
+                .any(|m| m.contains("first part") && m.contains("second part")),
+            "the raw terminator should have ended the paste early: {messages:?}"
+        );
+    }
 }
 
 /// The built-in `claude` adapter's fresh argv: the minted `--session-id` names the
@@ -206,7 +234,9 @@ async fn the_claude_adapter_starts_a_conversation_with_its_session_id_and_boot_p
     let server = TmuxServer::new();
     let tmux = server.tmux();
     let home = ClaudeHome::new(NO_MODEL);
-    let harness = Harness::resolve("claude", &SessionsConfig::default()).unwrap();
+    let harness = Harness::resolve("claude", &SessionsConfig::default())
+        .unwrap()
+        .with_permission_mode(PermissionMode::Default);
     assert!(harness.mints_session_id());
     let id = harness.mint_session_id().unwrap();
     let boot = "You own github:octo/repo#15. Read the thread yourself.";

@@ -1,4 +1,4 @@
-//! Harness-reported state against the real Claude Code 2.1.197 and the test's own fake
+//! Harness-reported state against the real Claude Code (each pinned release) and the test's own fake
 //! of the Messages API (SPEC §17.6): sessions started by the-loop with its per-session
 //! settings file, Claude running `the-loop hook claude` at every state change.
 //!
@@ -42,7 +42,13 @@ async fn a_delivered_comment_is_one_user_message() {
     );
     assert_eq!(requests.len(), before + 1, "and it is one turn");
     // Claude Code's input box expands tabs to four spaces; nothing else changes.
-    assert_eq!(with_comment[0], prompt.replace('\t', "    "));
+    let sent = prompt.replace('\t', "    ");
+    assert_eq!(
+        with_comment[0],
+        world
+            .version()
+            .folded_paste_as_received(&sent, &with_comment[0])
+    );
     // Claude Code writes its transcript after the turn, not before `Stop`.
     let messages: Vec<String> = world
         .wait("the comment in Claude Code's transcript", || {
@@ -97,10 +103,7 @@ async fn approving_from_the_cli_delivers_the_tool_result_to_the_model() {
         String::from_utf8_lossy(&out.stdout).starts_with("approved"),
         "{out:?}"
     );
-    let requests = world
-        .model
-        .wait_agent_requests(sent_before + 1, claude_world::PATIENCE)
-        .await;
+    let requests = world.wait_agent_requests(sent_before + 1).await;
     let results = requests[sent_before].tool_results();
     assert_eq!(results.len(), 1, "{results:?}");
     assert!(results[0].1.contains("approved-42"), "{results:?}");
@@ -193,10 +196,7 @@ async fn approving_with_the_tui_key_delivers_the_tool_result() {
     screen.keys(&["3"]);
     screen.wait_text("y approve").await;
     screen.keys(&["y"]);
-    let requests = world
-        .model
-        .wait_agent_requests(sent_before + 1, claude_world::PATIENCE)
-        .await;
+    let requests = world.wait_agent_requests(sent_before + 1).await;
     let results = requests[sent_before].tool_results();
     assert!(
         results
@@ -236,10 +236,7 @@ async fn a_slow_turn_reads_working_and_its_end_idle() {
     )]);
     let sent_before = world.model.agent_requests().len();
     world.deliver("d-1", "Think about it for a while.").await;
-    world
-        .model
-        .wait_agent_requests(sent_before + 1, claude_world::PATIENCE)
-        .await;
+    world.wait_agent_requests(sent_before + 1).await;
     // The model has the request and has not answered: the session is working.
     let row = world.wait_listed("working", "hooks").await;
     assert_eq!(row["permission"], serde_json::Value::Null);
@@ -292,10 +289,7 @@ async fn the_agents_ask_needs_no_permission_and_the_reply_is_its_next_message() 
         "--no-comment",
     ]);
     assert!(out.status.success(), "{out:?}");
-    let requests = world
-        .model
-        .wait_agent_requests(sent_before + 1, claude_world::PATIENCE)
-        .await;
+    let requests = world.wait_agent_requests(sent_before + 1).await;
     assert_eq!(
         requests[sent_before].last_user_text().as_deref(),
         Some(the_loop::session::reply::framed(&item(), "Go left.").as_str())

@@ -1,4 +1,4 @@
-//! Safe delivery (SPEC §18.6) against the real Claude Code 2.1.197 and the tests' fake of
+//! Safe delivery (SPEC §18.6) against the real Claude Code (each pinned release) and the tests' fake of
 //! the Messages API: a paste never answers a permission dialog, never sends the
 //! operator's draft, and what it holds back goes out exactly once — across a restart of
 //! the supervisor too.

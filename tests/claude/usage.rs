@@ -1,5 +1,6 @@
-//! Usage and cost per session against the real Claude Code 2.1.197 and the tests' fake
-//! model reporting a different `usage` on every response (SPEC §20.5): text turns, a
+//! Usage and cost per session against the real Claude Code (each pinned release) and the
+//! tests' fake model reporting a different `usage` on every response (SPEC §20.5): text
+//! turns, a
 //! tool turn, both cache-write kinds, a sub-agent. The session's totals — in
 //! `sessions list --json` and `the-loop usage` — equal the fake's sums exactly, in
 //! tokens and in dollars; a budget crossing holds the next delivery and tells it;
@@ -29,9 +30,24 @@ fn sums(sent: &[Sent]) -> [u64; 5] {
     out
 }
 
-/// USD at Opus 4.5+ prices ($5 / $25; writes 1.25 × and 2 ×, reads 0.1 × input), as
-/// the-loop computes it: tokens × price per million, kind by kind.
-fn opus_cost(t: [u64; 5]) -> f64 {
+/// The model the fake answers as, and its price in the test's config: named here, not
+/// whichever model the client under test defaults to (2.1.332 asks for one the embedded
+/// table does not price, and no price is made up for a real model).
+const MODEL: &str = "claude-the-loop-test";
+const PRICING: &str = "pricing: {models: {claude-the-loop-test: {input: 5, output: 25}}}\n";
+
+/// The world every test here runs in: the fake answers as [`MODEL`], priced.
+async fn world() -> Option<ClaudeWorld> {
+    let world = ClaudeWorld::new().await?;
+    world.model.vary_usage();
+    world.model.answer_as(MODEL);
+    world.configure(PRICING);
+    Some(world)
+}
+
+/// USD at [`PRICING`] ($5 / $25; writes 1.25 × and 2 ×, reads 0.1 × input, as the-loop
+/// derives them), as the-loop computes it: tokens × price per million, kind by kind.
+fn priced_cost(t: [u64; 5]) -> f64 {
     let prices = [5.0, 25.0, 6.25, 10.0, 0.5];
     t.iter()
         .zip(prices)
@@ -53,10 +69,9 @@ fn tokens_of(v: &Value) -> [u64; 5] {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sessions_totals_equal_what_the_model_reported() {
-    let Some(world) = ClaudeWorld::new().await else {
+    let Some(world) = world().await else {
         return;
     };
-    world.model.vary_usage();
     world.start().await;
     std::fs::write(world.home.project.join("notes.txt"), "hello\n").unwrap();
     let path = world.home.project.join("notes.txt").display().to_string();
@@ -112,20 +127,31 @@ async fn the_sessions_totals_equal_what_the_model_reported() {
     let row = world.listed();
     let usage = &row["usage"];
     assert_eq!(tokens_of(usage), want, "{usage:#}");
-    assert_usd(&usage["costUsd"], opus_cost(want));
+    assert_usd(&usage["costUsd"], priced_cost(want));
     assert_eq!(usage["known"], true);
+    let models: Vec<&str> = usage["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["model"].as_str())
+        .collect();
+    assert_eq!(
+        models,
+        [MODEL],
+        "counted as the model that answered: {usage:#}"
+    );
     let out = world.cli(&["usage", "--json"]);
     assert!(out.status.success(), "{out:?}");
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(tokens_of(&report["total"]), want);
-    assert_usd(&report["total"]["costUsd"], opus_cost(want));
+    assert_usd(&report["total"]["costUsd"], priced_cost(want));
     assert_eq!(report["bytesRead"], 0, "the hook kept it current");
     // The last session.usage told the same totals.
     let told = world.events_named("session.usage");
     let last = told.last().unwrap();
     assert_eq!(last["input"], want[0]);
     assert_eq!(last["cache_write_1h"], want[3]);
-    assert_usd(&last["cost_usd"], opus_cost(want));
+    assert_usd(&last["cost_usd"], priced_cost(want));
 }
 
 fn the_loop_transcripts(world: &ClaudeWorld) -> Vec<String> {
@@ -147,17 +173,12 @@ fn inputs(id: &str, body: &str) -> PromptInputs {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_budget_crossing_holds_the_next_delivery_until_the_budget_is_raised() {
-    let Some(world) = ClaudeWorld::new().await else {
+    let Some(world) = world().await else {
         return;
     };
-    world.model.vary_usage();
     // A day's budget the boot turn alone crosses (a cent), read by the hook.
-    let mut config = std::fs::read_to_string(&world.config).unwrap();
-    config.push_str("budgets: {dailyUsd: 0.001}\n");
-    std::fs::write(&world.config, config).unwrap();
+    world.configure("budgets: {dailyUsd: 0.001}\n");
     let mut settings = (*world.sessions.settings()).clone();
-    settings.budgets.daily_usd = Some(0.001);
-    world.sessions.set_settings(settings.clone());
     world.start().await;
     let over = world.wait_events("session.over_budget", 1).await;
     assert_eq!(over[0]["scope"], "daily");

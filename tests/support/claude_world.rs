@@ -1,4 +1,4 @@
-//! A hermetic world for driving the real Claude Code 2.1.197 through the-loop (SPEC
+//! A hermetic world for driving the real Claude Code (any pinned release) through the-loop (SPEC
 //! §17.6): the test's own fake of the Messages API ([`FakeModel`]), a private `HOME`
 //! and `TMPDIR` for Claude ([`ClaudeHome`]), a private tmux server started with the
 //! environment of §17.6 (so every pane — Claude, the screens — inherits it and nothing
@@ -12,7 +12,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use super::claude::{ClaudeHome, claude_bin};
+use super::claude::{ClaudeHome, ClaudeVersion, claude_bin};
 use super::fake_model::FakeModel;
 use super::tmux_server::{BIN, TmuxServer};
 use serde_json::Value;
@@ -127,6 +127,26 @@ tui: {{notify: none}}
         })
     }
 
+    /// The release of the Claude Code under test.
+    pub fn version(&self) -> ClaudeVersion {
+        ClaudeVersion::of(&self.claude)
+    }
+
+    /// Appends `yaml` (top-level keys the config does not have yet) to the operator
+    /// config, and gives the in-process sessions the settings it now makes. The hooks
+    /// and the CLI read the file themselves.
+    pub fn configure(&self, yaml: &str) {
+        let mut config = std::fs::read_to_string(&self.config).unwrap();
+        config.push_str(yaml);
+        std::fs::write(&self.config, config).unwrap();
+        let loaded = the_loop::config::load_file(&self.config).unwrap();
+        let paths = StatePaths::new(&self.state);
+        let mut settings =
+            Settings::new(&loaded.config, Some(self.config.clone()), &paths).unwrap();
+        settings.bin = PathBuf::from(BIN);
+        self.sessions.set_settings(settings);
+    }
+
     /// Starts the session on [`item`] (its boot prompt is the first turn) and waits until
     /// that turn ended.
     pub async fn start(&self) -> SessionRecord {
@@ -186,6 +206,16 @@ tui: {{notify: none}}
         self.wait(&what, || {
             let found = self.events_named(name);
             (found.len() >= n).then_some(found)
+        })
+        .await
+    }
+
+    /// Waits until the fake model has had `n` agent-loop requests; on a timeout the
+    /// failure shows Claude's pane and the log as well.
+    pub async fn wait_agent_requests(&self, n: usize) -> Vec<super::fake_model::Recorded> {
+        self.wait(&format!("{n} agent-loop requests"), || {
+            let got = self.model.agent_requests();
+            (got.len() >= n).then_some(got)
         })
         .await
     }

@@ -127,6 +127,8 @@ struct ModelState {
     next_id: u64,
     /// Report a different usage on every response ([`usage_of`]) instead of the same.
     varied_usage: bool,
+    /// The model every response names, instead of the one the request asked for.
+    answering_model: Option<String>,
     /// What each response reported: its id, whether it answered the agent loop, and
     /// the final usage.
     sent: Vec<Sent>,
@@ -225,6 +227,13 @@ impl FakeModel {
         self.lock().varied_usage = true;
     }
 
+    /// From now on every response names `model` as the model that answered, whichever
+    /// the request asked for: a test that prices usage names its model and its price
+    /// itself instead of depending on the client's default model.
+    pub fn answer_as(&self, model: &str) {
+        self.lock().answering_model = Some(model.to_string());
+    }
+
     /// The usage every response reported so far.
     pub fn sent(&self) -> Vec<Sent> {
         self.lock().sent.clone()
@@ -287,12 +296,14 @@ async fn handle(
         return (StatusCode::NOT_FOUND, "not served by the fake model").into_response();
     }
     let stream = recorded.body["stream"] == true;
-    let model = recorded.body["model"]
-        .as_str()
-        .unwrap_or("claude-fake")
-        .to_string();
-    let (turn, id, usage) = {
+    let (turn, id, usage, model) = {
         let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+        let model = st.answering_model.clone().unwrap_or_else(|| {
+            recorded.body["model"]
+                .as_str()
+                .unwrap_or("claude-fake")
+                .to_string()
+        });
         st.next_id += 1;
         let id = st.next_id;
         let usage = if st.varied_usage {
@@ -313,7 +324,7 @@ async fn handle(
             Turn::text(r#"{"title": "Test session", "isNewTopic": false}"#)
         };
         st.requests.push(recorded);
-        (turn, id, usage)
+        (turn, id, usage, model)
     };
     if stream {
         sse(turn, id, &model, usage)

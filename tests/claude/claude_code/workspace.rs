@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::Duration;
 use the_loop::tmux::{PaneId, Tmux};
 
-/// What the trust dialog of Claude Code 2.1.197 offers.
+/// What the trust dialog offers (2.1.197: `1. Yes, I trust this folder`; 2.1.332: `Yes, I trust this folder`).
 const TRUST_DIALOG: &str = "trust this folder";
 
 struct World {

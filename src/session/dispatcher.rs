@@ -2,8 +2,10 @@
 //! routed by the one router, the decision is logged, and the dispatcher acts on it:
 //!
 //! - **Deliver** → the first work item (in order) that has a session gets the event
-//!   prompt; none → `dispatch.dropped` (`no-session`, or `session-closed`); a paused
-//!   session → `session-paused`. Both settled, never replayed.
+//!   prompt; else the open session whose own pull request it is (its ship's
+//!   `pullRequest`, `SessionRecord::own_pulls`); none → `dispatch.dropped`
+//!   (`no-session`, or `session-closed`); a paused session → `session-paused`. Both
+//!   settled, never replayed.
 //! - **Control** → start (unless `routing.spawn: never`), pause, resume, stop. Control
 //!   comments are never forwarded.
 //! - **Close** → the item's session ends (status `closed`).
@@ -413,7 +415,8 @@ impl Dispatcher {
             .is_some_and(|rc| rc.watches(&payload["issue"]))
     }
 
-    /// The first item (in order) with an open session or a queued spawn.
+    /// The first item (in order) with an open session or a queued spawn; else the open
+    /// session that owns one of them ([`Self::owner_of`]); else a closed session's item.
     fn target(&self, work_items: &[WorkItemRef]) -> Target {
         let mut closed = None;
         for item in work_items {
@@ -431,7 +434,39 @@ impl Dispatcher {
                 Err(error) => tracing::warn!(%item, "session record unreadable: {error}"),
             }
         }
-        closed.map_or(Target::None, Target::Closed)
+        match self.owner_of(work_items) {
+            Some(owner) => Target::Session(owner),
+            None => closed.map_or(Target::None, Target::Closed),
+        }
+    }
+
+    /// The open session one of `work_items` (in order) is an own pull request of —
+    /// [`SessionRecord::own_pulls`], the one rule: the pull request its ship opened or
+    /// adopted (`pullRequest`, written only by an operator's ship), whatever that pull
+    /// request's text links and whoever opened it (SPEC §19.4 step 6).
+    ///
+    /// Read only when no item has a session of its own, i.e. for an authorized (or CI)
+    /// event that passed every gate: the registry is listed then, one small file per
+    /// session, as the poller lists it once a cycle — no index to keep in step with
+    /// the ships other processes record.
+    ///
+    /// [`SessionRecord::own_pulls`]: super::SessionRecord::own_pulls
+    fn owner_of(&self, work_items: &[WorkItemRef]) -> Option<WorkItemRef> {
+        let records = match self.inner.sessions.registry().list() {
+            Ok(records) => records,
+            Err(error) => {
+                tracing::warn!(
+                    "session registry unreadable; no session's own pull request found: {error}"
+                );
+                return None;
+            }
+        };
+        let open: Vec<_> = records.into_iter().filter(|r| r.status.is_open()).collect();
+        work_items.iter().find_map(|item| {
+            open.iter()
+                .find(|r| r.own_pulls().iter().any(|own| same_item(own, item)))
+                .map(|r| r.work_item.clone())
+        })
     }
 
     /// Queues a job in the item's lane and returns its settlement.

@@ -338,12 +338,19 @@ async fn an_absent_tmux_session_is_respawned_too() {
     assert_eq!(creates(&f).len(), 1);
 }
 
-/// A comment on PR #16 (body `Fixes #15`) opened by `author`.
-fn pr_comment(id: u64, author: &str, body: &str) -> InboundEvent {
-    let mut event = comment(id, 16, body);
+/// A comment by `by` on PR `n`, opened by `author`, whose text links nothing.
+fn unlinked_pr_comment(id: u64, n: u64, author: &str, by: &str, body: &str) -> InboundEvent {
+    let mut event = comment_by(by, id, n, body);
     event.payload["issue"]["pull_request"] = json!({"url": "x"});
-    event.payload["issue"]["body"] = json!("Fixes #15");
+    event.payload["issue"]["body"] = json!("A change.");
     event.payload["issue"]["user"]["login"] = json!(author);
+    event
+}
+
+/// A comment by alice on PR #16 (body `Fixes #15`) opened by `author`.
+fn pr_comment(id: u64, author: &str, body: &str) -> InboundEvent {
+    let mut event = unlinked_pr_comment(id, 16, author, "alice", body);
+    event.payload["issue"]["body"] = json!("Fixes #15");
     event
 }
 
@@ -400,6 +407,96 @@ async fn a_strangers_pr_links_nothing() {
         Disposition::Delivered
     );
     assert_eq!(f.pasted(&issue_pane).len(), 1);
+}
+
+/// Issue #15's session shipped to PR #16 (`pullRequest`), as if ship adopted a pull
+/// request someone opened on its branch.
+fn shipped_to_16(f: &Fixture) {
+    f.sessions
+        .registry()
+        .update(&item(15), |r| {
+            r.pull_request = Some(crate::session::records::LinkedPull {
+                number: 16,
+                url: "https://github.com/octo/repo/pull/16".into(),
+                draft: true,
+            });
+        })
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_event_on_a_sessions_shipped_pr_reaches_it_whoever_opened_the_pr() {
+    // (PR, its author, the comment's author, what happens, pasted into #15)
+    let cases: &[(u64, &str, &str, Disposition, usize)] = &[
+        // mallory opened #16 (her links count for nothing); ship made it #15's.
+        (16, "mallory", "alice", Disposition::Delivered, 1),
+        (16, "alice", "alice", Disposition::Delivered, 1),
+        // The gates come first: an unauthorized reviewer is refused before any session.
+        (16, "mallory", "mallory", dropped("unauthorized-actor"), 0),
+        // A pull request #15 did not ship is not its own.
+        (17, "mallory", "alice", dropped("no-session"), 0),
+    ];
+    for (i, (pr, author, by, want, pasted)) in cases.iter().enumerate() {
+        let f = Fixture::new();
+        let pane = f.live_session(15);
+        shipped_to_16(&f);
+        let got = f
+            .ingest(unlinked_pr_comment(1, *pr, author, by, "rename it"))
+            .await;
+        assert_eq!(&got, want, "case {i}");
+        assert_eq!(f.pasted(&pane).len(), *pasted, "case {i}");
+    }
+}
+
+#[tokio::test]
+async fn a_shipped_pr_is_its_sessions_after_its_own_and_only_while_open() {
+    let f = Fixture::new();
+    let issue_pane = f.live_session(15);
+    shipped_to_16(&f);
+    // `stop` on the shipped PR stops the session that owns it (SPEC §14.3 order).
+    assert_eq!(
+        f.ingest(unlinked_pr_comment(
+            1,
+            16,
+            "mallory",
+            "alice",
+            "the-loop pause"
+        ))
+        .await,
+        Disposition::Delivered
+    );
+    assert_eq!(session_status(&f, 15), Some(Status::Paused));
+    assert_eq!(
+        f.ingest(unlinked_pr_comment(
+            2,
+            16,
+            "mallory",
+            "alice",
+            "the-loop resume"
+        ))
+        .await,
+        Disposition::Delivered
+    );
+    // A session on the PR itself wins over the one that shipped to it.
+    let pr_pane = f.live_session(16);
+    assert_eq!(
+        f.ingest(unlinked_pr_comment(3, 16, "mallory", "alice", "to the PR"))
+            .await,
+        Disposition::Delivered
+    );
+    assert_eq!(f.pasted(&pr_pane).len(), 1);
+    assert!(f.pasted(&issue_pane).is_empty());
+    // A closed owner owns nothing.
+    f.sessions.registry().remove(&item(16)).unwrap();
+    f.sessions
+        .registry()
+        .update(&item(15), |r| r.status = Status::Closed)
+        .unwrap();
+    assert_eq!(
+        f.ingest(unlinked_pr_comment(4, 16, "mallory", "alice", "anyone?"))
+            .await,
+        dropped("no-session")
+    );
 }
 
 fn session_status(f: &Fixture, n: u64) -> Option<Status> {

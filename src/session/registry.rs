@@ -181,8 +181,8 @@ impl SessionRecord {
     /// request" (SPEC §19.2, §19.4): its work item (when that is a pull request; an
     /// issue's number is never a pull request's, so it is listed as it is), then the
     /// pull request its ship opened or found for it (`pullRequest`), which is also the
-    /// one the poller follows for it (`supervisor::followed`). All in the work item's
-    /// repository, duplicates merged.
+    /// one the poller follows for it (`supervisor::followed`) and routes events on to it
+    /// (`Dispatcher::owner_of`). All in the work item's repository, duplicates merged.
     ///
     /// Nothing else counts: a pull request whose body or branch names the item (SPEC
     /// §5.2) may route events here when its author is trusted (§14.3), but its text is

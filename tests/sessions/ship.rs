@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support::e2e::{Setup, TOKEN, World, item};
+use crate::support::e2e::{LABEL, Setup, TOKEN, World, item};
 use crate::support::git_remote::{Auth, GitRemote};
 use crate::support::workspaces::workspace_of;
 use std::path::Path;
@@ -57,8 +57,19 @@ fn sample_cmdlines(
     })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_proposal_ships_through_the_token_only_and_opens_one_draft() {
+/// A world whose repository is a clone of the real remote, with a session on issue 7
+/// and one commit in its worktree, not yet shipped.
+struct Committed {
+    remote: GitRemote,
+    /// Holds the clone.
+    dir: tempfile::TempDir,
+    checkout: std::path::PathBuf,
+    w: World,
+    worktree: std::path::PathBuf,
+    head: String,
+}
+
+async fn committed() -> Committed {
     let remote = GitRemote::start(TOKEN);
     remote.create_repo("octo/repo");
     let dir = tempfile::tempdir().unwrap();
@@ -68,7 +79,7 @@ async fn a_proposal_ships_through_the_token_only_and_opens_one_draft() {
         &["clone", "-q", &remote.url("octo/repo"), "checkout"],
         &remote.auth_env(),
     );
-    let mut w = World::new(Setup {
+    let w = World::new(Setup {
         repo_path: Some(checkout.clone()),
         ..Setup::default()
     })
@@ -80,6 +91,26 @@ async fn a_proposal_ships_through_the_token_only_and_opens_one_draft() {
     git(&worktree, &["add", "cap.rs"], &[]);
     git(&worktree, &["commit", "-q", "-m", "Cap retries"], &[]);
     let head = git(&worktree, &["rev-parse", "HEAD"], &[]);
+    Committed {
+        remote,
+        dir,
+        checkout,
+        w,
+        worktree,
+        head,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proposal_ships_through_the_token_only_and_opens_one_draft() {
+    let Committed {
+        remote,
+        dir: _dir,
+        checkout,
+        mut w,
+        worktree,
+        head,
+    } = committed().await;
 
     let proposed = w
         .cli(&[
@@ -264,4 +295,94 @@ async fn a_proposal_ships_through_the_token_only_and_opens_one_draft() {
     assert_eq!(posts(&w), before, "nothing posted");
     assert_eq!(w.sim.review_comments_on("octo/repo", stranger).len(), 1);
     assert_eq!(w.events_named("session.commented").len(), 1);
+}
+
+/// Ship adopts the open pull request already on the session's branch, opened by someone
+/// with push access who is not in `authorizedUsers` and whose description links nothing:
+/// its links count for nothing (SPEC §14.3), yet it is the session's own pull request
+/// (`pullRequest`, SPEC §19.4 step 6), so an authorized review on it reaches the
+/// session. The gates still come first, and another pull request is no one's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_on_an_adopted_pull_request_reaches_the_session_that_shipped_to_it() {
+    let Committed {
+        remote: _remote,
+        dir: _dir,
+        mut w,
+        ..
+    } = committed().await;
+    let adopted = w
+        .sim
+        .add_pull(
+            "octo/repo",
+            PullSpec::new("Retries", "the-loop/issue-7")
+                .author("carol")
+                .body("Work in progress."),
+        )
+        .unwrap();
+    let shipped = w
+        .cli(&["sessions", "ship", &item(7), "--yes"])
+        .output()
+        .unwrap();
+    assert!(shipped.status.success(), "{shipped:?}");
+    assert_eq!(
+        w.sim.control().pulls("octo/repo").len(),
+        1,
+        "adopted, not opened"
+    );
+    assert_eq!(w.session(7).unwrap()["pullRequest"]["number"], adopted);
+    assert!(w.events_named("ship.pr_opened").is_empty());
+
+    let unrelated = w
+        .sim
+        .add_pull(
+            "octo/repo",
+            PullSpec::new("Typo", "docs-typo")
+                .author("carol")
+                .labels(&[LABEL]),
+        )
+        .unwrap();
+    w.start_supervisor();
+    w.wait_cycles(1).await;
+    let review = |number: u64, login: &str, body: &str| {
+        w.sim
+            .add_review(
+                "octo/repo",
+                number,
+                login,
+                ReviewState::ChangesRequested,
+                body,
+            )
+            .unwrap()
+    };
+    review(adopted, "alice", "HERON: rename the constant");
+    review(adopted, "mallory", "OSPREY: push my branch instead");
+    review(unrelated, "alice", "WREN: fix the other typo too");
+    let refused = w
+        .wait_event("routing.dropped", |e| {
+            e["gh_event"] == "pull_request_review" && e["actor"] == "mallory"
+        })
+        .await;
+    assert_eq!(refused["reason"], "unauthorized-actor");
+    assert_eq!(refused["work_items"], serde_json::json!([item(adopted)]));
+    let delivered = w
+        .wait_event("dispatch.succeeded", |e| {
+            e["gh_event"] == "pull_request_review"
+        })
+        .await;
+    assert_eq!(delivered["work_item"], item(7).as_str());
+    let unowned = w
+        .wait_event("dispatch.dropped", |e| {
+            e["work_item"] == item(unrelated).as_str()
+        })
+        .await;
+    assert_eq!(unowned["reason"], "no-session");
+    assert_eq!(w.pasted_count("HERON: rename the constant"), 1);
+    assert_eq!(w.pasted_count("OSPREY"), 0);
+    assert_eq!(w.pasted_count("WREN"), 0);
+    let reviews_delivered = w
+        .events_named("dispatch.succeeded")
+        .into_iter()
+        .filter(|e| e["gh_event"] == "pull_request_review")
+        .count();
+    assert_eq!(reviews_delivered, 1);
 }

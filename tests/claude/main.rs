@@ -14,4 +14,5 @@ mod claude_hooks;
 mod codex_usage;
 mod harness_cli;
 mod safe_delivery;
+mod unknown_release;
 mod usage;

@@ -147,6 +147,38 @@ tui: {{notify: none}}
         self.sessions.set_settings(settings);
     }
 
+    /// Runs the real Claude Code under test as if it were release `version`: a stand-in
+    /// `claude` answers `--version` with it and runs the real binary for anything else.
+    /// A release the-loop has not recorded is how a new user's next upgrade looks.
+    pub fn claude_reporting(&self, version: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let wrapper = self.home.dir.path().join("claude-as-other-release");
+        let script = format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{version} (Claude Code)'; exit 0; fi\nexec '{}' \"$@\"\n",
+            self.claude.display()
+        );
+        std::fs::write(&wrapper, script).unwrap();
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let config = std::fs::read_to_string(&self.config).unwrap();
+        let from = format!("claude: {{command: \"{}\"}}", self.claude.display());
+        assert!(config.contains(&from), "{config}");
+        let to = format!("claude: {{command: \"{}\"}}", wrapper.display());
+        std::fs::write(&self.config, config.replace(&from, &to)).unwrap();
+        self.configure("");
+    }
+
+    /// Sessions start in `mode` (`sessions.permissionMode`).
+    pub fn permission_mode(&self, mode: &str) {
+        let config = std::fs::read_to_string(&self.config).unwrap();
+        let config = config.replacen(
+            "sessions:\n",
+            &format!("sessions:\n  permissionMode: {mode}\n"),
+            1,
+        );
+        std::fs::write(&self.config, config).unwrap();
+        self.configure("");
+    }
+
     /// Starts the session on [`item`] (its boot prompt is the first turn) and waits until
     /// that turn ended.
     pub async fn start(&self) -> SessionRecord {

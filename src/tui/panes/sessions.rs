@@ -277,20 +277,26 @@ fn row<'a>(app: &App, s: &SessionView, cols: &Columns) -> Line<'a> {
     Line::from(spans)
 }
 
-/// `⏸ 2 held: permission dialog · 1m · answer it first` for the selected session,
-/// shortened until it fits `w`.
-fn held_detail(app: &App, s: &SessionView, w: usize) -> Option<Line<'static>> {
-    let forms = crate::tui::held::details(s.held.as_ref()?, app.now);
+/// The longest of `forms` (longest first) that fits `w`, else the shortest cut to it,
+/// in the warning colour.
+fn warn_line(app: &App, forms: &[String], w: usize) -> Line<'static> {
     let text = forms
         .iter()
         .find(|f| width(f) <= w)
         .or(forms.last())
         .cloned()
         .unwrap_or_default();
-    Some(Line::from(crate::tui::view::clip_spans(
+    Line::from(crate::tui::view::clip_spans(
         vec![Span::styled(text, app.theme.warn)],
         w,
-    )))
+    ))
+}
+
+/// `⏸ 2 held: permission dialog · 1m · answer it first` for the selected session,
+/// shortened until it fits `w`.
+fn held_detail(app: &App, s: &SessionView, w: usize) -> Option<Line<'static>> {
+    let forms = crate::tui::held::details(s.held.as_ref()?, app.now);
+    Some(warn_line(app, &forms, w))
 }
 
 /// The selected session's permission mode, when it is not simply the one it was
@@ -313,16 +319,7 @@ fn mode_detail(app: &App, s: &SessionView, w: usize) -> Option<Line<'static>> {
         ],
         None => return None,
     };
-    let text = forms
-        .iter()
-        .find(|f| width(f) <= w)
-        .or(forms.last())
-        .cloned()
-        .unwrap_or_default();
-    Some(Line::from(crate::tui::view::clip_spans(
-        vec![Span::styled(text, app.theme.warn)],
-        w,
-    )))
+    Some(warn_line(app, &forms, w))
 }
 
 /// `⎇ the-loop/issue-15 · 3 changed · 2 ahead of origin/main · d diff` for the

@@ -122,3 +122,43 @@ async fn a_reply_to_a_held_session_is_queued_behind_the_hold() {
     let held = snapshot.sessions[1].held.as_ref().unwrap();
     assert_eq!((held.count, held.reason), (2, HoldReason::OperatorDraft));
 }
+
+/// Issue 30: a claude session's permission mode beside its harness, the mode its screen
+/// shows when the operator changed it (marked), a mode that runs calls unasked said on
+/// the selected session's line; a release whose screen is unknown named in the hold.
+#[test]
+fn the_permission_mode_and_an_unknown_release_are_shown() {
+    use the_loop::config::PermissionMode;
+    use the_loop::tui::backend::ModeView;
+    let mut snapshot = sample::snapshot_with_holds(NOW);
+    snapshot.sessions[0].mode = Some(ModeView {
+        started: PermissionMode::Default,
+        shown: Some(PermissionMode::Auto),
+    });
+    snapshot.sessions[1].mode = Some(ModeView {
+        started: PermissionMode::Default,
+        shown: None,
+    });
+    let mut held = sample::held(NOW, 1, HoldReason::ScreenUnknown, 5);
+    held.client = Some("Claude Code 2.1.400".into());
+    snapshot.sessions[1].held = Some(held);
+    let mut app = app_with(snapshot, 140, 32);
+    capture(&mut app);
+    let text = screen(&app);
+    assert!(text.contains("claude auto!"), "{text}");
+    assert!(text.contains("claude default"), "{text}");
+    assert!(
+        text.contains("⏵ mode auto (started default)"),
+        "the narrow pane's form: {text}"
+    );
+    keys(&mut app, &["j"]);
+    let text = screen(&app);
+    assert!(
+        text.contains("⏸ 1 held: screen unknown (Claude Code 2.1.400)"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("⏵ "),
+        "a plain default says nothing more: {text}"
+    );
+}

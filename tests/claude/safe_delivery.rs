@@ -211,6 +211,10 @@ async fn a_delivery_right_behind_the_operators_message_goes_out_once() {
     let target = format!("={}:", item().tmux_session_name());
     const ROUNDS: usize = 8;
     for round in 0..ROUNDS {
+        // The operator writes once the last round's turns ended: an Enter of theirs that
+        // lands while Claude ends a turn may be taken and still shown in the box, where
+        // the-loop rightly holds it as their draft (a hold, not what this test races).
+        world.wait_events("session.turn_ended", 1 + 2 * round).await;
         let draft = format!("note WREN{round}X");
         world.tmux.raw(&["send-keys", "-t", &target, "-l", &draft]);
         world.wait_screen(&draft).await;

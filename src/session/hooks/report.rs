@@ -218,10 +218,41 @@ pub fn record_usage(
     let transcript = source.path.as_path();
     let size = || std::fs::symlink_metadata(transcript).map_or(0, |m| m.len());
     let start = std::time::Instant::now();
-    let first = size();
     // Claude Code writes the turn's last response after its `Stop` hooks: its
     // transcript must grow first. Codex's rollout is complete when it notifies.
     let must_grow = reporter == Reporter::Claude;
+    let budgets = match crate::config::load(None) {
+        Ok(loaded) => crate::usage::Budgets::from_config(&loaded.config),
+        Err(e) => {
+            tracing::warn!("usage: the config did not load ({e}); budgets unchecked");
+            crate::usage::Budgets::default()
+        }
+    };
+    let events = EventLog::open(paths);
+    let registry = Registry::new(paths, events.clone(), Source::Hook);
+    loop {
+        settle(size, must_grow, start);
+        let found = crate::session::usage::read_and_tell(
+            &registry,
+            &events,
+            item,
+            Some(source.named()),
+            &budgets,
+        )?;
+        // What grew may be the lines around the response (Claude Code 2.1.332 under
+        // load wrote the usage line after a pause): read again once it grows more,
+        // within the limit. A read that counts nothing tells nothing, so this is safe.
+        let counted = found.is_some_and(|f| f.after != f.before);
+        if counted || !must_grow || start.elapsed() >= SETTLE_LIMIT {
+            return Ok(());
+        }
+    }
+}
+
+/// Waits, within [`SETTLE_LIMIT`] of `start`, until the log has stood unchanged for
+/// [`SETTLED`] — after growing first, when `must_grow`.
+fn settle(size: impl Fn() -> u64, must_grow: bool, start: std::time::Instant) {
+    let first = size();
     let (mut last, mut since) = (first, std::time::Instant::now());
     while start.elapsed() < SETTLE_LIMIT {
         std::thread::sleep(Duration::from_millis(50));
@@ -232,18 +263,6 @@ pub fn record_usage(
             break;
         }
     }
-    let budgets = match crate::config::load(None) {
-        Ok(loaded) => crate::usage::Budgets::from_config(&loaded.config),
-        Err(e) => {
-            tracing::warn!("usage: the config did not load ({e}); budgets unchecked");
-            crate::usage::Budgets::default()
-        }
-    };
-    let events = EventLog::open(paths);
-    let registry = Registry::new(paths, events.clone(), Source::Hook);
-    let named = Some(source.named());
-    crate::session::usage::read_and_tell(&registry, &events, item, named, &budgets)?;
-    Ok(())
 }
 
 /// How long the transcript stays unchanged before the turn's usage is read.

@@ -90,6 +90,8 @@ impl World {
         let pane = self.tmux.add_session(&item.tmux_session_name(), false);
         let mut record = SessionRecord::new(&item, harness, std::env::temp_dir());
         record.pane_id = Some(pane.to_string());
+        // The fake draws a recorded release's screens.
+        record.harness_version = Some("2.1.197".into());
         self.sessions.registry().put(&record).unwrap();
         let claude = Arc::new(FakeClaude::default());
         claude.dialog.store(dialog, Ordering::SeqCst);

@@ -12,6 +12,7 @@ use crate::support::claude_world::{ClaudeWorld, PATIENCE, item};
 use crate::support::fake_model::Turn;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
+use the_loop::session::delivery::screen::InputBox;
 use the_loop::session::{DeliveryFailure, PromptInputs};
 
 /// The dialog Claude Code draws for a Bash call that needs permission.
@@ -215,6 +216,24 @@ async fn a_delivery_right_behind_the_operators_message_goes_out_once() {
         // lands while Claude ends a turn may be taken and still shown in the box, where
         // the-loop rightly holds it as their draft (a hold, not what this test races).
         world.wait_events("session.turn_ended", 1 + 2 * round).await;
+        // Every message so far reached the model (each round waits for it), so text
+        // still in the box is one Claude Code kept showing after taking it (an Enter
+        // that landed while it ended a turn): the operator clears it before writing,
+        // as anyone looking at the pane would.
+        world
+            .wait("an empty input box", || {
+                let shown = world.tmux.raw(&["capture-pane", "-p", "-e", "-t", &target]);
+                let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+                match the_loop::session::delivery::screen::claude::look(&shown).input {
+                    InputBox::Empty => Some(()),
+                    InputBox::Holds(_) => {
+                        world.tmux.raw(&["send-keys", "-t", &target, "C-u"]);
+                        None
+                    }
+                    InputBox::NotDrawn => None,
+                }
+            })
+            .await;
         let draft = format!("note WREN{round}X");
         world.tmux.raw(&["send-keys", "-t", &target, "-l", &draft]);
         world.wait_screen(&draft).await;

@@ -29,6 +29,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 const STATE_W: usize = 10;
+/// The widest a harness name is shown (a session's permission mode follows it).
+const HARNESS_MAX: usize = 10;
 const IDLE_W: usize = 4;
 const WORK_W: usize = 8;
 /// The widest the worktree column grows, for `~3 ↑2 PR #123`.
@@ -131,11 +133,10 @@ fn columns(app: &App, w: usize) -> Columns {
         .iter()
         .map(|s| {
             let (name, mode, _) = harness_cell(s);
-            width(&name) + width(&mode)
+            width(&name).min(HARNESS_MAX) + width(&mode)
         })
         .max()
-        .unwrap_or(0)
-        .min(16);
+        .unwrap_or(0);
     let work = app
         .sessions
         .iter()
@@ -219,7 +220,7 @@ fn row<'a>(app: &App, s: &SessionView, cols: &Columns) -> Line<'a> {
     ];
     if cols.harness > 0 {
         let (name, mode, warn) = harness_cell(s);
-        let name_w = width(&name).min(cols.harness);
+        let name_w = width(&name).min(HARNESS_MAX).min(cols.harness);
         spans.push(Span::raw(" "));
         spans.push(Span::styled(fit(&name, name_w), t.dim));
         let mode_style = if warn { t.warn } else { t.dim };

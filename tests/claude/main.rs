@@ -13,6 +13,7 @@ mod claude_code;
 mod claude_hooks;
 mod codex_usage;
 mod harness_cli;
+mod inbox;
 mod safe_delivery;
 mod unknown_release;
 mod usage;

@@ -83,8 +83,8 @@ pub fn write_claude_settings(
 }
 
 /// The settings: a `<bin> hook claude` command hook for every event of
-/// [`CLAUDE_EVENTS`], and `permissions.allow` for `the-loop ask` and `the-loop comment`,
-/// each by name and by path.
+/// [`CLAUDE_EVENTS`], `permissions.allow` for `the-loop ask` and `the-loop comment`,
+/// each by name and by path, and no messages from other sessions.
 pub fn claude_settings(bin: &Path) -> io::Result<Value> {
     let bin_text = bin.to_str().ok_or_else(|| {
         io::Error::other(format!("the-loop's path {} is not UTF-8", bin.display()))
@@ -106,6 +106,11 @@ pub fn claude_settings(bin: &Path) -> io::Result<Value> {
     }
     Ok(json!({
         "hooks": hooks,
+        // Claude Code 2.1.224+ takes messages from any process of the user on a
+        // per-session socket (its cross-session inbox); a session the-loop feeds takes
+        // text only through the-loop: authorized, framed, recorded (decision
+        // 2026-12-04-current-claude-code). Releases without the inbox ignore the key.
+        "crossSessionInbound": "refuse",
         "permissions": {
             "allow": [
                 "Bash(the-loop ask:*)",
@@ -125,6 +130,7 @@ mod tests {
     #[test]
     fn the_settings_hook_every_event_and_allow_ask_and_comment() {
         let settings = claude_settings(Path::new("/opt/my tools/the-loop")).unwrap();
+        assert_eq!(settings["crossSessionInbound"], "refuse");
         let hooks = settings["hooks"].as_object().unwrap();
         assert_eq!(hooks.len(), 8);
         for (event, matcher) in CLAUDE_EVENTS {

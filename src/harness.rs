@@ -10,8 +10,12 @@ use crate::substitute::{self, Missing};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-/// How Claude Code's input box shows a pasted text not yet submitted.
+/// How Claude Code's input box shows a pasted text not yet submitted: it folds a
+/// multi-line paste into `[Pasted text #1 +12 lines]`.
 pub const CLAUDE_PASTE_MARKER: &str = "[Pasted text #";
+/// How Codex's composer shows a large pasted text not yet submitted
+/// (`[Pasted Content 2030 chars]`).
+pub const CODEX_PASTE_MARKER: &str = "[Pasted Content ";
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Harness {
@@ -41,7 +45,9 @@ pub enum HookSupport {
 pub enum ScreenKind {
     /// Claude Code 2.1.197's screen, recorded from the real client.
     Claude,
-    /// Not recorded (codex, cursor, custom commands).
+    /// Codex 0.171.0's screen, recorded from the real client.
+    Codex,
+    /// Not recorded (cursor, custom commands).
     Unknown,
 }
 
@@ -50,6 +56,7 @@ impl ScreenKind {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Claude => "claude",
+            Self::Codex => "codex",
             Self::Unknown => "unknown",
         }
     }
@@ -151,23 +158,13 @@ impl Harness {
         matches!(self.kind, Kind::Claude { .. })
     }
 
-    /// What this harness's input box shows for a pasted text until it is submitted, when
-    /// that can be told from the screen: Claude Code 2.1.197 folds a multi-line paste
-    /// into `[Pasted text #1 +12 lines]`. The delivery looks for it after submitting
-    /// (the submit check of `session::delivery`).
-    pub fn paste_marker(&self) -> Option<&'static str> {
-        match self.kind {
-            Kind::Claude { .. } => Some(CLAUDE_PASTE_MARKER),
-            _ => None,
-        }
-    }
-
     /// Whether the-loop can read this harness's screen: the built-in `claude` adapter
     /// (its binary possibly moved); a custom command is unknown even when it runs Claude
     /// Code, since its arguments may change what the screen shows.
     pub fn screen(&self) -> ScreenKind {
         match self.kind {
             Kind::Claude { .. } => ScreenKind::Claude,
+            Kind::Codex { .. } => ScreenKind::Codex,
             _ => ScreenKind::Unknown,
         }
     }

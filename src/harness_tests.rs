@@ -323,8 +323,9 @@ fn the_permission_mode_is_passed_to_every_interactive_claude_session() {
 }
 
 #[test]
-fn only_claude_code_has_a_known_screen() {
+fn only_claude_code_and_codex_have_a_known_screen() {
     assert_eq!(built_in("claude").screen(), ScreenKind::Claude);
+    assert_eq!(built_in("codex").screen(), ScreenKind::Codex);
     let moved = HarnessConfig {
         command: "/opt/claude/bin/claude".into(),
         ..HarnessConfig::default()
@@ -339,11 +340,11 @@ fn only_claude_code_has_a_known_screen() {
     for harness in [
         Harness::resolve("claude", &config(&[("claude", custom.clone())])).unwrap(),
         Harness::resolve("mine", &config(&[("mine", custom)])).unwrap(),
-        built_in("codex"),
         built_in("cursor"),
     ] {
         assert_eq!(harness.screen(), ScreenKind::Unknown, "{}", harness.name());
     }
     assert_eq!(ScreenKind::Claude.as_str(), "claude");
+    assert_eq!(ScreenKind::Codex.as_str(), "codex");
     assert_eq!(ScreenKind::Unknown.as_str(), "unknown");
 }

@@ -20,10 +20,8 @@
 //! Everything not positively recognised as a drawn, empty box with no dialog below it
 //! reads as not ready: these functions fail closed.
 
-mod cells;
-
-use super::{Dialog, InputBox, Look};
-use cells::Line;
+use super::cells::{self, Line};
+use super::look::{Dialog, InputBox, Look};
 
 /// Claude Code's input prompt: `❯` and a no-break space. (The transcript shows sent
 /// messages after `❯` and a plain space, a dialog its selected option as ` ❯ 1.`.)
@@ -45,11 +43,6 @@ const MIN_RULE: usize = 10;
 /// deliveries are held until the operator releases one by hand (issue 30), never
 /// pasted on a guess.
 pub const RECORDED_RELEASES: &[&str] = &["2.1.197"];
-
-/// Whether Claude Code `version`'s screen is one the-loop has recorded.
-pub fn recorded(version: &str) -> bool {
-    RECORDED_RELEASES.contains(&version)
-}
 
 /// Reads `screen`, a `capture-pane -p` capture; with `-e` a dim placeholder reads as
 /// an empty box.

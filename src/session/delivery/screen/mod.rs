@@ -1,11 +1,17 @@
 //! What a harness's screen shows (SPEC §17.4, §18.2), one file per harness whose screen
-//! the-loop knows (`harness::ScreenKind`): [`claude`] today. Each reads a `tmux
+//! the-loop knows (`harness::ScreenKind`): [`claude`] and [`codex`]. Each reads a `tmux
 //! capture-pane` screen into the same [`Look`], the only thing the paste path decides
-//! on (`hold::decide`); a harness without a file here is pasted blind.
+//! on (`hold::decide`), through the [`Reader`] of the session's harness; a harness
+//! without a file here is pasted blind.
 
+mod cells;
 pub mod claude;
+pub mod codex;
+mod look;
 
-use crate::harness::{Harness, ScreenKind};
+pub use look::{Dialog, InputBox, Look};
+
+use crate::harness::{CLAUDE_PASTE_MARKER, CODEX_PASTE_MARKER, Harness, ScreenKind};
 
 /// Whether the-loop reads the screen of the client a session runs (SPEC §18.2, issue
 /// 30): known per recorded release, not per harness.
@@ -25,46 +31,93 @@ impl Screen {
     pub fn of(harness: &Harness, version: Option<&str>) -> Self {
         match harness.screen() {
             ScreenKind::Unknown => Self::NotRead,
-            ScreenKind::Claude => match version {
-                Some(v) if claude::recorded(v) => Self::Known,
-                other => Self::UnknownRelease(other.map(str::to_string)),
+            kind => match (version, Reader::of(kind)) {
+                (Some(v), Some(reader)) if reader.recorded(v) => Self::Known,
+                (other, _) => Self::UnknownRelease(other.map(str::to_string)),
             },
         }
     }
 }
 
-/// What the harness's input box shows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum InputBox {
-    /// No input box is recognised: booting, a dialog, a trust or onboarding screen, a
-    /// box taller than the screen, anything unknown.
-    NotDrawn,
-    /// Drawn and empty (perhaps with a dim placeholder or suggestion).
-    Empty,
-    /// Drawn and holding text: the visible text after the prompt, continuation lines
-    /// joined with `\n` (shell mode starts with `!`).
-    Holds(String),
-}
-
-/// A dialog on screen, where a pasted `\r` would choose an option.
+/// The screen reader of one harness: the same questions, asked of its file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialog {
-    /// A permission request (`Do you want to proceed?`).
-    Permission,
-    /// Any other choice: the trust screen, a menu, a question from the model.
-    Other,
+pub enum Reader {
+    Claude,
+    Codex,
 }
 
-/// What a screen shows, for a paste about to be made.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Look {
-    pub dialog: Option<Dialog>,
-    pub input: InputBox,
-}
+impl Reader {
+    /// The reader of `kind`'s screen, when the-loop reads it.
+    pub fn of(kind: ScreenKind) -> Option<Self> {
+        match kind {
+            ScreenKind::Claude => Some(Self::Claude),
+            ScreenKind::Codex => Some(Self::Codex),
+            ScreenKind::Unknown => None,
+        }
+    }
 
-impl Look {
-    /// A paste lands on a ready, empty input box with no dialog up (SPEC §18.2).
-    pub fn ready(&self) -> bool {
-        self.dialog.is_none() && self.input == InputBox::Empty
+    /// The client, as its `--version` and the docs name it.
+    pub fn client(self) -> &'static str {
+        match self {
+            Self::Claude => "Claude Code",
+            Self::Codex => "Codex",
+        }
+    }
+
+    /// The client releases whose screens were recorded.
+    pub fn recorded_releases(self) -> &'static [&'static str] {
+        match self {
+            Self::Claude => claude::RECORDED_RELEASES,
+            Self::Codex => codex::RECORDED_RELEASES,
+        }
+    }
+
+    /// Whether release `version`'s screen was recorded.
+    pub fn recorded(self, version: &str) -> bool {
+        self.recorded_releases().contains(&version)
+    }
+
+    /// What `screen` (best a `capture-pane -e` capture) shows.
+    pub fn look(self, screen: &str) -> Look {
+        match self {
+            Self::Claude => claude::look(screen),
+            Self::Codex => codex::look(screen),
+        }
+    }
+
+    /// How the input box shows a paste it folded, until it is submitted (the submit
+    /// check looks for it).
+    pub fn paste_marker(self) -> &'static str {
+        match self {
+            Self::Claude => CLAUDE_PASTE_MARKER,
+            Self::Codex => CODEX_PASTE_MARKER,
+        }
+    }
+
+    /// Whether the box shows `pasted` (sanitized) or its folded form, and no dialog.
+    pub fn shows_paste(self, screen: &str, pasted: &str) -> bool {
+        let marker = self.paste_marker();
+        match self {
+            Self::Claude => claude::shows_paste(screen, pasted, marker),
+            Self::Codex => codex::shows_paste(screen, pasted, marker),
+        }
+    }
+
+    /// Whether the box holds nothing but a folded paste, and no dialog.
+    pub fn holds_paste(self, screen: &str) -> bool {
+        let marker = self.paste_marker();
+        match self {
+            Self::Claude => claude::holds_paste(screen, marker),
+            Self::Codex => codex::holds_paste(screen, marker),
+        }
+    }
+
+    /// Whether the harness's permission dialog is up with its first option ("Yes")
+    /// selected, where Enter approves and Escape denies (SPEC §17.4).
+    pub fn shows_dialog(self, screen: &str) -> bool {
+        match self {
+            Self::Claude => claude::shows_dialog(screen),
+            Self::Codex => codex::shows_dialog(screen),
+        }
     }
 }

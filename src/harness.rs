@@ -32,7 +32,8 @@ pub struct Harness {
 pub enum HookSupport {
     /// Claude Code: every state change, through hooks declared in a settings file.
     SettingsFile,
-    /// Codex: only "turn complete", through its `notify` program.
+    /// Codex: a turn's start, tool calls and approval requests through hooks declared
+    /// with `-c`, its end through its `notify` program.
     TurnNotify,
     /// Nothing: the screen heuristic is all there is.
     None,
@@ -60,6 +61,56 @@ impl ScreenKind {
             Self::Unknown => "unknown",
         }
     }
+}
+
+/// The Codex events whose hooks report to the-loop (issue 31), and whether each takes
+/// a matcher. The turn's end comes from `notify` (which also names the thread whose
+/// rollout holds the usage), so `Stop` is not hooked: one turn, one `turn_ended`.
+pub const CODEX_HOOK_EVENTS: [(&str, bool); 4] = [
+    ("UserPromptSubmit", false),
+    ("PreToolUse", true),
+    ("PermissionRequest", true),
+    ("PostToolUse", true),
+];
+
+/// Codex's flags reporting to `<bin> hook codex` (SPEC §17.5, issue 31): `notify` for
+/// the turn's end, and a command hook per [`CODEX_HOOK_EVENTS`] declared with `-c` (the
+/// session-flags layer; the operator's own config and hooks are untouched). Codex 0.171.0
+/// runs a hook only once its exact definition is trusted, else it stops at a "Hooks
+/// need review" screen: `--dangerously-bypass-hook-trust` runs them — the-loop wrote
+/// these, and the flag holds for this invocation only (decision
+/// `2026-12-04-codex-delivery`).
+fn codex_hook_flags(bin: &Path) -> Vec<String> {
+    // TOML basic strings; JSON's string escapes are TOML's.
+    let element = |s: &str| serde_json::Value::from(s).to_string();
+    let bin_text = bin.to_string_lossy();
+    let mut flags = vec![
+        "-c".into(),
+        format!(
+            "notify=[{},{},{}]",
+            element(&bin_text),
+            element("hook"),
+            element("codex")
+        ),
+    ];
+    // Codex runs a hook's command through a shell: the path is quoted for it.
+    let Ok(quoted) = shlex::try_quote(&bin_text) else {
+        return flags;
+    };
+    let command = element(&format!("{quoted} hook codex"));
+    flags.extend([
+        "--dangerously-bypass-hook-trust".into(),
+        "-c".into(),
+        "features.hooks=true".into(),
+    ]);
+    for (event, matcher) in CODEX_HOOK_EVENTS {
+        let matcher = if matcher { "matcher=\"\"," } else { "" };
+        flags.push("-c".into());
+        flags.push(format!(
+            "hooks.{event}=[{{{matcher}hooks=[{{type=\"command\",command={command},timeout=5}}]}}]"
+        ));
+    }
+    flags
 }
 
 /// Where a session's harness sends its reports: `<bin> hook <harness>`, and (claude)
@@ -214,15 +265,7 @@ impl Harness {
             (Kind::Claude { .. }, Some(file)) => {
                 vec!["--settings".into(), file.to_string_lossy().into_owned()]
             }
-            (Kind::Codex { .. }, _) => {
-                // A TOML array of basic strings; JSON's string escapes are TOML's.
-                let element = |s: &str| serde_json::Value::from(s).to_string();
-                let bin = element(&wiring.bin.to_string_lossy());
-                vec![
-                    "-c".into(),
-                    format!("notify=[{bin},{},{}]", element("hook"), element("codex")),
-                ]
-            }
+            (Kind::Codex { .. }, _) => codex_hook_flags(&wiring.bin),
             _ => Vec::new(),
         }
     }

@@ -277,14 +277,30 @@ fn hooks_are_wired_into_the_interactive_argv_only() {
     let codex = built_in("codex").with_hooks(wiring);
     assert_eq!(codex.hook_support(), HookSupport::TurnNotify);
     let notify = r#"notify=["/opt/my bin/the-loop","hook","codex"]"#;
-    assert_eq!(
-        codex.fresh_argv("do it", None),
-        strings(&["codex", "-c", notify, "do it"])
+    let asked = r#"hooks.PermissionRequest=[{matcher="",hooks=[{type="command",command="'/opt/my bin/the-loop' hook codex",timeout=5}]}]"#;
+    let prompt = r#"hooks.UserPromptSubmit=[{hooks=[{type="command",command="'/opt/my bin/the-loop' hook codex",timeout=5}]}]"#;
+    let fresh = codex.fresh_argv("do it", None);
+    assert_eq!(fresh[..3], strings(&["codex", "-c", notify])[..]);
+    assert_eq!(fresh.last().map(String::as_str), Some("do it"));
+    for flag in [
+        "--dangerously-bypass-hook-trust",
+        "features.hooks=true",
+        asked,
+        prompt,
+    ] {
+        assert!(fresh.iter().any(|f| f == flag), "{flag} in {fresh:?}");
+    }
+    assert!(
+        !fresh.iter().any(|f| f.starts_with("hooks.Stop")),
+        "notify ends the turn"
     );
+    let resumed = codex.resume_argv("go on", "abc").unwrap();
     assert_eq!(
-        codex.resume_argv("go on", "abc"),
-        Some(strings(&["codex", "resume", "-c", notify, "abc", "go on"]))
+        resumed[..4],
+        strings(&["codex", "resume", "-c", notify])[..]
     );
+    assert_eq!(resumed[resumed.len() - 2..], strings(&["abc", "go on"])[..]);
+    assert_eq!(resumed[2..resumed.len() - 2], fresh[1..fresh.len() - 1]);
     assert_eq!(built_in("cursor").hook_support(), HookSupport::None);
 }
 

@@ -35,8 +35,16 @@ pub const APPROVAL_QUESTION: &str = "Would you like to";
 pub const APPROVAL_YES: &str = "› 1. Yes, proceed";
 /// The hint line under an approval request.
 pub const APPROVAL_HINT: &str = "Press enter to confirm or esc to cancel";
-/// How a view's hint line reads (the approval request's, the trust screen's).
-const VIEW_HINTS: &[&str] = &["to confirm", "esc to cancel", "enter continue", "esc back"];
+/// How a view's hint line reads (the approval request's, the trust screen's, the
+/// "Hooks need review" screen's).
+const VIEW_HINTS: &[&str] = &[
+    "to confirm",
+    "esc to cancel",
+    "enter continue",
+    "esc back",
+    "enter confirm",
+    "esc skip",
+];
 
 /// The Codex releases whose screens were recorded (`codex/fixtures/`) and are read
 /// here; any other release's deliveries are held, never pasted on a guess.

@@ -33,6 +33,7 @@ const FIXTURES: &[Fixture] = &[
     fixture!("approval.160x48"),
     fixture!("approval_after_paste.100x30"),
     fixture!("trust.100x30"),
+    fixture!("hooks_review.100x30"),
 ];
 
 fn holds(text: &str) -> InputBox {
@@ -59,7 +60,7 @@ fn expected(name: &str) -> (Option<Dialog>, InputBox, InputBox) {
         "paste_long" => same(holds("[Pasted Content 2030 chars]")),
         "forged_paste" => same(holds(FORGED_TEXT)),
         "approval" | "approval_after_paste" => dialog(Dialog::Permission),
-        "trust" => dialog(Dialog::Other),
+        "trust" | "hooks_review" => dialog(Dialog::Other),
         other => panic!("no expectation for {other}"),
     }
 }

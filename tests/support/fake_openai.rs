@@ -171,3 +171,33 @@ async fn handle(State(state): State<Arc<Mutex<OpenAiState>>>, uri: Uri, body: By
         .collect();
     ([("content-type", "text/event-stream")], sse).into_response()
 }
+
+/// Codex's `config.toml` for a private `CODEX_HOME`: the fake at `base_url` as its
+/// model provider, `project` trusted, and everything that would leave loopback off
+/// (plugins sync with api.github.com; analytics, feedback, the update check).
+pub fn codex_config(base_url: &str, project: &std::path::Path) -> String {
+    format!(
+        r#"model = "gpt-5-codex"
+model_provider = "fake"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[features]
+plugins = false
+
+[model_providers.fake]
+name = "fake"
+base_url = "{base_url}"
+wire_api = "responses"
+
+[projects."{project}"]
+trust_level = "trusted"
+"#,
+        project = project.display()
+    )
+}

@@ -55,32 +55,6 @@ pub fn look(screen: &str) -> Look {
     }
 }
 
-/// After a paste into an empty box: whether the box shows that paste and no dialog is
-/// up, so Enter submits it and nothing else. It shows either the folded form
-/// (`marker` then `1 +4 lines]` or `2]`) and nothing more, or `pasted` itself
-/// (whitespace aside: Claude Code wraps long lines and expands tabs). `pasted` is the
-/// text as pasted, after sanitizing.
-pub fn shows_paste(screen: &str, pasted: &str, marker: &str) -> bool {
-    match look(screen) {
-        Look {
-            dialog: None,
-            input: InputBox::Holds(text),
-        } => {
-            folded(&text, marker) || (!squash(pasted).is_empty() && squash(&text) == squash(pasted))
-        }
-        _ => false,
-    }
-}
-
-/// Whether the input box holds nothing but a folded paste (`[Pasted text #1 +12
-/// lines]`), with no dialog up, where Enter would choose an option instead.
-pub fn holds_paste(screen: &str, marker: &str) -> bool {
-    matches!(
-        look(screen),
-        Look { dialog: None, input: InputBox::Holds(text) } if folded(&text, marker)
-    )
-}
-
 /// Whether `screen` shows a permission dialog with "1. Yes" selected, where Enter
 /// approves (SPEC §17.4): a `Do you want to …?` line, and the selected option within
 /// the next lines, below the screen's last rule (a transcript that quotes a dialog
@@ -220,7 +194,7 @@ fn placeholder<'a>(mut rows: impl Iterator<Item = &'a [cells::Cell]>) -> bool {
 }
 
 /// Claude Code's folded paste: `marker`, a number, then `]` or ` +N lines]`.
-fn folded(text: &str, marker: &str) -> bool {
+pub(super) fn folded(text: &str, marker: &str) -> bool {
     let Some(rest) = text.strip_prefix(marker) else {
         return false;
     };
@@ -242,11 +216,6 @@ fn folded(text: &str, marker: &str) -> bool {
 fn strip_number(text: &str) -> Option<&str> {
     let rest = text.trim_start_matches(|c: char| c.is_ascii_digit());
     (rest.len() < text.len()).then_some(rest)
-}
-
-/// `text` without any whitespace.
-fn squash(text: &str) -> String {
-    text.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
 #[cfg(test)]

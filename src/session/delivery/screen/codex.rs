@@ -73,31 +73,6 @@ pub fn look(screen: &str) -> Look {
     }
 }
 
-/// After a paste into an empty composer: whether it shows that paste and no view, so
-/// Enter submits it and nothing else. It shows either the folded form (`marker`, a
-/// number, ` chars]`) and nothing more, or `pasted` itself (whitespace aside: Codex
-/// wraps long lines). `pasted` is the text as pasted, after sanitizing.
-pub fn shows_paste(screen: &str, pasted: &str, marker: &str) -> bool {
-    match look(screen) {
-        Look {
-            dialog: None,
-            input: InputBox::Holds(text),
-        } => {
-            folded(&text, marker) || (!squash(pasted).is_empty() && squash(&text) == squash(pasted))
-        }
-        _ => false,
-    }
-}
-
-/// Whether the composer holds nothing but a folded paste (`[Pasted Content 2030
-/// chars]`), with no view up.
-pub fn holds_paste(screen: &str, marker: &str) -> bool {
-    matches!(
-        look(screen),
-        Look { dialog: None, input: InputBox::Holds(text) } if folded(&text, marker)
-    )
-}
-
 /// Whether `screen` (a `capture-pane -e` capture: the selection is read from its
 /// inverse attribute) shows an approval request with "1. Yes, proceed" selected, where
 /// Enter approves and Escape denies: the `Would you like to …?` question above the
@@ -208,17 +183,12 @@ fn question_above(lines: &[Line]) -> bool {
 }
 
 /// Codex's folded paste: `marker`, a number, then ` chars]`.
-fn folded(text: &str, marker: &str) -> bool {
+pub(super) fn folded(text: &str, marker: &str) -> bool {
     let Some(rest) = text.strip_prefix(marker) else {
         return false;
     };
     let digits = rest.trim_start_matches(|c: char| c.is_ascii_digit());
     digits.len() < rest.len() && digits == " chars]"
-}
-
-/// `text` without any whitespace.
-fn squash(text: &str) -> String {
-    text.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
 #[cfg(test)]

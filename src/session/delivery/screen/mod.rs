@@ -94,21 +94,40 @@ impl Reader {
         }
     }
 
-    /// Whether the box shows `pasted` (sanitized) or its folded form, and no dialog.
+    /// After a paste into an empty box: whether the box shows that paste and no dialog
+    /// is up, so Enter submits it and nothing else. It shows either the folded form
+    /// ([`Self::paste_marker`], then Claude Code's `1 +4 lines]` or `2]`, Codex's `2030
+    /// chars]`) and nothing more, or `pasted` itself (whitespace aside: both wrap long
+    /// lines, Claude Code expands tabs). `pasted` is the text as pasted, after
+    /// sanitizing.
     pub fn shows_paste(self, screen: &str, pasted: &str) -> bool {
-        let marker = self.paste_marker();
-        match self {
-            Self::Claude => claude::shows_paste(screen, pasted, marker),
-            Self::Codex => codex::shows_paste(screen, pasted, marker),
+        match self.look(screen) {
+            Look {
+                dialog: None,
+                input: InputBox::Holds(text),
+            } => {
+                self.folded(&text)
+                    || (!squash(pasted).is_empty() && squash(&text) == squash(pasted))
+            }
+            _ => false,
         }
     }
 
-    /// Whether the box holds nothing but a folded paste, and no dialog.
+    /// Whether the box holds nothing but a folded paste (`[Pasted text #1 +12 lines]`,
+    /// `[Pasted Content 2030 chars]`), with no dialog up, where Enter would choose an
+    /// option instead.
     pub fn holds_paste(self, screen: &str) -> bool {
+        matches!(
+            self.look(screen),
+            Look { dialog: None, input: InputBox::Holds(text) } if self.folded(&text)
+        )
+    }
+
+    fn folded(self, text: &str) -> bool {
         let marker = self.paste_marker();
         match self {
-            Self::Claude => claude::holds_paste(screen, marker),
-            Self::Codex => codex::holds_paste(screen, marker),
+            Self::Claude => claude::folded(text, marker),
+            Self::Codex => codex::folded(text, marker),
         }
     }
 
@@ -120,4 +139,9 @@ impl Reader {
             Self::Codex => codex::shows_dialog(screen),
         }
     }
+}
+
+/// `text` without any whitespace.
+fn squash(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
 }

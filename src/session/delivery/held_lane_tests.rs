@@ -23,6 +23,34 @@ fn held(reason: HoldReason, pasted: bool) -> Held {
     Held { reason, pasted }
 }
 
+/// For each case: `reset`, the case's screen, then an event is held for its reason and
+/// no byte reaches the pane.
+async fn held_in_each(
+    f: &Fixture,
+    pane: &crate::tmux::PaneId,
+    reset: &dyn Fn(),
+    cases: [(&dyn Fn(), HoldReason); 3],
+) {
+    for (set, reason) in cases {
+        reset();
+        set();
+        let failure = f
+            .sessions
+            .deliver_event(&item(1), &event(1, "d-1"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(failure, DeliveryFailure::Held(h) if h == held(reason, false)),
+            "{reason:?}: {failure:?}"
+        );
+        assert!(
+            f.tmux.fake.pane_input(pane).is_empty(),
+            "{reason:?}: no byte reached the pane"
+        );
+    }
+    reset();
+}
+
 #[tokio::test]
 async fn nothing_is_pasted_into_a_dialog_a_draft_or_a_harness_not_ready() {
     let f = Fixture::new();
@@ -41,25 +69,12 @@ async fn nothing_is_pasted_into_a_dialog_a_draft_or_a_harness_not_ready() {
             HoldReason::NotReady,
         ),
     ];
-    for (set, reason) in cases {
+    let reset = || {
         claude.dialog.store(false, Ordering::SeqCst);
         claude.undrawn.store(false, Ordering::SeqCst);
         claude.draft.lock().unwrap().clear();
-        set();
-        let failure = f
-            .sessions
-            .deliver_event(&item(1), &event(1, "d-1"))
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(failure, DeliveryFailure::Held(h) if h == held(reason, false)),
-            "{reason:?}: {failure:?}"
-        );
-        assert!(
-            f.tmux.fake.pane_input(&pane).is_empty(),
-            "{reason:?}: no byte reached the pane"
-        );
-    }
+    };
+    held_in_each(&f, &pane, &reset, cases).await;
 }
 
 #[tokio::test]
@@ -371,22 +386,12 @@ async fn a_codex_session_gets_the_same_look_before_the_paste_and_the_enter() {
             HoldReason::NotReady,
         ),
     ];
-    for (set, reason) in cases {
+    let reset = || {
         codex.approval.store(false, Ordering::SeqCst);
         codex.undrawn.store(false, Ordering::SeqCst);
         codex.draft.lock().unwrap().clear();
-        set();
-        let failure = f
-            .sessions
-            .deliver_event(&item(1), &event(1, "d-1"))
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(failure, DeliveryFailure::Held(h) if h == held(reason, false)),
-            "{reason:?}: {failure:?}"
-        );
-        assert!(f.tmux.fake.pane_input(&pane).is_empty(), "{reason:?}");
-    }
+    };
+    held_in_each(&f, &pane, &reset, cases).await;
     codex.undrawn.store(false, Ordering::SeqCst);
 
     // A release whose screen was not recorded is never pasted on a guess.

@@ -27,7 +27,8 @@ pub enum Screen {
 }
 
 impl Screen {
-    /// What `harness` at `version` (as `claude --version` named it) shows.
+    /// What `harness` at `version` (as `claude --version` or `codex --version` named
+    /// it) shows.
     pub fn of(harness: &Harness, version: Option<&str>) -> Self {
         match harness.screen() {
             ScreenKind::Unknown => Self::NotRead,

@@ -2,11 +2,13 @@
 //! - **release**: from the moment a permission dialog goes away (as the hook that ends
 //!   it reports) to the held delivery's submitting Enter, through the real dispatcher,
 //!   lane and paste path over the fake tmux, whose pane draws a Claude-like screen;
-//! - **look**: the pre-paste look — one `capture-pane` of a real 160×48 tmux pane and
-//!   its classification — the extra cost per delivery;
+//! - **look**: the pre-paste look — one `capture-pane -e` of a real tmux pane and its
+//!   classification — the extra cost per delivery, for Claude Code's screen and for
+//!   Codex's (its recorded empty composer, `screen/codex/fixtures/`);
 //! - **burst**: 200 comments over 20 sessions — a harness whose screen is unknown
-//!   (pasted blind, as before §18), Claude ready (looked at), Claude held and released
-//!   at once: every delivery exactly once and in order, and the time until the last.
+//!   (cursor: pasted blind, as before §18), Claude ready (looked at), Claude held and
+//!   released at once: every delivery exactly once and in order, and the time until the
+//!   last.
 //!
 //! `cargo bench --bench hold` (a plain `main`: criterion has no percentiles).
 
@@ -20,7 +22,7 @@ use the_loop::config::{Config, RepoConfig};
 use the_loop::events::{EventLog, Source};
 use the_loop::ingress::{InboundEvent, Ingest};
 use the_loop::paths::StatePaths;
-use the_loop::session::delivery::screen::claude as screen;
+use the_loop::session::delivery::ScreenReader;
 use the_loop::session::{Dispatcher, Registry, SessionRecord, Sessions, Settings};
 use the_loop::tmux::fake::{FakeClaude, FakeTmux, RULE};
 use the_loop::tmux::{PaneId, RealTmux, Socket, SpawnSpec, Tmux};
@@ -150,7 +152,7 @@ async fn release(iterations: u64) {
 }
 
 /// 200 comments over 20 sessions: `held` ones released at once, or ready ones of
-/// `harness` (`claude`: looked at; `codex`: today's blind path with its submit delay).
+/// `harness` (`claude`: looked at; `cursor`: the blind path with its submit delay).
 async fn burst(harness: &str, held: bool) {
     let world = World::new();
     let (sessions, per_session) = (20u64, 10u64);
@@ -207,12 +209,10 @@ async fn burst(harness: &str, held: bool) {
     assert!(exactly_once_in_order);
 }
 
-async fn look(iterations: usize) {
+/// `iterations` looks at a real pane whose program draws with `script`, read by `reader`.
+async fn look(iterations: usize, reader: ScreenReader, script: String) {
     let socket = format!("the-loop-bench-hold-{}", std::process::id());
     let tmux = RealTmux::new(Socket::Name(socket.clone()), Duration::from_secs(10));
-    let script = format!(
-        "for i in $(seq 1 40); do echo \"⏺ transcript line $i of the agent's work\"; done; echo {RULE}; printf '❯\\302\\240\\n'; echo {RULE}; echo '  ? for shortcuts'; exec sleep 600"
-    );
     let spec = SpawnSpec {
         name: "loop-bench-look".into(),
         cwd: std::env::temp_dir(),
@@ -222,18 +222,25 @@ async fn look(iterations: usize) {
         private_files: false,
     };
     let pane = tmux.new_session(&spec).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The recorded screens are 100 columns wide: drawn in a narrower pane they wrap.
+    let _ = std::process::Command::new("tmux")
+        .args(["-L", &socket, "resize-window", "-t", &pane.to_string()])
+        .args(["-x", "100", "-y", "30"])
+        .env_remove("TMUX")
+        .output();
+    tokio::time::sleep(Duration::from_millis(800)).await;
     let mut samples = Vec::new();
     let mut classified = None;
     for _ in 0..iterations {
         let started = Instant::now();
-        let shown = tmux.capture_pane(&pane, false).await.unwrap();
-        classified = Some(screen::look(&shown));
+        let shown = tmux.capture_pane(&pane, true).await.unwrap();
+        classified = Some(reader.look(&shown));
         samples.push(started.elapsed());
     }
     let (median, p99, _) = percentiles(samples);
     println!(
-        "look: capture-pane + classify ({:?}), {iterations} looks: median {:.2} ms, p99 {:.2} ms",
+        "look ({}): capture-pane -e + classify ({:?}), {iterations} looks: median {:.2} ms, p99 {:.2} ms",
+        reader.client(),
         classified.map(|l| l.input),
         ms(median),
         ms(p99)
@@ -242,6 +249,22 @@ async fn look(iterations: usize) {
         .args(["-L", &socket, "kill-server"])
         .env_remove("TMUX")
         .output();
+}
+
+/// Claude Code's screen: a transcript above an empty box.
+fn claude_screen() -> String {
+    format!(
+        "for i in $(seq 1 40); do echo \"⏺ transcript line $i of the agent's work\"; done; echo {RULE}; printf '❯\\302\\240\\n'; echo {RULE}; echo '  ? for shortcuts'; exec sleep 600"
+    )
+}
+
+/// Codex 0.171.0's recorded empty composer after two turns, drawn as recorded.
+fn codex_screen() -> String {
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/session/delivery/screen/codex/fixtures/idle_after_turns.100x30.ansi"
+    );
+    format!("sleep 0.5; cat '{fixture}'; exec sleep 600")
 }
 
 fn ms(d: Duration) -> f64 {
@@ -255,9 +278,10 @@ fn main() {
     }
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        look(200).await;
+        look(200, ScreenReader::Claude, claude_screen()).await;
+        look(200, ScreenReader::Codex, codex_screen()).await;
         release(100).await;
-        burst("codex", false).await;
+        burst("cursor", false).await;
         burst("claude", false).await;
         burst("claude", true).await;
     });

@@ -10,8 +10,12 @@ use crate::substitute::{self, Missing};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-/// How Claude Code's input box shows a pasted text not yet submitted.
+/// How Claude Code's input box shows a pasted text not yet submitted: it folds a
+/// multi-line paste into `[Pasted text #1 +12 lines]`.
 pub const CLAUDE_PASTE_MARKER: &str = "[Pasted text #";
+/// How Codex's composer shows a large pasted text not yet submitted
+/// (`[Pasted Content 2030 chars]`).
+pub const CODEX_PASTE_MARKER: &str = "[Pasted Content ";
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Harness {
@@ -28,7 +32,8 @@ pub struct Harness {
 pub enum HookSupport {
     /// Claude Code: every state change, through hooks declared in a settings file.
     SettingsFile,
-    /// Codex: only "turn complete", through its `notify` program.
+    /// Codex: a turn's start, tool calls and approval requests through hooks declared
+    /// with `-c`, its end through its `notify` program.
     TurnNotify,
     /// Nothing: the screen heuristic is all there is.
     None,
@@ -41,7 +46,9 @@ pub enum HookSupport {
 pub enum ScreenKind {
     /// Claude Code 2.1.197's screen, recorded from the real client.
     Claude,
-    /// Not recorded (codex, cursor, custom commands).
+    /// Codex 0.171.0's screen, recorded from the real client.
+    Codex,
+    /// Not recorded (cursor, custom commands).
     Unknown,
 }
 
@@ -50,9 +57,60 @@ impl ScreenKind {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Claude => "claude",
+            Self::Codex => "codex",
             Self::Unknown => "unknown",
         }
     }
+}
+
+/// The Codex events whose hooks report to the-loop (issue 31), and whether each takes
+/// a matcher. The turn's end comes from `notify` (which also names the thread whose
+/// rollout holds the usage), so `Stop` is not hooked: one turn, one `turn_ended`.
+pub const CODEX_HOOK_EVENTS: [(&str, bool); 4] = [
+    ("UserPromptSubmit", false),
+    ("PreToolUse", true),
+    ("PermissionRequest", true),
+    ("PostToolUse", true),
+];
+
+/// Codex's flags reporting to `<bin> hook codex` (SPEC §17.5, issue 31): `notify` for
+/// the turn's end, and a command hook per [`CODEX_HOOK_EVENTS`] declared with `-c` (the
+/// session-flags layer; the operator's own config and hooks are untouched). Codex 0.171.0
+/// runs a hook only once its exact definition is trusted, else it stops at a "Hooks
+/// need review" screen: `--dangerously-bypass-hook-trust` runs them — the-loop wrote
+/// these, and the flag holds for this invocation only (decision
+/// `2026-12-04-codex-delivery`).
+fn codex_hook_flags(bin: &Path) -> Vec<String> {
+    // TOML basic strings; JSON's string escapes are TOML's.
+    let element = |s: &str| serde_json::Value::from(s).to_string();
+    let bin_text = bin.to_string_lossy();
+    let mut flags = vec![
+        "-c".into(),
+        format!(
+            "notify=[{},{},{}]",
+            element(&bin_text),
+            element("hook"),
+            element("codex")
+        ),
+    ];
+    // Codex runs a hook's command through a shell: the path is quoted for it.
+    let Ok(quoted) = shlex::try_quote(&bin_text) else {
+        return flags;
+    };
+    let command = element(&format!("{quoted} hook codex"));
+    flags.extend([
+        "--dangerously-bypass-hook-trust".into(),
+        "-c".into(),
+        "features.hooks=true".into(),
+    ]);
+    for (event, matcher) in CODEX_HOOK_EVENTS {
+        let matcher = if matcher { "matcher=\"\"," } else { "" };
+        flags.push("-c".into());
+        flags.push(format!(
+            "hooks.{event}=[{{{matcher}hooks=[{{type=\"command\",command={command},timeout=5}}]}}]"
+        ));
+    }
+    flags
 }
 
 /// Where a session's harness sends its reports: `<bin> hook <harness>`, and (claude)
@@ -151,23 +209,13 @@ impl Harness {
         matches!(self.kind, Kind::Claude { .. })
     }
 
-    /// What this harness's input box shows for a pasted text until it is submitted, when
-    /// that can be told from the screen: Claude Code 2.1.197 folds a multi-line paste
-    /// into `[Pasted text #1 +12 lines]`. The delivery looks for it after submitting
-    /// (the submit check of `session::delivery`).
-    pub fn paste_marker(&self) -> Option<&'static str> {
-        match self.kind {
-            Kind::Claude { .. } => Some(CLAUDE_PASTE_MARKER),
-            _ => None,
-        }
-    }
-
     /// Whether the-loop can read this harness's screen: the built-in `claude` adapter
     /// (its binary possibly moved); a custom command is unknown even when it runs Claude
     /// Code, since its arguments may change what the screen shows.
     pub fn screen(&self) -> ScreenKind {
         match self.kind {
             Kind::Claude { .. } => ScreenKind::Claude,
+            Kind::Codex { .. } => ScreenKind::Codex,
             _ => ScreenKind::Unknown,
         }
     }
@@ -217,15 +265,7 @@ impl Harness {
             (Kind::Claude { .. }, Some(file)) => {
                 vec!["--settings".into(), file.to_string_lossy().into_owned()]
             }
-            (Kind::Codex { .. }, _) => {
-                // A TOML array of basic strings; JSON's string escapes are TOML's.
-                let element = |s: &str| serde_json::Value::from(s).to_string();
-                let bin = element(&wiring.bin.to_string_lossy());
-                vec![
-                    "-c".into(),
-                    format!("notify=[{bin},{},{}]", element("hook"), element("codex")),
-                ]
-            }
+            (Kind::Codex { .. }, _) => codex_hook_flags(&wiring.bin),
             _ => Vec::new(),
         }
     }

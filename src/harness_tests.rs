@@ -277,14 +277,30 @@ fn hooks_are_wired_into_the_interactive_argv_only() {
     let codex = built_in("codex").with_hooks(wiring);
     assert_eq!(codex.hook_support(), HookSupport::TurnNotify);
     let notify = r#"notify=["/opt/my bin/the-loop","hook","codex"]"#;
-    assert_eq!(
-        codex.fresh_argv("do it", None),
-        strings(&["codex", "-c", notify, "do it"])
+    let asked = r#"hooks.PermissionRequest=[{matcher="",hooks=[{type="command",command="'/opt/my bin/the-loop' hook codex",timeout=5}]}]"#;
+    let prompt = r#"hooks.UserPromptSubmit=[{hooks=[{type="command",command="'/opt/my bin/the-loop' hook codex",timeout=5}]}]"#;
+    let fresh = codex.fresh_argv("do it", None);
+    assert_eq!(fresh[..3], strings(&["codex", "-c", notify])[..]);
+    assert_eq!(fresh.last().map(String::as_str), Some("do it"));
+    for flag in [
+        "--dangerously-bypass-hook-trust",
+        "features.hooks=true",
+        asked,
+        prompt,
+    ] {
+        assert!(fresh.iter().any(|f| f == flag), "{flag} in {fresh:?}");
+    }
+    assert!(
+        !fresh.iter().any(|f| f.starts_with("hooks.Stop")),
+        "notify ends the turn"
     );
+    let resumed = codex.resume_argv("go on", "abc").unwrap();
     assert_eq!(
-        codex.resume_argv("go on", "abc"),
-        Some(strings(&["codex", "resume", "-c", notify, "abc", "go on"]))
+        resumed[..4],
+        strings(&["codex", "resume", "-c", notify])[..]
     );
+    assert_eq!(resumed[resumed.len() - 2..], strings(&["abc", "go on"])[..]);
+    assert_eq!(resumed[2..resumed.len() - 2], fresh[1..fresh.len() - 1]);
     assert_eq!(built_in("cursor").hook_support(), HookSupport::None);
 }
 
@@ -323,8 +339,9 @@ fn the_permission_mode_is_passed_to_every_interactive_claude_session() {
 }
 
 #[test]
-fn only_claude_code_has_a_known_screen() {
+fn only_claude_code_and_codex_have_a_known_screen() {
     assert_eq!(built_in("claude").screen(), ScreenKind::Claude);
+    assert_eq!(built_in("codex").screen(), ScreenKind::Codex);
     let moved = HarnessConfig {
         command: "/opt/claude/bin/claude".into(),
         ..HarnessConfig::default()
@@ -339,11 +356,11 @@ fn only_claude_code_has_a_known_screen() {
     for harness in [
         Harness::resolve("claude", &config(&[("claude", custom.clone())])).unwrap(),
         Harness::resolve("mine", &config(&[("mine", custom)])).unwrap(),
-        built_in("codex"),
         built_in("cursor"),
     ] {
         assert_eq!(harness.screen(), ScreenKind::Unknown, "{}", harness.name());
     }
     assert_eq!(ScreenKind::Claude.as_str(), "claude");
+    assert_eq!(ScreenKind::Codex.as_str(), "codex");
     assert_eq!(ScreenKind::Unknown.as_str(), "unknown");
 }

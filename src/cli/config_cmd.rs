@@ -3,7 +3,7 @@
 use super::{CliResult, Ctx, Threads, usage};
 use crate::config::{self, Environment, PathSource, ResolvedPath};
 use crate::harness::Harness;
-use crate::session::delivery::{CLAUDE_RECORDED_RELEASES, Screen};
+use crate::session::delivery::{Screen, ScreenReader as Reader};
 use anyhow::{Context, anyhow};
 use std::path::{Path, PathBuf};
 
@@ -117,15 +117,17 @@ fn harness_screens(config: &config::Config) -> Vec<String> {
             };
             let mut facts = Vec::new();
             let located = harness.locate(path.as_deref());
+            let reader = Reader::of(harness.screen());
+            let client = reader.map(Reader::client);
             let version = match (&located, &runtime) {
-                (Ok(program), Some(runtime)) if harness.is_claude() => {
+                (Ok(program), Some(runtime)) if client.is_some() => {
                     Some(runtime.block_on(crate::harness::version::of(program)))
                 }
                 _ => None,
             };
             match (&located, &version) {
                 (Err(error), _) => facts.push(error.to_string()),
-                (Ok(_), Some(Ok(v))) => facts.push(format!("Claude Code {v}")),
+                (Ok(_), Some(Ok(v))) => facts.push(format!("{} {v}", client.unwrap_or_default())),
                 (Ok(_), Some(Err(error))) => facts.push(error.to_string()),
                 (Ok(program), None) => facts.push(program.display().to_string()),
             }
@@ -135,12 +137,13 @@ fn harness_screens(config: &config::Config) -> Vec<String> {
             let read = version.as_ref().and_then(|v| v.as_ref().ok());
             let screen = match Screen::of(&harness, read.map(String::as_str)) {
                 Screen::Known => format!(
-                    "screen: known (recorded from Claude Code {})",
+                    "screen: known (recorded from {} {})",
+                    client.unwrap_or_default(),
                     read.map_or("", String::as_str)
                 ),
                 Screen::UnknownRelease(Some(v)) => format!(
                     "screen: unknown for {v} — deliveries will be held (recorded: {}); release one by hand with `the-loop sessions deliver REF`, or install a recorded release",
-                    CLAUDE_RECORDED_RELEASES.join(", ")
+                    reader.map_or(&[][..], Reader::recorded_releases).join(", ")
                 ),
                 Screen::UnknownRelease(None) => {
                     "screen: unknown (no version read) — deliveries will be held".to_string()

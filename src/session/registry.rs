@@ -210,9 +210,13 @@ impl SessionRecord {
     pub fn held(&self) -> Option<crate::session::delivery::HeldSummary> {
         let mut summary = self.hold.summary()?;
         if summary.reason == crate::session::delivery::HoldReason::ScreenUnknown {
+            let client = match self.harness.as_str() {
+                "codex" => "Codex",
+                _ => "Claude Code",
+            };
             summary.client = Some(match &self.harness_version {
-                Some(version) => format!("Claude Code {version}"),
-                None => "Claude Code, release unread".to_string(),
+                Some(version) => format!("{client} {version}"),
+                None => format!("{client}, release unread"),
             });
         }
         Some(summary)

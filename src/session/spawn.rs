@@ -293,16 +293,14 @@ fn agent_path_env(bin: Option<&std::path::Path>) -> Vec<(String, String)> {
 }
 
 /// The release a harness whose screen the-loop reads names itself (`claude
-/// --version`, asked once per binary); `None` for the others, and when it cannot be
+/// --version`, `codex --version`, asked once per binary); `None` for the others, and when it cannot be
 /// told (then its screen is unknown: deliveries are held, SPEC §18.2).
 pub(super) async fn client_version(
     harness: &Harness,
     program: &std::path::Path,
     item: &WorkItemRef,
 ) -> Option<String> {
-    if !harness.is_claude() {
-        return None;
-    }
+    crate::session::delivery::ScreenReader::of(harness.screen())?;
     crate::harness::version::of(program)
         .await
         .inspect_err(|error| tracing::warn!(work_item = %item, "{error}"))

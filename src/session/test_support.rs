@@ -10,7 +10,7 @@ use crate::config::{Config, HarnessConfig, RepoConfig};
 use crate::events::{EventLog, Source};
 use crate::ingress::{Disposition, InboundEvent, Ingest};
 use crate::paths::StatePaths;
-use crate::tmux::fake::{FakeClaude, FakeTmux};
+use crate::tmux::fake::{FakeClaude, FakeCodex, FakeTmux};
 use crate::tmux::{BufferName, Error, Liveness, PaneId, Paste, SessionInfo, SpawnSpec, Tmux};
 use crate::work_item::WorkItemRef;
 use futures::future::BoxFuture;
@@ -361,6 +361,19 @@ impl Fixture {
         let claude = Arc::new(FakeClaude::default());
         self.tmux.fake.set_screen(&pane, claude.screen());
         (pane, claude)
+    }
+
+    /// A live Codex 0.171.0 session for issue `n` whose screen `codex` draws.
+    pub fn codex_session(&self, n: u64) -> (PaneId, Arc<FakeCodex>) {
+        let item = item(n);
+        let pane = self.tmux.fake.add_session(&item.tmux_session_name(), false);
+        let mut record = SessionRecord::new(&item, "codex", self.dir.path().to_path_buf());
+        record.pane_id = Some(pane.to_string());
+        record.harness_version = Some("0.171.0".into());
+        self.sessions.registry().put(&record).unwrap();
+        let codex = Arc::new(FakeCodex::default());
+        self.tmux.fake.set_screen(&pane, codex.screen());
+        (pane, codex)
     }
 
     /// The Enters a pane received (each submit is one plain `\r`).

@@ -471,3 +471,50 @@ impl FakeClaude {
         format!("{transcript}{RULE}\n{line}\n{RULE}\n  ? for shortcuts\n")
     }
 }
+
+/// A pane program that draws like Codex 0.171.0 (issue 31; the real shapes are in
+/// Codex's screen reader's fixtures in `session/delivery/`): a composer with a dim
+/// placeholder, the operator's draft or an unsubmitted paste, an approval request in
+/// its place (which drops pastes), or nothing drawn yet.
+#[derive(Default)]
+pub struct FakeCodex {
+    pub approval: AtomicBool,
+    /// Booting: no composer yet.
+    pub undrawn: AtomicBool,
+    pub draft: Mutex<String>,
+}
+
+impl FakeCodex {
+    pub fn screen(self: &Arc<Self>) -> Screen {
+        let me = Arc::clone(self);
+        Arc::new(move |input| me.draw(input))
+    }
+
+    fn draw(&self, input: &[u8]) -> String {
+        let transcript =
+            "\x1b[1;2m›\x1b[0m \x1b[48;5;238mfix the retry cap\x1b[49m\n\n• Working on it.\n\n";
+        if self.undrawn.load(Ordering::SeqCst) {
+            return String::new();
+        }
+        if self.approval.load(Ordering::SeqCst) {
+            return format!(
+                "{transcript}  Would you like to run the following command?\n\n  $ rm -rf build\n\n\x1b[1;7m› 1. Yes, proceed (y)\n\x1b[0m  2. Yes, and don't ask again (p)\n  3. No, and tell Codex what to do differently (esc)\n\n  \x1b[2mPress enter to confirm or esc to cancel\x1b[0m\n"
+            );
+        }
+        let draft = self
+            .draft
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let line = if !draft.is_empty() {
+            draft
+        } else if FakeClaude::unsubmitted(input) {
+            "[Pasted Content 1200 chars]".into()
+        } else {
+            "\x1b[2mAsk Codex to do anything\x1b[0m".into()
+        };
+        format!(
+            "{transcript}\x1b[1m›\x1b[0m {line}\n\n  gpt-5-codex default · ~/project\n  ? for shortcuts\n"
+        )
+    }
+}

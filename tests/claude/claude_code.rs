@@ -19,10 +19,9 @@ use crate::support::tmux_server::{TmuxServer, wait_for};
 use std::time::Duration;
 use the_loop::config::{PermissionMode, SessionsConfig};
 use the_loop::guard::sanitize;
-use the_loop::harness::CLAUDE_PASTE_MARKER;
 use the_loop::harness::Harness;
+use the_loop::session::delivery::ScreenReader;
 use the_loop::session::delivery::deliver::{SubmitCheck, confirm_submitted, deliver};
-use the_loop::session::delivery::screen::claude::holds_paste;
 use the_loop::tmux::{BufferName, PaneId, Paste, RealTmux, Tmux};
 
 /// Waits until Claude Code shows its input box and has finished drawing its start
@@ -150,7 +149,7 @@ async fn a_paste_left_unsubmitted_is_submitted_once_by_the_check() {
         Duration::from_secs(30),
         || async {
             let screen = tmux.capture_pane(&pane, false).await.ok()?;
-            holds_paste(&screen, CLAUDE_PASTE_MARKER).then_some(())
+            ScreenReader::Claude.holds_paste(&screen).then_some(())
         },
     )
     .await;
@@ -159,7 +158,7 @@ async fn a_paste_left_unsubmitted_is_submitted_once_by_the_check() {
     let pressed = confirm_submitted(
         &tmux,
         &pane,
-        CLAUDE_PASTE_MARKER,
+        ScreenReader::Claude,
         SubmitCheck::once(Duration::from_millis(300)),
         || false,
     )

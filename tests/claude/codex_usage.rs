@@ -12,7 +12,7 @@
 
 use crate::support::assert_usd;
 use crate::support::claude::npm_bin;
-use crate::support::fake_openai::FakeOpenAi;
+use crate::support::fake_openai::{FakeOpenAi, codex_config};
 use crate::support::tmux_server::BIN;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -54,31 +54,7 @@ impl World {
         }
         std::fs::write(
             home.join(".codex/config.toml"),
-            format!(
-                r#"model = "gpt-5-codex"
-model_provider = "fake"
-check_for_update_on_startup = false
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-[features]
-plugins = false
-
-[model_providers.fake]
-name = "fake"
-base_url = "{url}"
-wire_api = "responses"
-
-[projects."{project}"]
-trust_level = "trusted"
-"#,
-                url = model.base_url,
-                project = project.display()
-            ),
+            codex_config(&model.base_url, &project),
         )
         .unwrap();
         std::fs::write(

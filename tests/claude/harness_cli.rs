@@ -123,6 +123,7 @@ fn codex_still_takes_every_flag_and_subcommand_the_adapter_passes() {
         "--output-last-message",
         "resume",
         "--model",
+        "--dangerously-bypass-hook-trust",
     ] {
         assert!(flat.iter().any(|f| f == expected), "{expected} in {flat:?}");
     }

@@ -405,10 +405,38 @@ fn each_configured_harness_says_its_release_mode_and_screen() {
     );
     assert!(lines[1].starts_with("harness codex: "), "{}", r.stderr);
     assert!(lines[1].contains("not on PATH"), "{}", r.stderr);
-    assert!(lines[1].ends_with("screen: unknown (a paste cannot wait for an open dialog or a half-typed draft to clear)"), "{}", r.stderr);
+    // Codex's screen is read too (issue 31): with no release read, held.
+    assert!(
+        lines[1].ends_with("screen: unknown (no version read) — deliveries will be held"),
+        "{}",
+        r.stderr
+    );
     assert!(lines[2].starts_with("harness mine: "), "{}", r.stderr);
     assert!(!lines[2].contains("permission mode"), "{}", r.stderr);
     assert!(lines[2].contains("screen: unknown ("), "{}", r.stderr);
+
+    // Codex 0.171.0, whose screen was recorded (issue 31).
+    let codex = sb.write("opt/codex", "#!/bin/sh\necho 'codex-cli 0.171.0'\n");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let yaml = format!(
+        "sessions:\n  harness: codex\n  harnesses:\n    codex: {{command: {}}}\n",
+        codex.display()
+    );
+    let file = sb.write("codex.yaml", &yaml);
+    let r = run(
+        sb.cmd().env("PATH", path),
+        &["--config", file.to_str().unwrap(), "config", "check"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        harness_lines(&r.stderr)[0],
+        "harness codex (sessions.harness): Codex 0.171.0; screen: known (recorded from Codex 0.171.0)",
+        "{}",
+        r.stderr
+    );
 
     // A release the-loop did not record: known to be unknown.
     let yaml = format!(

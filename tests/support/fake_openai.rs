@@ -1,6 +1,10 @@
 //! A local fake of the OpenAI Responses API that the real Codex talks to in tests:
 //! axum on `127.0.0.1:0`, `POST /v1/responses` answered as SSE (`response.created`, one
-//! assistant message, `response.completed` with its `usage`). Every response reports a
+//! output item, `response.completed` with its `usage`). The item is an assistant
+//! message, or — when the user's fresh message has `RUN[<command>]` — a call of
+//! codex's `exec_command` tool asking to run `<command>` outside the sandbox
+//! (`sandbox_permissions: "require_escalated"`), which brings up codex's approval
+//! request. Every response reports a
 //! different usage ([`usage_of`]), every part present, and is recorded with whether it
 //! answered the agent or titled the session (codex asks for a title on the side, with
 //! its own thread, and logs that thread nowhere).
@@ -45,6 +49,25 @@ pub fn usage_of(id: u64) -> Value {
 struct OpenAiState {
     next_id: u64,
     answered: Vec<Answered>,
+    /// The fresh user texts of every agent request (not the titles), in order.
+    fresh: Vec<Vec<String>>,
+}
+
+/// The texts of the user messages after the model's last output (a message or a tool
+/// call) in a request's `input`: what reached the model with this request.
+fn fresh_user_texts(body: &Value) -> Vec<String> {
+    let input = body["input"].as_array().cloned().unwrap_or_default();
+    let from = input
+        .iter()
+        .rposition(|i| i["role"] == "assistant" || i["type"] == "function_call")
+        .map_or(0, |at| at + 1);
+    input[from..]
+        .iter()
+        .filter(|i| i["type"] == "message" && i["role"] == "user")
+        .flat_map(|i| i["content"].as_array().cloned().unwrap_or_default())
+        .filter_map(|c| c["text"].as_str().map(str::to_string))
+        .filter(|t| !t.starts_with('<'))
+        .collect()
 }
 
 /// The running fake; dropping it stops the server.
@@ -77,6 +100,19 @@ impl FakeOpenAi {
     pub fn answered(&self) -> Vec<Answered> {
         self.lock().answered.clone()
     }
+
+    /// The fresh user texts of every agent request so far ([`fresh_user_texts`]).
+    pub fn fresh(&self) -> Vec<Vec<String>> {
+        self.lock().fresh.clone()
+    }
+
+    /// The agent requests that brought a user text containing `needle`.
+    pub fn requests_with(&self, needle: &str) -> Vec<Vec<String>> {
+        self.fresh()
+            .into_iter()
+            .filter(|texts| texts.iter().any(|t| t.contains(needle)))
+            .collect()
+    }
 }
 
 async fn handle(State(state): State<Arc<Mutex<OpenAiState>>>, uri: Uri, body: Bytes) -> Response {
@@ -85,6 +121,15 @@ async fn handle(State(state): State<Arc<Mutex<OpenAiState>>>, uri: Uri, body: By
     }
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let title = body.to_string().contains(TITLE_ASK);
+    let fresh = if title {
+        Vec::new()
+    } else {
+        fresh_user_texts(&body)
+    };
+    let run = fresh.iter().find_map(|t| {
+        let (_, rest) = t.split_once("RUN[")?;
+        rest.split_once(']').map(|(cmd, _)| cmd.to_string())
+    });
     let (id, usage) = {
         let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
         st.next_id += 1;
@@ -95,6 +140,9 @@ async fn handle(State(state): State<Arc<Mutex<OpenAiState>>>, uri: Uri, body: By
             title,
             usage: usage.clone(),
         });
+        if !title {
+            st.fresh.push(fresh);
+        }
         (id, usage)
     };
     let text = if title {
@@ -103,11 +151,18 @@ async fn handle(State(state): State<Arc<Mutex<OpenAiState>>>, uri: Uri, body: By
         format!("Answer {id}.")
     };
     let response_id = format!("resp_fake{id:04}");
+    let item = match run {
+        Some(cmd) => json!({"type": "function_call", "id": format!("fc_fake{id:04}"),
+            "call_id": format!("call_fake{id:04}"), "name": "exec_command",
+            "arguments": json!({"cmd": cmd, "sandbox_permissions": "require_escalated",
+                "justification": "the test asks for it"}).to_string()}),
+        None => json!({"type": "message", "role": "assistant",
+            "id": format!("msg_fake{id:04}"),
+            "content": [{"type": "output_text", "text": text}]}),
+    };
     let events = [
         json!({"type": "response.created", "response": {"id": response_id}}),
-        json!({"type": "response.output_item.done", "item": {"type": "message",
-            "role": "assistant", "id": format!("msg_fake{id:04}"),
-            "content": [{"type": "output_text", "text": text}]}}),
+        json!({"type": "response.output_item.done", "item": item}),
         json!({"type": "response.completed", "response": {"id": response_id, "usage": usage}}),
     ];
     let sse: String = events
@@ -115,4 +170,34 @@ async fn handle(State(state): State<Arc<Mutex<OpenAiState>>>, uri: Uri, body: By
         .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
         .collect();
     ([("content-type", "text/event-stream")], sse).into_response()
+}
+
+/// Codex's `config.toml` for a private `CODEX_HOME`: the fake at `base_url` as its
+/// model provider, `project` trusted, and everything that would leave loopback off
+/// (plugins sync with api.github.com; analytics, feedback, the update check).
+pub fn codex_config(base_url: &str, project: &std::path::Path) -> String {
+    format!(
+        r#"model = "gpt-5-codex"
+model_provider = "fake"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[features]
+plugins = false
+
+[model_providers.fake]
+name = "fake"
+base_url = "{base_url}"
+wire_api = "responses"
+
+[projects."{project}"]
+trust_level = "trusted"
+"#,
+        project = project.display()
+    )
 }

@@ -14,7 +14,7 @@
 use super::deliver::{DeliverError, deliver};
 use super::hold::{Held, HoldReason};
 use super::paste::{Delivered, Stopped};
-use super::screen::known::Screen;
+use super::screen::Screen;
 use crate::harness::Harness;
 use crate::session::hooks::{Reported, ReportedState};
 use crate::session::registry::{RegistryError, SessionRecord};
@@ -70,11 +70,12 @@ fn hooks_allow(item: &WorkItemRef, reported: Option<&Reported>) -> Result<(), By
 impl Sessions {
     /// Whether the-loop reads the screen of the client `record`'s session runs. A
     /// record from before releases were recorded is asked about now (the binary's
-    /// answer is cached), so an upgrade of the-loop does not hold a known client.
+    /// answer is cached; only a client whose screen is read is asked), so an upgrade
+    /// of the-loop does not hold a known client.
     pub(super) async fn screen_of(&self, harness: &Harness, record: &SessionRecord) -> Screen {
         let version = match &record.harness_version {
             Some(version) => Some(version.clone()),
-            None if harness.is_claude() => {
+            None => {
                 let settings = self.settings();
                 let program = harness.locate(settings.search_path.as_deref()).ok();
                 let version = match program {
@@ -92,7 +93,6 @@ impl Sessions {
                 }
                 version
             }
-            None => None,
         };
         Screen::of(harness, version.as_deref())
     }

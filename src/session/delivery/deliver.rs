@@ -6,7 +6,7 @@
 //! pane); deliveries to different panes may run concurrently, which is why every
 //! delivery uses its own buffer names.
 
-use super::screen::claude::holds_paste;
+use super::screen::Reader;
 use crate::tmux::{self, BufferName, PaneId, Paste, Tmux};
 use std::time::Duration;
 
@@ -147,7 +147,8 @@ impl SubmitCheck {
 }
 
 /// Makes sure a delivery's submit was taken, for a harness whose input box shows a
-/// paste as `marker` until it is submitted (Claude Code's `[Pasted text #1 +12 lines]`).
+/// paste folded until it is submitted (`Reader::paste_marker`: Claude Code's `[Pasted
+/// text #1 +12 lines]`, Codex's `[Pasted Content 2030 chars]`).
 /// A harness busy with the paste when the `\r` arrives (a loaded machine) can take the
 /// `\r` on an empty box and keep the paste unsubmitted. While the box still shows the
 /// marker for `check.grace`, Enter is pressed again, at most [`MAX_RESUBMITS`] times.
@@ -160,7 +161,7 @@ impl SubmitCheck {
 pub async fn confirm_submitted<T: Tmux + ?Sized>(
     tmux: &T,
     pane: &PaneId,
-    marker: &str,
+    reader: Reader,
     check: SubmitCheck,
     mut taken: impl FnMut() -> bool,
 ) -> u32 {
@@ -176,7 +177,7 @@ pub async fn confirm_submitted<T: Tmux + ?Sized>(
                     return pressed;
                 }
             };
-            if !holds_paste(&screen, marker) {
+            if !reader.holds_paste(&screen) {
                 return pressed;
             }
             if taken() {

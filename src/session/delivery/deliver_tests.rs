@@ -179,7 +179,7 @@ async fn a_submit_left_in_the_box_is_pressed_again_at_most_twice() {
     let pressed = confirm_submitted(
         &tmux,
         &pane,
-        "[Pasted text #",
+        Reader::Claude,
         SubmitCheck::once(NONE),
         || false,
     )
@@ -206,7 +206,7 @@ async fn a_taken_submit_or_an_unreadable_screen_is_left_alone() {
         confirm_submitted(
             &tmux,
             &pane,
-            "[Pasted text #",
+            Reader::Claude,
             SubmitCheck::once(NONE),
             || false
         )
@@ -218,7 +218,7 @@ async fn a_taken_submit_or_an_unreadable_screen_is_left_alone() {
         confirm_submitted(
             &tmux,
             &pane,
-            "[Pasted text #",
+            Reader::Claude,
             SubmitCheck::once(NONE),
             || false
         )
@@ -258,7 +258,7 @@ async fn a_submit_the_harness_reported_is_never_pressed_again() {
     };
     // The report arrives on the third look.
     let mut looks = 0;
-    let pressed = confirm_submitted(&tmux, &pane, "[Pasted text #", check, || {
+    let pressed = confirm_submitted(&tmux, &pane, Reader::Claude, check, || {
         looks += 1;
         looks >= 3
     })

@@ -23,6 +23,34 @@ fn held(reason: HoldReason, pasted: bool) -> Held {
     Held { reason, pasted }
 }
 
+/// For each case: `reset`, the case's screen, then an event is held for its reason and
+/// no byte reaches the pane.
+async fn held_in_each(
+    f: &Fixture,
+    pane: &crate::tmux::PaneId,
+    reset: &dyn Fn(),
+    cases: [(&dyn Fn(), HoldReason); 3],
+) {
+    for (set, reason) in cases {
+        reset();
+        set();
+        let failure = f
+            .sessions
+            .deliver_event(&item(1), &event(1, "d-1"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(failure, DeliveryFailure::Held(h) if h == held(reason, false)),
+            "{reason:?}: {failure:?}"
+        );
+        assert!(
+            f.tmux.fake.pane_input(pane).is_empty(),
+            "{reason:?}: no byte reached the pane"
+        );
+    }
+    reset();
+}
+
 #[tokio::test]
 async fn nothing_is_pasted_into_a_dialog_a_draft_or_a_harness_not_ready() {
     let f = Fixture::new();
@@ -41,25 +69,12 @@ async fn nothing_is_pasted_into_a_dialog_a_draft_or_a_harness_not_ready() {
             HoldReason::NotReady,
         ),
     ];
-    for (set, reason) in cases {
+    let reset = || {
         claude.dialog.store(false, Ordering::SeqCst);
         claude.undrawn.store(false, Ordering::SeqCst);
         claude.draft.lock().unwrap().clear();
-        set();
-        let failure = f
-            .sessions
-            .deliver_event(&item(1), &event(1, "d-1"))
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(failure, DeliveryFailure::Held(h) if h == held(reason, false)),
-            "{reason:?}: {failure:?}"
-        );
-        assert!(
-            f.tmux.fake.pane_input(&pane).is_empty(),
-            "{reason:?}: no byte reached the pane"
-        );
-    }
+    };
+    held_in_each(&f, &pane, &reset, cases).await;
 }
 
 #[tokio::test]
@@ -351,4 +366,59 @@ async fn replies_held_on_a_session_that_ends_are_reported_not_delivered() {
             None => assert!(reset, "a stop keeps the record"),
         }
     }
+}
+
+#[tokio::test]
+async fn a_codex_session_gets_the_same_look_before_the_paste_and_the_enter() {
+    let f = Fixture::new();
+    let (pane, codex) = f.codex_session(1);
+    let cases: [(&dyn Fn(), HoldReason); 3] = [
+        (
+            &|| codex.approval.store(true, Ordering::SeqCst),
+            HoldReason::PermissionDialog,
+        ),
+        (
+            &|| *codex.draft.lock().unwrap() = "half a tho".into(),
+            HoldReason::OperatorDraft,
+        ),
+        (
+            &|| codex.undrawn.store(true, Ordering::SeqCst),
+            HoldReason::NotReady,
+        ),
+    ];
+    let reset = || {
+        codex.approval.store(false, Ordering::SeqCst);
+        codex.undrawn.store(false, Ordering::SeqCst);
+        codex.draft.lock().unwrap().clear();
+    };
+    held_in_each(&f, &pane, &reset, cases).await;
+    codex.undrawn.store(false, Ordering::SeqCst);
+
+    // A release whose screen was not recorded is never pasted on a guess.
+    let release = |v: &str| {
+        let v = v.to_string();
+        f.sessions
+            .registry()
+            .update(&item(1), move |r| r.harness_version = Some(v))
+            .unwrap();
+    };
+    release("0.170.0");
+    let failure = f
+        .sessions
+        .deliver_event(&item(1), &event(1, "d-1"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(failure, DeliveryFailure::Held(h) if h == held(HoldReason::ScreenUnknown, false)),
+        "{failure:?}"
+    );
+    assert!(f.tmux.fake.pane_input(&pane).is_empty());
+
+    release("0.171.0");
+    f.sessions
+        .deliver_event(&item(1), &event(1, "d-1"))
+        .await
+        .unwrap();
+    assert_eq!(f.pasted(&pane).len(), 1);
+    assert_eq!(f.enters(&pane), 1, "one Enter, once the paste showed");
 }

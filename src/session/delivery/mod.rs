@@ -16,12 +16,13 @@
 //! record's hold and its reasons ([`Hold`], [`HoldReason`], …); the session's paste lock
 //! ([`lock_session`]); the one fixed keystroke on a harness's own dialog
 //! ([`dialog_shown`], [`press_on_dialog`]); whether a client's screen is read at all
-//! ([`Screen`], [`CLAUDE_RECORDED_RELEASES`]). The screen readers and the pane-level steps
+//! ([`Screen`], and per harness its [`ScreenReader`]: the releases recorded, the client's name). The screen readers and the pane-level steps
 //! (`screen`, `deliver`) are public only for the integration tests and benchmarks that
 //! run them against real panes; `session_files_tests` holds the product to this list.
 
 mod by_hand;
 pub mod deliver;
+mod failure;
 mod held_lane;
 mod held_replies;
 mod hold;
@@ -36,17 +37,25 @@ pub use hold::{Held, HeldEvents, HeldReply, HeldReview, HeldSummary, Hold, HoldR
 pub use paste::{Delivered, DeliveryFailure};
 pub(crate) use paste::{PasteError, PastePolicy, Pasted};
 pub use paste_lock::{PasteLock, PasteLockError, acquire as lock_session};
-pub use screen::claude::RECORDED_RELEASES as CLAUDE_RECORDED_RELEASES;
 pub use screen::claude::shown_mode;
-pub use screen::known::Screen;
+pub use screen::{Reader as ScreenReader, Screen};
 
+use crate::harness::ScreenKind;
 use crate::tmux::{self, PaneId, Tmux};
 
-/// Whether `pane` shows a harness's dialog now, on a fresh capture (Claude Code's: the
-/// only harness whose dialogs the-loop answers).
-pub async fn dialog_shown<T: Tmux + ?Sized>(tmux: &T, pane: &PaneId) -> Result<bool, tmux::Error> {
-    let screen = tmux.capture_pane(pane, false).await?;
-    Ok(screen::claude::shows_dialog(&screen))
+/// Whether `pane` shows `harness`'s permission dialog now, with its first option
+/// ("Yes") selected, on a fresh capture with attributes (Codex's selection is read from
+/// them). A harness whose screen the-loop does not read shows none.
+pub async fn dialog_shown<T: Tmux + ?Sized>(
+    tmux: &T,
+    pane: &PaneId,
+    harness: ScreenKind,
+) -> Result<bool, tmux::Error> {
+    let Some(reader) = ScreenReader::of(harness) else {
+        return Ok(false);
+    };
+    let screen = tmux.capture_pane(pane, true).await?;
+    Ok(reader.shows_dialog(&screen))
 }
 
 /// Sends `key` to the dialog in `pane` (SPEC §17.4): a fixed keystroke, never text.

@@ -21,8 +21,7 @@
 use super::deliver::{DeliverError, SubmitCheck, confirm_submitted, paste_text, submit};
 use super::hold::{self, HoldReason};
 use super::paste_lock::{self, PasteLock, PasteLockError};
-use super::screen::claude as screen;
-use super::screen::known::Screen;
+use super::screen::{Reader, Screen};
 use crate::harness::Harness;
 use crate::session::hooks::Reported;
 use crate::session::registry::{RegistryError, SessionRecord, Status};
@@ -46,29 +45,7 @@ pub struct Delivered {
     pub respawned: Option<bool>,
 }
 
-/// Why a delivery did not reach the session.
-#[derive(Debug, thiserror::Error)]
-pub enum DeliveryFailure {
-    #[error("no session for {0}")]
-    NoSession(WorkItemRef),
-    #[error("the session for {0} is closed")]
-    Closed(WorkItemRef),
-    #[error("the session for {0} is paused")]
-    Paused(WorkItemRef),
-    /// Worth retrying later (tmux busy or not answering, a paste failed).
-    #[error("{0}")]
-    Transient(String),
-    /// The text is in the agent's input box but was not submitted: never re-deliver.
-    #[error("{0}")]
-    NotSubmitted(String),
-    /// The session cannot take a paste now (SPEC §18.2); wait and try again.
-    #[error("held: {}", .0.reason.describe())]
-    Held(Held),
-    /// The session ended (stopped, closed, reset) while the delivery was held.
-    #[error("the session for {0} ended while the delivery was held")]
-    Ended(WorkItemRef),
-}
-
+pub use super::failure::DeliveryFailure;
 pub use super::hold::Held;
 
 /// What differs between pasting an event and a reply (see the module docs).
@@ -354,12 +331,12 @@ impl Sessions {
             Some(harness) => self.screen_of(harness, record).await,
             None => Screen::NotRead,
         };
-        let marker = match screen {
-            Screen::Known => harness.as_ref().and_then(Harness::paste_marker),
+        let reader = match screen {
+            Screen::Known => harness.as_ref().and_then(|h| Reader::of(h.screen())),
             Screen::UnknownRelease(_) => return self.paste_by_hand(pane, text, record).await,
             Screen::NotRead => None,
         };
-        let Some(marker) = marker else {
+        let Some(reader) = reader else {
             return self.paste_blind(pane, text).await;
         };
         let key = policy.key;
@@ -368,7 +345,7 @@ impl Sessions {
         let bytes = if ours_in_box {
             crate::guard::sanitize(text).len()
         } else {
-            let look = screen::look(&self.capture(pane).await?);
+            let look = reader.look(&self.capture(pane).await?);
             if let Some(reason) = hold::decide(&look, reported.as_ref()) {
                 return Err(Stopped::Held(Held {
                     reason,
@@ -377,7 +354,7 @@ impl Sessions {
             }
             paste_text(self.tmux.as_ref(), pane, text).await?.bytes
         };
-        let shown = self.await_paste(pane, text, marker, record).await;
+        let shown = self.await_paste(pane, text, reader, record).await;
         match shown {
             Shown::Ready => {}
             Shown::Gone if ours_in_box => {
@@ -424,7 +401,7 @@ impl Sessions {
             grace: settings.timings.submit_grace,
             poll: settings.timings.poll,
         };
-        confirm_submitted(self.tmux.as_ref(), pane, marker, check, || {
+        confirm_submitted(self.tmux.as_ref(), pane, reader, check, || {
             prompts() > before
         })
         .await;
@@ -468,7 +445,7 @@ impl Sessions {
         &self,
         pane: &PaneId,
         text: &str,
-        marker: &str,
+        reader: Reader,
         record: &SessionRecord,
     ) -> Shown {
         let timings = self.settings().timings;
@@ -478,11 +455,11 @@ impl Sessions {
             let Ok(now) = self.capture(pane).await else {
                 return Shown::Held(HoldReason::NotReady);
             };
-            let look = screen::look(&now);
+            let look = reader.look(&now);
             if let Some(reason) = hold::dialog(&look, None) {
                 return Shown::Held(reason);
             }
-            if screen::shows_paste(&now, &clean, marker) {
+            if reader.shows_paste(&now, &clean) {
                 // The hook may have said so before the dialog is drawn.
                 let reported = self
                     .registry
@@ -500,7 +477,7 @@ impl Sessions {
     }
 
     /// The pane with its attributes: only the dim attribute tells a placeholder in an
-    /// empty box from a draft (`screen::claude`).
+    /// empty box from a draft (`screen::claude`, `screen::codex`).
     async fn capture(&self, pane: &PaneId) -> Result<String, DeliverError> {
         self.tmux
             .capture_pane(pane, true)
@@ -566,33 +543,6 @@ fn pane_gone(error: &DeliverError) -> bool {
             error.tmux_error(),
             Some(tmux::Error::PaneDead { .. } | tmux::Error::SessionMissing { .. })
         )
-}
-
-impl From<PasteError> for DeliveryFailure {
-    fn from(error: PasteError) -> Self {
-        match error {
-            PasteError::NoSession(item) => Self::NoSession(item),
-            PasteError::Closed(item) => Self::Closed(item),
-            PasteError::Paused(item) => Self::Paused(item),
-            PasteError::Respawn(_, failure) => failure,
-            PasteError::Held(_, held) => Self::Held(held),
-            PasteError::Paste(_, error) if error.pasted() => Self::NotSubmitted(error.to_string()),
-            PasteError::Blind { error, .. } if error.pasted() => {
-                Self::NotSubmitted(error.to_string())
-            }
-            PasteError::Blind {
-                error, liveness, ..
-            } => Self::Transient(format!(
-                "{error} (liveness unknown: {liveness}; not respawning)"
-            )),
-            PasteError::Paste(_, error) => Self::Transient(error.to_string()),
-            PasteError::Unavailable(_, error) => Self::Transient(error.to_string()),
-            PasteError::Lock(_, error) => Self::Transient(error.to_string()),
-            PasteError::Registry(error) => Self::Transient(error.to_string()),
-            // Not under the event policy, which respawns.
-            PasteError::NoLivePane(item) => Self::Transient(format!("no live pane for {item}")),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -2,8 +2,10 @@
 //! [`Signal`]s.
 //!
 //! Claude Code 2.1.197 writes one JSON object on the hook's stdin; every payload has
-//! `session_id`, `transcript_path`, `cwd` and `hook_event_name`. Codex runs its
-//! `notify` program with one JSON argument, `{"type": "agent-turn-complete", …}`.
+//! `session_id`, `transcript_path`, `cwd` and `hook_event_name`. Codex 0.171.0 runs its
+//! `notify` program with one JSON argument, `{"type": "agent-turn-complete", …}`, and
+//! its hooks with the same JSON on stdin as Claude Code's (plus `turn_id`, `model`,
+//! `permission_mode`).
 //! Anything else — another event, a field missing — is not an error: the hook ignores
 //! what it does not need, so a newer harness never breaks a turn.
 
@@ -113,6 +115,15 @@ fn claude(v: &Value) -> Option<Report> {
 }
 
 fn codex(v: &Value) -> Option<Report> {
+    if v.get("hook_event_name").is_some() {
+        // A hook's payload, Claude's shape (Codex 0.171.0: `PermissionRequest` has
+        // `tool_name` `Bash` and `tool_input.command`). Its `transcript_path` is the
+        // rollout, whose usage `notify`'s thread id leads to: not taken from here.
+        return claude(v).map(|report| Report {
+            log: None,
+            ..report
+        });
+    }
     let event = text(v, "type")?;
     (event == "agent-turn-complete").then_some(Report {
         event,
@@ -215,6 +226,32 @@ mod tests {
                 "/h/.claude/projects/-w/0fdc.jsonl".into()
             ))
         );
+    }
+
+    #[test]
+    fn codex_hooks_as_the_real_client_sends_them() {
+        // As codex 0.171.0 sends it (its rollout as `transcript_path`).
+        let asked = serde_json::json!({
+            "session_id": "01a241c2", "turn_id": "01a241c2-d55c",
+            "transcript_path": "/h/.codex/sessions/rollout.jsonl", "cwd": "/w",
+            "hook_event_name": "PermissionRequest", "model": "gpt-5-codex",
+            "permission_mode": "default", "tool_name": "Bash",
+            "tool_input": {"command": "touch ran2.txt", "description": "why"},
+        });
+        let report = parse(Reporter::Codex, asked.to_string().as_bytes())
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            report.signal,
+            Signal::PermissionAsked {
+                tool: "Bash".into(),
+                summary: "touch ran2.txt".into()
+            }
+        );
+        assert_eq!(report.log, None, "usage comes through notify");
+        let prompt = serde_json::json!({"hook_event_name": "UserPromptSubmit", "prompt": "hi"});
+        let report = parse(Reporter::Codex, prompt.to_string().as_bytes()).unwrap();
+        assert_eq!(report.unwrap().signal, Signal::PromptSubmitted);
     }
 
     #[test]

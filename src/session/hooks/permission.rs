@@ -12,6 +12,7 @@
 use super::report::outcome_event;
 use super::state::{self, Answer, Decision, PermissionRequest};
 use crate::events::Source;
+use crate::harness::{Harness, ScreenKind};
 use crate::session::activity::SessionActivity;
 use crate::session::delivery::{self, Key};
 use crate::session::registry::{RegistryError, SessionRecord};
@@ -124,9 +125,13 @@ pub async fn answer(
             tokio::time::sleep(left).await;
         }
     }
-    let shown = delivery::dialog_shown(sessions.tmux().as_ref(), &pane)
-        .await
-        .map_err(unreachable)?;
+    let shown = delivery::dialog_shown(
+        sessions.tmux().as_ref(),
+        &pane,
+        screen_of(sessions, &record),
+    )
+    .await
+    .map_err(unreachable)?;
     if !shown {
         return gone(sessions, &item, request, source);
     }
@@ -226,7 +231,13 @@ pub async fn reconcile(
         let answered = match (activity.liveness, &activity.pane) {
             (Liveness::Dead | Liveness::Absent, _) => true,
             (Liveness::Live, Some(pane)) => {
-                match delivery::dialog_shown(sessions.tmux().as_ref(), pane).await {
+                match delivery::dialog_shown(
+                    sessions.tmux().as_ref(),
+                    pane,
+                    screen_of(sessions, record),
+                )
+                .await
+                {
                     Ok(shown) => !shown,
                     Err(tmux::Error::PaneDead { .. } | tmux::Error::SessionMissing { .. }) => true,
                     Err(error) => {
@@ -251,6 +262,12 @@ pub async fn reconcile(
             }
         }
     }
+}
+
+/// Whose screen the session's harness draws: the dialog is looked for in its shape.
+fn screen_of(sessions: &Sessions, record: &SessionRecord) -> ScreenKind {
+    Harness::resolve(&record.harness, &sessions.settings().sessions)
+        .map_or(ScreenKind::Unknown, |h| h.screen())
 }
 
 #[cfg(test)]

@@ -11,7 +11,16 @@ const DIALOG: &str = include_str!("../delivery/screen/claude/fixtures/dialog_bas
 
 /// Issue #1's session, whose harness reported a Bash call waiting for permission.
 async fn waiting(fx: &Fixture, screen: &str) -> PaneId {
+    waiting_in(fx, screen, "claude").await
+}
+
+/// [`waiting`], the session running `harness`.
+async fn waiting_in(fx: &Fixture, screen: &str, harness: &str) -> PaneId {
     let pane = fx.live_session(1);
+    fx.sessions
+        .registry()
+        .update(&item(1), |r| r.harness = harness.into())
+        .unwrap();
     let paths = crate::paths::StatePaths::new(fx.dir.path());
     for payload in [
         json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
@@ -136,6 +145,44 @@ async fn deny_sends_escape() {
         fx.record(1).unwrap().reported.unwrap().state,
         ReportedState::Idle
     );
+}
+
+/// Codex 0.171.0's approval request (a real capture, with attributes).
+const CODEX_APPROVAL: &str = include_str!("../delivery/screen/codex/fixtures/approval.100x30.ansi");
+
+#[tokio::test]
+async fn a_codex_approval_request_is_answered_with_its_own_keys() {
+    for (decision, key) in [(Decision::Approved, b"\r"), (Decision::Denied, b"\x1b")] {
+        let fx = Fixture::new();
+        let pane = waiting_in(&fx, CODEX_APPROVAL, "codex").await;
+        answer(&fx.sessions, &item(1), decision, None, None, Source::Cli)
+            .await
+            .unwrap();
+        assert_eq!(input_after_screen(&fx, &pane, CODEX_APPROVAL), key);
+    }
+    // Claude's dialog in a codex session, Codex's in a claude one: not theirs.
+    for (screen, harness) in [(DIALOG, "codex"), (CODEX_APPROVAL, "claude")] {
+        let fx = Fixture::new();
+        let pane = waiting_in(&fx, screen, harness).await;
+        let done = answer(
+            &fx.sessions,
+            &item(1),
+            Decision::Approved,
+            None,
+            None,
+            Source::Cli,
+        )
+        .await
+        .unwrap();
+        assert!(
+            matches!(done, Answered::Elsewhere(_)),
+            "{harness}: {done:?}"
+        );
+        assert!(
+            input_after_screen(&fx, &pane, screen).is_empty(),
+            "{harness}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -6,7 +6,9 @@
 //!   `<bin> hook claude`, for each event of [`CLAUDE_EVENTS`] (matcher `""` where the
 //!   event takes one), and allows `the-loop ask` and `the-loop comment` without a
 //!   permission dialog.
-//! - `codex`: `-c notify=["<bin>","hook","codex"]`, no file.
+//! - `codex`: `-c notify=["<bin>","hook","codex"]` and a command hook `<bin> hook codex`
+//!   per `harness::CODEX_HOOK_EVENTS`, declared with `-c` (`harness::Harness::fresh_argv`),
+//!   no file.
 //!
 //! `<bin>` is the running binary's absolute path. Claude runs a hook's `command`
 //! through a shell, so the path is quoted for it (`shlex`); nothing of ours runs a

@@ -20,11 +20,9 @@
 //! Everything not positively recognised as a drawn, empty box with no dialog below it
 //! reads as not ready: these functions fail closed.
 
-mod cells;
-
-use super::{Dialog, InputBox, Look};
+use super::cells::{self, Line};
+use super::look::{Dialog, InputBox, Look};
 use crate::config::PermissionMode;
-use cells::Line;
 
 /// Claude Code's input prompt: `❯` and a no-break space. (The transcript shows sent
 /// messages after `❯` and a plain space, a dialog its selected option as ` ❯ 1.`.)
@@ -46,11 +44,6 @@ const MIN_RULE: usize = 10;
 /// deliveries are held until the operator releases one by hand (issue 30), never
 /// pasted on a guess.
 pub const RECORDED_RELEASES: &[&str] = &["2.1.197", "2.1.332"];
-
-/// Whether Claude Code `version`'s screen is one the-loop has recorded.
-pub fn recorded(version: &str) -> bool {
-    RECORDED_RELEASES.contains(&version)
-}
 
 /// The footer under the box that names a permission mode: 2.1.332 names every mode
 /// (`⏸ manual mode on · ? for shortcuts` is `default`); 2.1.197 names every mode but
@@ -94,32 +87,6 @@ pub fn look(screen: &str) -> Look {
         dialog: dialog_in(below(&lines, frame.as_ref())),
         input: frame.map_or(InputBox::NotDrawn, |f| f.contents(&lines)),
     }
-}
-
-/// After a paste into an empty box: whether the box shows that paste and no dialog is
-/// up, so Enter submits it and nothing else. It shows either the folded form
-/// (`marker` then `1 +4 lines]` or `2]`) and nothing more, or `pasted` itself
-/// (whitespace aside: Claude Code wraps long lines and expands tabs). `pasted` is the
-/// text as pasted, after sanitizing.
-pub fn shows_paste(screen: &str, pasted: &str, marker: &str) -> bool {
-    match look(screen) {
-        Look {
-            dialog: None,
-            input: InputBox::Holds(text),
-        } => {
-            folded(&text, marker) || (!squash(pasted).is_empty() && squash(&text) == squash(pasted))
-        }
-        _ => false,
-    }
-}
-
-/// Whether the input box holds nothing but a folded paste (`[Pasted text #1 +12
-/// lines]`), with no dialog up, where Enter would choose an option instead.
-pub fn holds_paste(screen: &str, marker: &str) -> bool {
-    matches!(
-        look(screen),
-        Look { dialog: None, input: InputBox::Holds(text) } if folded(&text, marker)
-    )
 }
 
 /// Whether `screen` shows a permission dialog with "1. Yes" selected, where Enter
@@ -261,7 +228,7 @@ fn placeholder<'a>(mut rows: impl Iterator<Item = &'a [cells::Cell]>) -> bool {
 }
 
 /// Claude Code's folded paste: `marker`, a number, then `]` or ` +N lines]`.
-fn folded(text: &str, marker: &str) -> bool {
+pub(super) fn folded(text: &str, marker: &str) -> bool {
     let Some(rest) = text.strip_prefix(marker) else {
         return false;
     };
@@ -283,11 +250,6 @@ fn folded(text: &str, marker: &str) -> bool {
 fn strip_number(text: &str) -> Option<&str> {
     let rest = text.trim_start_matches(|c: char| c.is_ascii_digit());
     (rest.len() < text.len()).then_some(rest)
-}
-
-/// `text` without any whitespace.
-fn squash(text: &str) -> String {
-    text.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
 #[cfg(test)]

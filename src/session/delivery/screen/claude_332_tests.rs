@@ -2,6 +2,7 @@
 //! functions as 2.1.197's: what each recorded state reads as, which dialogs the
 //! operator's approve may answer, and the permission mode its footer names.
 
+use super::super::Reader;
 use super::*;
 use crate::config::PermissionMode;
 
@@ -132,6 +133,7 @@ fn expected(name: &str) -> (Option<Dialog>, InputBox, InputBox) {
 
 #[test]
 fn its_screens_are_the_recorded_release() {
+    let recorded = |v| Reader::Claude.recorded(v);
     assert!(recorded("2.1.332") && recorded("2.1.197"));
     for unknown in ["2.1.331", "2.1.333", "2.1.400", "2.1.19", "", "2.1.332 "] {
         assert!(!recorded(unknown), "{unknown:?}");
@@ -182,15 +184,14 @@ fn only_a_dialog_with_yes_selected_can_be_approved() {
 
 #[test]
 fn a_folded_paste_is_seen_as_the_paste() {
-    let marker = crate::harness::CLAUDE_PASTE_MARKER;
     let five = "a\nb\nc\nd\ne";
     for (name, plain, escaped) in FIXTURES {
         let folded = ["paste_folded", "paste_long", "busy_paste"]
             .iter()
             .any(|p| name.starts_with(p));
-        assert_eq!(holds_paste(escaped, marker), folded, "{name}");
+        assert_eq!(Reader::Claude.holds_paste(escaped), folded, "{name}");
         if name.starts_with("paste_folded") {
-            assert!(shows_paste(plain, five, marker), "{name}");
+            assert!(Reader::Claude.shows_paste(plain, five), "{name}");
         }
     }
 }

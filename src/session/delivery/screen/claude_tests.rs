@@ -1,4 +1,16 @@
+use super::super::Reader;
 use super::*;
+
+/// The reader's answers, as the paste path asks them (`marker` is the reader's own).
+fn shows_paste(screen: &str, pasted: &str, marker: &str) -> bool {
+    assert_eq!(marker, Reader::Claude.paste_marker());
+    Reader::Claude.shows_paste(screen, pasted)
+}
+
+fn holds_paste(screen: &str, marker: &str) -> bool {
+    assert_eq!(marker, Reader::Claude.paste_marker());
+    Reader::Claude.holds_paste(screen)
+}
 
 /// A fixture's plain (`capture-pane -p`) and escaped (`-e`) capture.
 macro_rules! fixture {

@@ -1,43 +1,148 @@
 //! What a harness's screen shows (SPEC §17.4, §18.2), one file per harness whose screen
-//! the-loop knows (`harness::ScreenKind`): [`claude`] today. Each reads a `tmux
+//! the-loop knows (`harness::ScreenKind`): [`claude`] and [`codex`]. Each reads a `tmux
 //! capture-pane` screen into the same [`Look`], the only thing the paste path decides
-//! on (`hold::decide`); a harness without a file here is pasted blind.
+//! on (`hold::decide`), through the [`Reader`] of the session's harness; a harness
+//! without a file here is pasted blind.
 
+mod cells;
 pub mod claude;
-pub mod known;
+pub mod codex;
+mod look;
 
-/// What the harness's input box shows.
+pub use look::{Dialog, InputBox, Look};
+
+use crate::harness::{CLAUDE_PASTE_MARKER, CODEX_PASTE_MARKER, Harness, ScreenKind};
+
+/// Whether the-loop reads the screen of the client a session runs (SPEC §18.2, issue
+/// 30): known per recorded release, not per harness.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum InputBox {
-    /// No input box is recognised: booting, a dialog, a trust or onboarding screen, a
-    /// box taller than the screen, anything unknown.
-    NotDrawn,
-    /// Drawn and empty (perhaps with a dim placeholder or suggestion).
-    Empty,
-    /// Drawn and holding text: the visible text after the prompt, continuation lines
-    /// joined with `\n` (shell mode starts with `!`).
-    Holds(String),
+pub enum Screen {
+    /// Recorded and read: every paste waits for a ready, empty input box.
+    Known,
+    /// A harness whose screen the-loop reads, in a release it has not recorded (or
+    /// whose release it could not read, `None`): deliveries are held, never guessed.
+    UnknownRelease(Option<String>),
+    /// A harness whose screen the-loop does not read at all: pasted blind (SPEC §18.2).
+    NotRead,
 }
 
-/// A dialog on screen, where a pasted `\r` would choose an option.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialog {
-    /// A permission request (`Do you want to proceed?`).
-    Permission,
-    /// Any other choice: the trust screen, a menu, a question from the model.
-    Other,
-}
-
-/// What a screen shows, for a paste about to be made.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Look {
-    pub dialog: Option<Dialog>,
-    pub input: InputBox,
-}
-
-impl Look {
-    /// A paste lands on a ready, empty input box with no dialog up (SPEC §18.2).
-    pub fn ready(&self) -> bool {
-        self.dialog.is_none() && self.input == InputBox::Empty
+impl Screen {
+    /// What `harness` at `version` (as `claude --version` or `codex --version` named
+    /// it) shows.
+    pub fn of(harness: &Harness, version: Option<&str>) -> Self {
+        match harness.screen() {
+            ScreenKind::Unknown => Self::NotRead,
+            kind => match (version, Reader::of(kind)) {
+                (Some(v), Some(reader)) if reader.recorded(v) => Self::Known,
+                (other, _) => Self::UnknownRelease(other.map(str::to_string)),
+            },
+        }
     }
+}
+
+/// The screen reader of one harness: the same questions, asked of its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    Claude,
+    Codex,
+}
+
+impl Reader {
+    /// The reader of `kind`'s screen, when the-loop reads it.
+    pub fn of(kind: ScreenKind) -> Option<Self> {
+        match kind {
+            ScreenKind::Claude => Some(Self::Claude),
+            ScreenKind::Codex => Some(Self::Codex),
+            ScreenKind::Unknown => None,
+        }
+    }
+
+    /// The client, as its `--version` and the docs name it.
+    pub fn client(self) -> &'static str {
+        match self {
+            Self::Claude => "Claude Code",
+            Self::Codex => "Codex",
+        }
+    }
+
+    /// The client releases whose screens were recorded.
+    pub fn recorded_releases(self) -> &'static [&'static str] {
+        match self {
+            Self::Claude => claude::RECORDED_RELEASES,
+            Self::Codex => codex::RECORDED_RELEASES,
+        }
+    }
+
+    /// Whether release `version`'s screen was recorded.
+    pub fn recorded(self, version: &str) -> bool {
+        self.recorded_releases().contains(&version)
+    }
+
+    /// What `screen` (best a `capture-pane -e` capture) shows.
+    pub fn look(self, screen: &str) -> Look {
+        match self {
+            Self::Claude => claude::look(screen),
+            Self::Codex => codex::look(screen),
+        }
+    }
+
+    /// How the input box shows a paste it folded, until it is submitted (the submit
+    /// check looks for it).
+    pub fn paste_marker(self) -> &'static str {
+        match self {
+            Self::Claude => CLAUDE_PASTE_MARKER,
+            Self::Codex => CODEX_PASTE_MARKER,
+        }
+    }
+
+    /// After a paste into an empty box: whether the box shows that paste and no dialog
+    /// is up, so Enter submits it and nothing else. It shows either the folded form
+    /// ([`Self::paste_marker`], then Claude Code's `1 +4 lines]` or `2]`, Codex's `2030
+    /// chars]`) and nothing more, or `pasted` itself (whitespace aside: both wrap long
+    /// lines, Claude Code expands tabs). `pasted` is the text as pasted, after
+    /// sanitizing.
+    pub fn shows_paste(self, screen: &str, pasted: &str) -> bool {
+        match self.look(screen) {
+            Look {
+                dialog: None,
+                input: InputBox::Holds(text),
+            } => {
+                self.folded(&text)
+                    || (!squash(pasted).is_empty() && squash(&text) == squash(pasted))
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the box holds nothing but a folded paste (`[Pasted text #1 +12 lines]`,
+    /// `[Pasted Content 2030 chars]`), with no dialog up, where Enter would choose an
+    /// option instead.
+    pub fn holds_paste(self, screen: &str) -> bool {
+        matches!(
+            self.look(screen),
+            Look { dialog: None, input: InputBox::Holds(text) } if self.folded(&text)
+        )
+    }
+
+    fn folded(self, text: &str) -> bool {
+        let marker = self.paste_marker();
+        match self {
+            Self::Claude => claude::folded(text, marker),
+            Self::Codex => codex::folded(text, marker),
+        }
+    }
+
+    /// Whether the harness's permission dialog is up with its first option ("Yes")
+    /// selected, where Enter approves and Escape denies (SPEC §17.4).
+    pub fn shows_dialog(self, screen: &str) -> bool {
+        match self {
+            Self::Claude => claude::shows_dialog(screen),
+            Self::Codex => codex::shows_dialog(screen),
+        }
+    }
+}
+
+/// `text` without any whitespace.
+fn squash(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
 }

@@ -1,6 +1,7 @@
-//! A `capture-pane` screen as lines of cells, with the two attributes the input box
-//! needs: dim (Claude Code draws its placeholder and its prompt suggestion dim) and
-//! inverse (its own cursor). Reads plain captures and `capture-pane -e` captures alike.
+//! A `capture-pane` screen as lines of cells, with the two attributes the screen
+//! readers need: dim (Claude Code and Codex draw their placeholders dim, Codex its sent
+//! messages' prompt) and inverse (Claude Code's cursor, Codex's selected option). Reads
+//! plain captures and `capture-pane -e` captures alike.
 //!
 //! Only SGR (`ESC [ … m`) changes attributes. Every other escape sequence and control
 //! character is skipped, so nothing in a capture can smuggle in a cell that is not

@@ -1,0 +1,413 @@
+//! Safe delivery for codex (issue 31, SPEC §18 for codex) against the real Codex 0.171.0
+//! in real tmux and the tests' fake of the Responses API, which asks for a shell command
+//! outside the sandbox when told to (`RUN[<command>]`), so codex shows its approval
+//! request: a comment during the request is held and the command does not run; after
+//! `sessions approve` it runs and the comment reaches the model exactly once. A draft
+//! the operator typed goes out alone, then the comment on its own.
+//!
+//! Codex runs under a private `HOME`/`CODEX_HOME` with everything that would leave
+//! loopback off (as in `codex_usage.rs`). Its TUI starts a background app-server daemon
+//! (from `CODEX_HOME/packages`) in a session of its own that outlives the pane: dropping
+//! the world kills the tmux server, every pane's process group, and every process
+//! running from the private home, and the tests check nothing is left.
+//!
+//! The tests wait with generous limits and assert what happened, never how fast.
+
+use crate::support::claude::npm_bin;
+use crate::support::fake_openai::{FakeOpenAi, codex_config};
+use crate::support::tmux_server::{BIN, TmuxServer};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use the_loop::events::{EventLog, Source};
+use the_loop::paths::StatePaths;
+use the_loop::session::hooks::ReportedState;
+use the_loop::session::{
+    DeliveryFailure, Origin, PromptInputs, Registry, Sessions, Settings, StartOutcome,
+};
+use the_loop::work_item::WorkItemRef;
+
+const PATIENCE: Duration = Duration::from_secs(90);
+/// Codex 0.171.0's approval request.
+const APPROVAL: &str = "Would you like to run the following command?";
+
+fn item() -> WorkItemRef {
+    WorkItemRef::new("octo", "repo", 31)
+}
+
+struct CodexWorld {
+    model: FakeOpenAi,
+    tmux: TmuxServer,
+    sessions: Sessions,
+    state: PathBuf,
+    config: PathBuf,
+    home: PathBuf,
+    project: PathBuf,
+    // Last: the directory holding them all.
+    _dir: tempfile::TempDir,
+}
+
+impl CodexWorld {
+    async fn new() -> Option<Self> {
+        let codex = npm_bin("codex", "THE_LOOP_CODEX_BIN", "Codex")?;
+        let model = FakeOpenAi::start().await;
+        let dir = tempfile::tempdir().unwrap();
+        let (home, project) = (dir.path().join("home"), dir.path().join("project"));
+        let (state, config) = (dir.path().join("state"), dir.path().join("config.yaml"));
+        for d in [&home.join(".codex"), &project, &dir.path().join("tmp")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(
+            home.join(".codex/config.toml"),
+            codex_config(&model.base_url, &project),
+        )
+        .unwrap();
+        let tmux = TmuxServer::new();
+        std::fs::write(
+            &config,
+            format!(
+                r#"github: {{apiUrl: "http://127.0.0.1:9"}}
+repos:
+  - {{name: octo/repo, path: "{project}", label: the-loop}}
+routing: {{authorizedUsers: [alice]}}
+polling: {{enabled: false}}
+sessions:
+  harness: codex
+  harnesses:
+    codex: {{command: "{codex}"}}
+  tmux: {{socket: "{socket}", submitDelayMs: 150}}
+tui: {{notify: none}}
+"#,
+                project = project.display(),
+                codex = codex.display(),
+                socket = tmux.socket,
+            ),
+        )
+        .unwrap();
+        let mut command = Command::new("tmux");
+        command
+            .args(["-L", &tmux.socket, "-f", "/dev/null"])
+            .args(["new-session", "-d", "-s", "keepalive"])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap())
+            .env("HOME", &home)
+            .env("CODEX_HOME", home.join(".codex"))
+            .env("TMPDIR", dir.path().join("tmp"))
+            .env("TERM", "xterm-256color")
+            // What codex would fetch from the internet (its announcement tip) goes to a
+            // proxy on loopback that is not there: no name is looked up, nothing leaves.
+            .env("HTTPS_PROXY", "http://127.0.0.1:9")
+            .env("HTTP_PROXY", "http://127.0.0.1:9")
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .env("THE_LOOP_HOME", &state)
+            .env("THE_LOOP_CONFIG", &config);
+        assert!(command.status().unwrap().success(), "tmux did not start");
+        let loaded = the_loop::config::load_file(&config).unwrap();
+        let paths = StatePaths::new(&state);
+        let events = EventLog::open(&paths);
+        let mut settings = Settings::new(&loaded.config, Some(config.clone()), &paths).unwrap();
+        // The hook codex runs is the real binary, not this test.
+        settings.bin = PathBuf::from(BIN);
+        let registry = Registry::new(&paths, events.clone(), Source::Cli);
+        let sessions = Sessions::new(Arc::new(tmux.tmux()), registry, events, settings);
+        Some(Self {
+            model,
+            tmux,
+            sessions,
+            state,
+            config,
+            home,
+            project,
+            _dir: dir,
+        })
+    }
+
+    /// Starts the session (its boot prompt is the first turn) and waits for its end.
+    async fn start(&self) {
+        let inputs = PromptInputs::manual(&item(), "test");
+        let outcome = self
+            .sessions
+            .start(&item(), &inputs, &Origin::cli())
+            .await
+            .unwrap();
+        assert!(matches!(outcome, StartOutcome::Spawned(_)), "{outcome:?}");
+        self.wait_events("session.turn_ended", 1).await;
+    }
+
+    /// Delivers a comment by `alice` with `body`, as the dispatcher does, once.
+    async fn deliver(&self, id: &str, body: &str) -> Result<(), DeliveryFailure> {
+        let excerpt = serde_json::json!({
+            "comment": {"user": {"login": "alice"}, "body": body},
+        })
+        .to_string();
+        let inputs = PromptInputs {
+            event: "issue_comment".into(),
+            action: "created".into(),
+            delivery_id: id.into(),
+            repository: "octo/repo".into(),
+            excerpt,
+        };
+        self.sessions
+            .deliver_event(&item(), &inputs)
+            .await
+            .map(|_| ())
+    }
+
+    /// Delivers again while held, as the held lane does, until it goes out.
+    async fn deliver_once_released(&self, id: &str, body: &str) {
+        let start = Instant::now();
+        loop {
+            match self.deliver(id, body).await {
+                Ok(()) => return,
+                Err(DeliveryFailure::Held(_)) => {
+                    assert!(start.elapsed() < PATIENCE, "still held:\n{}", self.screen());
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                Err(other) => panic!("delivery failed: {other}\n{}", self.screen()),
+            }
+        }
+    }
+
+    fn events_named(&self, name: &str) -> Vec<Value> {
+        the_loop::events::lines::named(&self.state.join("events.jsonl"), name)
+    }
+
+    async fn wait_events(&self, name: &str, n: usize) -> Vec<Value> {
+        self.wait(&format!("{n} × {name}"), || {
+            let found = self.events_named(name);
+            (found.len() >= n).then_some(found)
+        })
+        .await
+    }
+
+    async fn wait<T>(&self, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+        let start = Instant::now();
+        loop {
+            if let Some(value) = check() {
+                return value;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "timed out waiting for {what}; codex's pane:\n{}\nthe model got: {:#?}",
+                self.screen(),
+                self.model.fresh()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn target() -> String {
+        format!("={}:", item().tmux_session_name())
+    }
+
+    fn screen(&self) -> String {
+        let out = self
+            .tmux
+            .raw(&["capture-pane", "-p", "-t", &Self::target()]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    async fn wait_screen(&self, needle: &str) {
+        self.wait(&format!("`{needle}` in codex's pane"), || {
+            self.screen().contains(needle).then_some(())
+        })
+        .await;
+    }
+
+    fn reported(&self) -> Option<ReportedState> {
+        let record = self.sessions.registry().get(&item()).ok()??;
+        record.reported.map(|r| r.state)
+    }
+
+    fn cli(&self, args: &[&str]) -> std::process::Output {
+        Command::new(BIN)
+            .args(args)
+            .env("THE_LOOP_HOME", &self.state)
+            .env("THE_LOOP_CONFIG", &self.config)
+            .env_remove("THE_LOOP_TMUX_SOCKET")
+            .env_remove("THE_LOOP_WORK_ITEM")
+            .env_remove("TMUX")
+            .env_remove("TMUX_PANE")
+            .output()
+            .unwrap()
+    }
+
+    fn ran(&self) -> bool {
+        self.project.join("ran.txt").exists()
+    }
+
+    /// Ends every process this world started and returns the ones still running from
+    /// its private home (none, when the clean-up works).
+    fn shut_down(&self) -> Vec<i32> {
+        let out = self.tmux.raw(&["list-panes", "-a", "-F", "#{pane_pid}"]);
+        let pids: Vec<i32> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        let _ = self.tmux.raw(&["kill-server"]);
+        std::thread::sleep(Duration::from_millis(300));
+        for pid in pids {
+            let group = nix::unistd::Pid::from_raw(-pid);
+            let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);
+        }
+        // The app-server daemon leads a session of its own: found by where it runs from.
+        for pid in running_from(&self.home) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let start = Instant::now();
+        loop {
+            let left = running_from(&self.home);
+            if left.is_empty() || start.elapsed() > Duration::from_secs(10) {
+                return left;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for CodexWorld {
+    fn drop(&mut self) {
+        self.shut_down();
+    }
+}
+
+/// Processes whose command line names `home` (codex's daemon runs from
+/// `home/.codex/packages`), zombies aside.
+fn running_from(home: &Path) -> Vec<i32> {
+    let needle = home.to_string_lossy().into_owned();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let dir = PathBuf::from(format!("/proc/{pid}"));
+            let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+            let zombie = stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|s| s.trim_start().starts_with('Z'));
+            !zombie && String::from_utf8_lossy(&cmdline).contains(&needle)
+        })
+        .collect()
+}
+
+/// A comment that arrives while codex waits on its approval request does not answer
+/// it; `sessions approve` does, the command runs, and the comment follows, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comment_during_codexs_approval_request_waits_for_the_operator() {
+    let Some(world) = CodexWorld::new().await else {
+        return;
+    };
+    world.start().await;
+    world
+        .deliver("d-1", "Run the check, please: RUN[touch ran.txt]")
+        .await
+        .unwrap();
+    world.wait_screen(APPROVAL).await;
+    world
+        .wait("the hook's awaiting-permission", || {
+            (world.reported() == Some(ReportedState::AwaitingPermission)).then_some(())
+        })
+        .await;
+    let asked = world.events_named("session.permission_requested");
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    assert_eq!(asked[0]["summary"], "touch ran.txt");
+
+    let held = world
+        .deliver("d-2", "KINGFISHER: please also bump the cap to 5.")
+        .await;
+    assert!(
+        matches!(&held, Err(DeliveryFailure::Held(h)) if h.reason.as_str() == "permission-dialog"),
+        "{held:?}"
+    );
+    // Give a wrong Enter time to act before judging.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(!world.ran(), "the approval was answered by a paste");
+    assert!(world.model.requests_with("KINGFISHER").is_empty());
+    assert!(world.screen().contains(APPROVAL), "{}", world.screen());
+
+    let out = world.cli(&["sessions", "approve", &item().to_string()]);
+    assert!(out.status.success(), "{out:?}");
+    let approved = Instant::now();
+    world
+        .wait("the approved command to run", || world.ran().then_some(()))
+        .await;
+    world
+        .deliver_once_released("d-2", "KINGFISHER: please also bump the cap to 5.")
+        .await;
+    let delivered = approved.elapsed();
+    world
+        .wait("the comment to reach the model", || {
+            (!world.model.requests_with("KINGFISHER").is_empty()).then_some(())
+        })
+        .await;
+    world
+        .wait("codex's turn to end", || {
+            (world.reported() == Some(ReportedState::Idle)).then_some(())
+        })
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(world.model.requests_with("KINGFISHER").len(), 1);
+    let resolved = world.events_named("session.permission_resolved");
+    assert_eq!(resolved.len(), 1, "{resolved:#?}");
+    assert_eq!(resolved[0]["decision"], "approved");
+    eprintln!("figure: approved → comment delivered in {delivered:?} (codex 0.171.0)");
+    assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
+}
+
+/// A draft the operator typed is not sent with a comment: the comment waits, the draft
+/// goes out alone when the operator sends it, then the comment on its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draft_in_codexs_composer_goes_out_alone_then_the_comment() {
+    let Some(world) = CodexWorld::new().await else {
+        return;
+    };
+    world.start().await;
+    let target = CodexWorld::target();
+    let draft = "DRAFT: my own words";
+    world.tmux.raw(&["send-keys", "-t", &target, "-l", draft]);
+    world.wait_screen(draft).await;
+
+    let held = world.deliver("d-1", "HERON: five retries.").await;
+    assert!(
+        matches!(&held, Err(DeliveryFailure::Held(h)) if h.reason.as_str() == "operator-draft"),
+        "{held:?}"
+    );
+    // Keys typed in a burst are a paste to codex: the Enter goes on its own.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    world.tmux.raw(&["send-keys", "-t", &target, "Enter"]);
+    world
+        .wait("the draft to reach the model", || {
+            (!world.model.requests_with(draft).is_empty()).then_some(())
+        })
+        .await;
+    world
+        .deliver_once_released("d-1", "HERON: five retries.")
+        .await;
+    world
+        .wait("the comment to reach the model", || {
+            (!world.model.requests_with("HERON").is_empty()).then_some(())
+        })
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let drafts = world.model.requests_with(draft);
+    let comments = world.model.requests_with("HERON");
+    assert_eq!(drafts.len(), 1, "{drafts:#?}");
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    assert!(
+        !drafts[0].iter().any(|t| t.contains("HERON")),
+        "{drafts:#?}"
+    );
+    assert!(
+        !comments[0].iter().any(|t| t.contains(draft)),
+        "{comments:#?}"
+    );
+    assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
+}

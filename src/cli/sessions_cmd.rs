@@ -207,6 +207,14 @@ pub fn run(cmd: SessionsCommand, ctx: &Ctx) -> CliResult {
         }
         SessionsCommand::Deliver { work_item, wait } => {
             let item = parse_ref(&work_item)?;
+            // Blind into a pane whose screen is not read: the operator's decision alone,
+            // never an agent's (one agent releasing another's, into its operator's draft).
+            let caller = crate::session::caller::session_of(&sessions, std::process::id());
+            if let Some(own) = runtime.block_on(caller) {
+                return Err(failed(anyhow!(
+                    "`sessions deliver` is the operator's: run it from your own shell, not from a session's pane (this one runs in {own}'s); nothing was released"
+                )));
+            }
             let wait = std::time::Duration::from_secs(wait);
             match runtime.block_on(sessions.deliver_by_hand(&item, wait)) {
                 Ok(left) => {

@@ -65,3 +65,83 @@ async fn a_process_in_one_sessions_pane_acts_only_as_that_session() {
     assert_eq!(check(&sessions, &item(8), outside).await, Ok(()));
     let _ = server.raw(&["kill-server"]);
 }
+
+/// `sessions deliver` pastes blind into a client whose screen is unknown: only the
+/// operator may ask for it. Run from a session's pane (an agent told to release its own
+/// or another session's held deliveries), the real binary refuses and releases nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_deliver_is_refused_from_an_agents_pane() {
+    let server = TmuxServer::new();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "repos: [{{name: octo/repo}}]\nsessions: {{tmux: {{socket: \"{}\"}}}}\n",
+            server.socket
+        ),
+    )
+    .unwrap();
+    let paths = StatePaths::new(&state);
+    let events = EventLog::open(&paths);
+    let registry = Registry::new(&paths, events, Source::Cli);
+    let item = |n| WorkItemRef::new("octo", "repo", n);
+    let out = dir.path().join("out.txt");
+    let bin = env!("CARGO_BIN_EXE_the-loop");
+    let script = format!(
+        "'{bin}' sessions deliver {} --wait 1 > '{}' 2>&1; echo \"EXIT:$?\" >> '{}'; sleep 600",
+        item(8),
+        out.display(),
+        out.display()
+    );
+    for n in [7, 8] {
+        let mut record = SessionRecord::new(&item(n), "claude", dir.path().to_path_buf());
+        record.harness_version = Some("2.1.400".into());
+        record.hold.release_one = None;
+        registry.put(&record).unwrap();
+    }
+    // #8's agent is where the deliveries wait; #7's agent asks for them.
+    let record = registry.get(&item(8)).unwrap().unwrap();
+    let _ = server.raw(&[
+        "new-session",
+        "-d",
+        "-s",
+        &record.tmux_session,
+        "sleep",
+        "600",
+    ]);
+    let seven = item(7).tmux_session_name();
+    let started = server.raw(&[
+        "new-session",
+        "-d",
+        "-s",
+        &seven,
+        "-e",
+        &format!("THE_LOOP_HOME={}", state.display()),
+        "-e",
+        &format!("THE_LOOP_CONFIG={}", config.display()),
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(started.status.success(), "{started:?}");
+    let start = std::time::Instant::now();
+    let said = loop {
+        let said = std::fs::read_to_string(&out).unwrap_or_default();
+        if said.contains("EXIT:") {
+            break said;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "{said}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert!(said.contains("EXIT:1"), "{said}");
+    assert!(said.contains("is the operator's"), "{said}");
+    assert!(said.contains("github:octo/repo#7"), "{said}");
+    let after = registry.get(&item(8)).unwrap().unwrap();
+    assert_eq!(after.hold.release_one, None, "nothing was released");
+    let _ = server.raw(&["kill-server"]);
+}

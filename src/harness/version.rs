@@ -36,7 +36,8 @@ struct Key {
     modified: Option<SystemTime>,
 }
 
-static CACHE: LazyLock<Mutex<HashMap<Key, String>>> = LazyLock::new(Mutex::default);
+static CACHE: LazyLock<Mutex<HashMap<Key, Result<String, VersionError>>>> =
+    LazyLock::new(Mutex::default);
 
 /// How many times a binary was actually run for its version, in this process.
 static RUNS: AtomicU64 = AtomicU64::new(0);
@@ -48,19 +49,21 @@ pub fn runs() -> u64 {
 }
 
 /// The version `program` (an absolute path, as `Harness::locate` gives it) reports:
-/// `2.1.332` from Claude Code's `2.1.332 (Claude Code)`. Asked once per binary.
+/// `2.1.332` from Claude Code's `2.1.332 (Claude Code)`. Asked once per binary — a
+/// failed answer too, so a held session looked at every 500 ms does not start a
+/// process each time; replacing the binary asks again.
 pub async fn of(program: &Path) -> Result<String, VersionError> {
     let key = key(program);
     if let Some(found) = key.as_ref().and_then(cached) {
-        return Ok(found);
+        return found;
     }
-    let version = ask(program).await?;
+    let answer = ask(program).await;
     if let Some(key) = key
         && let Ok(mut cache) = CACHE.lock()
     {
-        cache.insert(key, version.clone());
+        cache.insert(key, answer.clone());
     }
-    Ok(version)
+    answer
 }
 
 fn key(program: &Path) -> Option<Key> {
@@ -73,7 +76,7 @@ fn key(program: &Path) -> Option<Key> {
     })
 }
 
-fn cached(key: &Key) -> Option<String> {
+fn cached(key: &Key) -> Option<Result<String, VersionError>> {
     CACHE.lock().ok()?.get(key).cloned()
 }
 
@@ -206,6 +209,8 @@ mod tests {
         let bin = client(dir.path(), "\\033[2Jnot a version");
         let error = of(&bin).await.unwrap_err();
         assert!(matches!(error, VersionError::Unreadable { .. }), "{error}");
+        assert_eq!(of(&bin).await.unwrap_err(), error);
+        assert_eq!(asked(dir.path()), 1, "a failed answer is kept too");
         assert!(!error.to_string().contains('\u{1b}'), "{error}");
         let missing = of(&dir.path().join("nope")).await.unwrap_err();
         assert!(matches!(missing, VersionError::Run { .. }), "{missing}");

@@ -11,7 +11,7 @@
 //! so exactly one delivery goes out for it; a mark nobody could take in time is removed
 //! again.
 
-use super::deliver::{DeliverError, deliver};
+use super::deliver::deliver;
 use super::hold::{Held, HoldReason};
 use super::paste::{Delivered, Stopped};
 use super::screen::Screen;
@@ -119,13 +119,14 @@ impl Sessions {
             return Err(held);
         }
         // Used up before the paste: a failure after it must not let a second one out.
-        self.registry
+        // Not recorded as used up, nothing goes out (it stays held).
+        if let Err(error) = self
+            .registry
             .update(&record.work_item, |r| r.hold.release_one = None)
-            .map_err(|e| {
-                Stopped::Failed(DeliverError::NotShown {
-                    pane: format!("{pane} (the release could not be recorded: {e})"),
-                })
-            })?;
+        {
+            tracing::warn!(work_item = %record.work_item, "release by hand not taken: {error}");
+            return Err(held);
+        }
         self.paste_blind(pane, text).await
     }
 

@@ -25,6 +25,8 @@ pub mod git_remote;
 pub mod poller;
 /// The walk that finds any path under a state root open to group or others.
 pub mod private_state;
+/// A real sshd on loopback for one fresh unix user: the "remote host" of ssh sessions.
+pub mod sshd;
 /// A private tmux server per test, and the path of the binary under test.
 pub mod tmux_server;
 /// The TUI against the in-memory backend: apps from sample data, drawing, snapshots.

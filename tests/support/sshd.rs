@@ -1,0 +1,395 @@
+//! A real OpenSSH server on loopback, for sessions on other hosts: `/usr/sbin/sshd` on
+//! `127.0.0.1:<free port>` that lets in exactly one fresh unix user, by an ed25519 key,
+//! and a client `ssh_config` whose host alias `remote-test` reaches it with that key and
+//! a `known_hosts` pinning its host key. The user's processes — a tmux server started
+//! over ssh above all — are the "remote host": a tmux server of its own, apart from the
+//! test's (root's) tmux.
+//!
+//! Creating a user needs root, as CI runs. Outside CI a test calls [`Sshd::available`]
+//! first and returns (saying so) when it is false; under CI (`CI` set) a missing sshd or
+//! a non-root run fails the test instead.
+//!
+//! Dropping the server kills everything its user runs, then sshd, then deletes the user
+//! with their home — also when the test panics.
+//!
+//! ```ignore
+//! if !Sshd::available() { return; }
+//! let sshd = Sshd::start();
+//! // ssh -F <sshd.ssh_config()> -o BatchMode=yes remote-test -- whoami  →  sshd.user()
+//! ```
+
+use std::fs;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+const SSHD: &str = "/usr/sbin/sshd";
+/// The host alias the client config defines.
+const ALIAS: &str = "remote-test";
+/// How long sshd may take to accept its first TCP connection.
+const READY: Duration = Duration::from_secs(10);
+/// How many ports to try when another process takes the free one first.
+const PORT_ATTEMPTS: u32 = 3;
+/// How often `useradd`/`userdel` is retried while another process holds `/etc/passwd`.
+const LOCK_ATTEMPTS: u32 = 20;
+
+/// One user creation or deletion at a time in this process; other test processes are
+/// waited out by retrying on shadow-utils' lock.
+static ACCOUNTS: Mutex<()> = Mutex::new(());
+
+/// A running sshd for one fresh user; stopped, and the user deleted, on drop.
+pub struct Sshd {
+    user: String,
+    uid: u32,
+    home: PathBuf,
+    port: u16,
+    ssh_config: PathBuf,
+    dir: TempDir,
+    child: Child,
+}
+
+impl Sshd {
+    /// Whether these tests can run here: as root (to create a user) with `/usr/sbin/sshd`.
+    /// Outside CI a `false` is printed as a skip; under CI it fails the test instead.
+    pub fn available() -> bool {
+        let missing = if !is_root() {
+            "these tests need root: they create a unix user for sshd to log in"
+        } else if !Path::new(SSHD).exists() {
+            "these tests need /usr/sbin/sshd: install openssh-server (scripts/check does, as root)"
+        } else {
+            return true;
+        };
+        assert!(std::env::var_os("CI").is_none(), "{missing}");
+        eprintln!("skipping: {missing}");
+        false
+    }
+
+    /// Creates the user and keys, starts sshd, and waits until it accepts connections.
+    pub fn start() -> Sshd {
+        assert!(
+            is_root(),
+            "these tests need root: they create a unix user for sshd to log in (CI runs as root)"
+        );
+        assert!(
+            Path::new(SSHD).exists(),
+            "these tests need {SSHD}: install openssh-server"
+        );
+        // Without it sshd refuses to start ("Missing privilege separation directory").
+        fs::create_dir_all("/run/sshd").expect("create /run/sshd");
+        fs::set_permissions("/run/sshd", fs::Permissions::from_mode(0o755))
+            .expect("chmod /run/sshd");
+
+        let dir = tempfile::Builder::new()
+            .prefix("the-loop-sshd-")
+            .tempdir()
+            .expect("create the sshd directory");
+        // sshd opens AuthorizedKeysFile as the user, so the user must be able to pass.
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o711))
+            .expect("chmod the sshd directory");
+        keygen(&dir.path().join("host_key"));
+        keygen(&dir.path().join("client_key"));
+        let authorized = dir.path().join("authorized_keys");
+        fs::copy(dir.path().join("client_key.pub"), &authorized).expect("write authorized_keys");
+        fs::set_permissions(&authorized, fs::Permissions::from_mode(0o644))
+            .expect("chmod authorized_keys");
+
+        let (user, uid, home) = create_user();
+        let mut sshd = None;
+        for attempt in 1..=PORT_ATTEMPTS {
+            let port = free_port();
+            write_sshd_config(dir.path(), &user, port);
+            let mut child = spawn_sshd(dir.path());
+            match wait_listening(&mut child, port) {
+                Ok(()) => {
+                    sshd = Some((port, child));
+                    break;
+                }
+                Err(why) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    let log = fs::read_to_string(dir.path().join("sshd.log")).unwrap_or_default();
+                    if attempt == PORT_ATTEMPTS || !log.contains("Address already in use") {
+                        delete_user(&user);
+                        panic!("sshd did not start on 127.0.0.1:{port} ({why}); its log:\n{log}");
+                    }
+                }
+            }
+        }
+        let (port, child) = sshd.expect("sshd started or the loop panicked");
+        let ssh_config = write_client_config(dir.path(), &user, port);
+        Sshd {
+            user,
+            uid,
+            home,
+            port,
+            ssh_config,
+            dir,
+            child,
+        }
+    }
+
+    /// The host alias of [`Sshd::ssh_config`]: `ssh -F <config> remote-test`.
+    pub fn alias() -> &'static str {
+        ALIAS
+    }
+
+    /// The client config (`ssh -F`): alias, port, user, key, pinned host key.
+    pub fn ssh_config(&self) -> &Path {
+        &self.ssh_config
+    }
+
+    pub fn user(&self) -> &str {
+        &self.user
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.home.clone()
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Everything sshd logged so far (`LogLevel VERBOSE`).
+    pub fn log(&self) -> String {
+        fs::read_to_string(self.dir.path().join("sshd.log")).unwrap_or_default()
+    }
+
+    /// How many connections sshd let in so far (its "Accepted publickey" lines).
+    pub fn connections(&self) -> usize {
+        self.log()
+            .lines()
+            .filter(|l| l.contains("Accepted publickey for "))
+            .count()
+    }
+
+    /// Runs `argv` locally as the user (`runuser`), for set-up and inspection of the
+    /// "remote" side. `TMUX_TMPDIR` is removed too, so a `tmux -L` here reaches the same
+    /// server a command over ssh does.
+    pub fn run_as_user(&self, argv: &[&str]) -> Output {
+        Command::new("runuser")
+            .args(["-u", &self.user, "--"])
+            .args(argv)
+            .current_dir(&self.home)
+            .env_remove("TMUX")
+            .env_remove("TMUX_PANE")
+            .env_remove("TMUX_TMPDIR")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run runuser")
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        kill_user_processes(&self.user);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // The tmux servers the user started leave their socket directory in /tmp.
+        let _ = fs::remove_dir_all(format!("/tmp/tmux-{}", self.uid));
+        delete_user(&self.user);
+    }
+}
+
+fn is_root() -> bool {
+    let out = Command::new("id").arg("-u").output().expect("run id -u");
+    String::from_utf8_lossy(&out.stdout).trim() == "0"
+}
+
+fn keygen(path: &Path) {
+    let out = Command::new("ssh-keygen")
+        .args(["-q", "-N", "", "-t", "ed25519", "-f"])
+        .arg(path)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run ssh-keygen");
+    assert!(
+        out.status.success(),
+        "ssh-keygen {} failed: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A free port on loopback: bound, read and released (sshd may lose it to another
+/// process in between; `start` then tries another).
+fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|l| l.local_addr())
+        .expect("bind 127.0.0.1:0")
+        .port()
+}
+
+/// Runs `cmd` (useradd/userdel) until it does not fail on `/etc/passwd`'s lock, which
+/// any other process creating or deleting a user holds for a moment.
+fn retry_on_lock(mut cmd: Command) -> Output {
+    let mut attempt = 1;
+    loop {
+        let out = cmd.output().expect("run useradd/userdel");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.success() || !stderr.contains("lock") || attempt == LOCK_ATTEMPTS {
+            return out;
+        }
+        attempt += 1;
+        std::thread::sleep(Duration::from_millis(100 * u64::from(attempt)));
+    }
+}
+
+/// Creates `tlr<pid><n>` with a home; returns its name, uid and home. A name left by a
+/// crashed run of an earlier process with this pid is skipped.
+fn create_user() -> (String, u32, PathBuf) {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let _held = ACCOUNTS.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let user = format!("tlr{}{n}", std::process::id());
+        assert!(user.len() <= 16, "user name {user} is too long");
+        let mut useradd = Command::new("useradd");
+        // `-p '*'`: useradd's default password `!` marks the account locked, and sshd
+        // without PAM refuses locked accounts even for key logins.
+        useradd.args(["-m", "-s", "/bin/sh", "-p", "*", &user]);
+        let out = retry_on_lock(useradd);
+        // 9: the name is taken.
+        if out.status.code() == Some(9) {
+            continue;
+        }
+        assert!(
+            out.status.success(),
+            "useradd {user} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let entry = Command::new("getent")
+            .args(["passwd", &user])
+            .output()
+            .expect("run getent");
+        let entry = String::from_utf8_lossy(&entry.stdout).into_owned();
+        let fields: Vec<&str> = entry.trim().split(':').collect();
+        assert!(fields.len() >= 7, "getent passwd {user}: {entry:?}");
+        let uid = fields[2].parse().expect("a numeric uid");
+        return (user, uid, PathBuf::from(fields[5]));
+    }
+}
+
+/// Kills every process of `user` until none is left (bounded: a process may fork while
+/// it is being killed), and the root-owned sshd monitors of its connections.
+fn kill_user_processes(user: &str) {
+    let monitors = format!("^sshd: {user}[ @]");
+    for _ in 0..50 {
+        let _ = Command::new("pkill").args(["-KILL", "-u", user]).status();
+        let _ = Command::new("pkill")
+            .args(["-KILL", "-f", &monitors])
+            .status();
+        let left = Command::new("pgrep").args(["-u", user]).output();
+        if left.is_ok_and(|o| o.stdout.is_empty()) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!("warning: processes of {user} survived pkill -KILL");
+}
+
+fn delete_user(user: &str) {
+    let _held = ACCOUNTS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut userdel = Command::new("userdel");
+    userdel.args(["-r", user]);
+    let out = retry_on_lock(userdel);
+    // "mail spool (/var/mail/…) not found" is a warning of a successful deletion.
+    if !out.status.success() {
+        eprintln!(
+            "warning: userdel -r {user} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+fn write_sshd_config(dir: &Path, user: &str, port: u16) {
+    let d = dir.display();
+    let config = format!(
+        "ListenAddress 127.0.0.1
+Port {port}
+HostKey {d}/host_key
+PidFile {d}/sshd.pid
+AuthorizedKeysFile {d}/authorized_keys
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+AllowUsers {user}
+PermitRootLogin no
+LogLevel VERBOSE
+MaxSessions 10
+AllowStreamLocalForwarding yes
+StreamLocalBindUnlink yes
+AllowTcpForwarding no
+X11Forwarding no
+PermitTTY yes
+Subsystem sftp internal-sftp
+"
+    );
+    fs::write(dir.join("sshd_config"), config).expect("write sshd_config");
+}
+
+/// `sshd -D -e`: in the foreground, logging to its stderr, which goes to `sshd.log`.
+fn spawn_sshd(dir: &Path) -> Child {
+    let log = fs::File::create(dir.join("sshd.log")).expect("create sshd.log");
+    Command::new(SSHD)
+        .args(["-D", "-e", "-f"])
+        .arg(dir.join("sshd_config"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .env_remove("TMUX")
+        .env_remove("TMUX_PANE")
+        .spawn()
+        .expect("spawn sshd")
+}
+
+fn wait_listening(child: &mut Child, port: u16) -> Result<(), String> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("poll sshd") {
+            return Err(format!("it exited: {status}"));
+        }
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        if start.elapsed() > READY {
+            return Err(format!("not listening after {READY:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Writes `known_hosts` and `ssh_config`; returns the config's path.
+fn write_client_config(dir: &Path, user: &str, port: u16) -> PathBuf {
+    let host_key = fs::read_to_string(dir.join("host_key.pub")).expect("read host_key.pub");
+    let host_key: Vec<&str> = host_key.split_whitespace().take(2).collect();
+    fs::write(
+        dir.join("known_hosts"),
+        format!("[127.0.0.1]:{port} {}\n", host_key.join(" ")),
+    )
+    .expect("write known_hosts");
+    let d = dir.display();
+    let config = format!(
+        "Host {ALIAS}
+  HostName 127.0.0.1
+  Port {port}
+  User {user}
+  IdentityFile {d}/client_key
+  IdentitiesOnly yes
+  UserKnownHostsFile {d}/known_hosts
+  GlobalKnownHostsFile /dev/null
+  StrictHostKeyChecking yes
+  LogLevel ERROR
+"
+    );
+    let path = dir.join("ssh_config");
+    fs::write(&path, config).expect("write ssh_config");
+    path
+}

@@ -5,6 +5,7 @@
 use crate::support::sshd::Sshd;
 use std::net::{Ipv4Addr, TcpStream};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// `ssh -F <config> -o BatchMode=yes remote-test -- <argv>`, as the product runs it.
 /// ssh joins `argv` with spaces and the user's shell splits it again: a word with
@@ -139,4 +140,53 @@ fn connections_counts_each_login() {
             sshd.log()
         );
     }
+}
+
+#[test]
+fn dropping_the_harness_ends_an_open_connection() {
+    if !Sshd::available() {
+        return;
+    }
+    let sshd = Sshd::start();
+    let user = sshd.user().to_string();
+    let mut held = Command::new("ssh")
+        .arg("-F")
+        .arg(sshd.ssh_config())
+        .args(["-o", "BatchMode=yes", Sshd::alias(), "--", "sleep 100"])
+        .env_remove("TMUX")
+        .env_remove("TMUX_PANE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn ssh");
+    let start = Instant::now();
+    while sshd.connections() == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "ssh did not log in; sshd log:\n{}",
+            sshd.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    drop(sshd);
+    let start = Instant::now();
+    while held.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(10) {
+            let _ = held.kill();
+            panic!("ssh still connected after the harness dropped");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // sshd's per-connection monitor runs as root, titled `sshd: USER [priv]`.
+    let monitors = Command::new("pgrep")
+        .args(["-a", "-f", &format!("^sshd: {user}[ @]")])
+        .output()
+        .unwrap();
+    assert!(
+        monitors.stdout.is_empty(),
+        "sshd processes of {user}'s connection survived: {}",
+        stdout(&monitors)
+    );
 }

@@ -9,8 +9,8 @@
 //! first and returns (saying so) when it is false; under CI (`CI` set) a missing sshd or
 //! a non-root run fails the test instead.
 //!
-//! Dropping the server kills everything its user runs, then sshd, then deletes the user
-//! with their home — also when the test panics.
+//! Dropping the server kills sshd (no new login can start), then everything its user
+//! runs, then deletes the user with their home — also when the test panics.
 //!
 //! ```ignore
 //! if !Sshd::available() { return; }
@@ -44,13 +44,12 @@ static ACCOUNTS: Mutex<()> = Mutex::new(());
 
 /// A running sshd for one fresh user; stopped, and the user deleted, on drop.
 pub struct Sshd {
-    user: String,
-    uid: u32,
-    home: PathBuf,
+    child: Child,
     port: u16,
     ssh_config: PathBuf,
+    /// Dropped after `child` is killed, before `dir` is removed.
+    account: Account,
     dir: TempDir,
-    child: Child,
 }
 
 impl Sshd {
@@ -98,7 +97,8 @@ impl Sshd {
         fs::set_permissions(&authorized, fs::Permissions::from_mode(0o644))
             .expect("chmod authorized_keys");
 
-        let (user, uid, home) = create_user();
+        let account = Account::create();
+        let user = account.name.clone();
         let mut sshd = None;
         for attempt in 1..=PORT_ATTEMPTS {
             let port = free_port();
@@ -114,7 +114,6 @@ impl Sshd {
                     let _ = child.wait();
                     let log = fs::read_to_string(dir.path().join("sshd.log")).unwrap_or_default();
                     if attempt == PORT_ATTEMPTS || !log.contains("Address already in use") {
-                        delete_user(&user);
                         panic!("sshd did not start on 127.0.0.1:{port} ({why}); its log:\n{log}");
                     }
                 }
@@ -123,13 +122,11 @@ impl Sshd {
         let (port, child) = sshd.expect("sshd started or the loop panicked");
         let ssh_config = write_client_config(dir.path(), &user, port);
         Sshd {
-            user,
-            uid,
-            home,
+            child,
             port,
             ssh_config,
+            account,
             dir,
-            child,
         }
     }
 
@@ -144,11 +141,11 @@ impl Sshd {
     }
 
     pub fn user(&self) -> &str {
-        &self.user
+        &self.account.name
     }
 
     pub fn home(&self) -> PathBuf {
-        self.home.clone()
+        self.account.home.clone()
     }
 
     pub fn port(&self) -> u16 {
@@ -173,9 +170,9 @@ impl Sshd {
     /// server a command over ssh does.
     pub fn run_as_user(&self, argv: &[&str]) -> Output {
         Command::new("runuser")
-            .args(["-u", &self.user, "--"])
+            .args(["-u", &self.account.name, "--"])
             .args(argv)
-            .current_dir(&self.home)
+            .current_dir(&self.account.home)
             .env_remove("TMUX")
             .env_remove("TMUX_PANE")
             .env_remove("TMUX_TMPDIR")
@@ -187,12 +184,76 @@ impl Sshd {
 
 impl Drop for Sshd {
     fn drop(&mut self) {
-        kill_user_processes(&self.user);
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A unix user made for one sshd; on drop its processes are killed and it is deleted
+/// with its home (also when `start` fails after creating it).
+struct Account {
+    name: String,
+    uid: u32,
+    home: PathBuf,
+}
+
+impl Account {
+    /// Creates `tlr<pid><n>` with a home. A name left by a crashed earlier process with
+    /// this pid is skipped.
+    fn create() -> Account {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let _held = ACCOUNTS.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let name = format!("tlr{}{n}", std::process::id());
+            assert!(name.len() <= 16, "user name {name} is too long");
+            let mut useradd = Command::new("useradd");
+            // `-p '*'`: useradd's default password `!` marks the account locked, and sshd
+            // without PAM refuses locked accounts even for key logins.
+            useradd.args(["-m", "-s", "/bin/sh", "-p", "*", &name]);
+            let out = retry_on_lock(useradd);
+            // 9: the name is taken.
+            if out.status.code() == Some(9) {
+                continue;
+            }
+            assert!(
+                out.status.success(),
+                "useradd {name} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let entry = Command::new("getent")
+                .args(["passwd", &name])
+                .output()
+                .expect("run getent");
+            let entry = String::from_utf8_lossy(&entry.stdout).into_owned();
+            let fields: Vec<&str> = entry.trim().split(':').collect();
+            assert!(fields.len() >= 7, "getent passwd {name}: {entry:?}");
+            return Account {
+                uid: fields[2].parse().expect("a numeric uid"),
+                home: PathBuf::from(fields[5]),
+                name,
+            };
+        }
+    }
+}
+
+impl Drop for Account {
+    fn drop(&mut self) {
+        kill_user_processes(&self.name);
         // The tmux servers the user started leave their socket directory in /tmp.
         let _ = fs::remove_dir_all(format!("/tmp/tmux-{}", self.uid));
-        delete_user(&self.user);
+        let _held = ACCOUNTS.lock().unwrap_or_else(|e| e.into_inner());
+        let mut userdel = Command::new("userdel");
+        userdel.args(["-r", &self.name]);
+        let out = retry_on_lock(userdel);
+        // "mail spool (/var/mail/…) not found" is a warning of a successful deletion.
+        if !out.status.success() {
+            eprintln!(
+                "warning: userdel -r {} failed: {}",
+                self.name,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
     }
 }
 
@@ -240,50 +301,11 @@ fn retry_on_lock(mut cmd: Command) -> Output {
     }
 }
 
-/// Creates `tlr<pid><n>` with a home; returns its name, uid and home. A name left by a
-/// crashed run of an earlier process with this pid is skipped.
-fn create_user() -> (String, u32, PathBuf) {
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let _held = ACCOUNTS.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let user = format!("tlr{}{n}", std::process::id());
-        assert!(user.len() <= 16, "user name {user} is too long");
-        let mut useradd = Command::new("useradd");
-        // `-p '*'`: useradd's default password `!` marks the account locked, and sshd
-        // without PAM refuses locked accounts even for key logins.
-        useradd.args(["-m", "-s", "/bin/sh", "-p", "*", &user]);
-        let out = retry_on_lock(useradd);
-        // 9: the name is taken.
-        if out.status.code() == Some(9) {
-            continue;
-        }
-        assert!(
-            out.status.success(),
-            "useradd {user} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let entry = Command::new("getent")
-            .args(["passwd", &user])
-            .output()
-            .expect("run getent");
-        let entry = String::from_utf8_lossy(&entry.stdout).into_owned();
-        let fields: Vec<&str> = entry.trim().split(':').collect();
-        assert!(fields.len() >= 7, "getent passwd {user}: {entry:?}");
-        let uid = fields[2].parse().expect("a numeric uid");
-        return (user, uid, PathBuf::from(fields[5]));
-    }
-}
-
 /// Kills every process of `user` until none is left (bounded: a process may fork while
-/// it is being killed), and the root-owned sshd monitors of its connections.
+/// it is being killed). sshd's root-owned monitor of each connection exits with them.
 fn kill_user_processes(user: &str) {
-    let monitors = format!("^sshd: {user}[ @]");
     for _ in 0..50 {
         let _ = Command::new("pkill").args(["-KILL", "-u", user]).status();
-        let _ = Command::new("pkill")
-            .args(["-KILL", "-f", &monitors])
-            .status();
         let left = Command::new("pgrep").args(["-u", user]).output();
         if left.is_ok_and(|o| o.stdout.is_empty()) {
             return;
@@ -291,20 +313,6 @@ fn kill_user_processes(user: &str) {
         std::thread::sleep(Duration::from_millis(50));
     }
     eprintln!("warning: processes of {user} survived pkill -KILL");
-}
-
-fn delete_user(user: &str) {
-    let _held = ACCOUNTS.lock().unwrap_or_else(|e| e.into_inner());
-    let mut userdel = Command::new("userdel");
-    userdel.args(["-r", user]);
-    let out = retry_on_lock(userdel);
-    // "mail spool (/var/mail/…) not found" is a warning of a successful deletion.
-    if !out.status.success() {
-        eprintln!(
-            "warning: userdel -r {user} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
 }
 
 fn write_sshd_config(dir: &Path, user: &str, port: u16) {

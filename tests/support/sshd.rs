@@ -99,27 +99,7 @@ impl Sshd {
 
         let account = Account::create();
         let user = account.name.clone();
-        let mut sshd = None;
-        for attempt in 1..=PORT_ATTEMPTS {
-            let port = free_port();
-            write_sshd_config(dir.path(), &user, port);
-            let mut child = spawn_sshd(dir.path());
-            match wait_listening(&mut child, port) {
-                Ok(()) => {
-                    sshd = Some((port, child));
-                    break;
-                }
-                Err(why) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    let log = fs::read_to_string(dir.path().join("sshd.log")).unwrap_or_default();
-                    if attempt == PORT_ATTEMPTS || !log.contains("Address already in use") {
-                        panic!("sshd did not start on 127.0.0.1:{port} ({why}); its log:\n{log}");
-                    }
-                }
-            }
-        }
-        let (port, child) = sshd.expect("sshd started or the loop panicked");
+        let (port, child) = spawn_listening(dir.path(), &user);
         let ssh_config = write_client_config(dir.path(), &user, port);
         Sshd {
             child,
@@ -342,6 +322,28 @@ Subsystem sftp internal-sftp
     fs::write(dir.join("sshd_config"), config).expect("write sshd_config");
 }
 
+/// Starts sshd on a free port and waits until it accepts connections; tries another
+/// port when a different process took the free one first.
+fn spawn_listening(dir: &Path, user: &str) -> (u16, Child) {
+    let mut attempt = 1;
+    loop {
+        let port = free_port();
+        write_sshd_config(dir, user, port);
+        let mut child = spawn_sshd(dir);
+        let Err(why) = wait_listening(&mut child, dir, port) else {
+            return (port, child);
+        };
+        let _ = child.kill();
+        let _ = child.wait();
+        let log = fs::read_to_string(dir.join("sshd.log")).unwrap_or_default();
+        assert!(
+            attempt < PORT_ATTEMPTS && log.contains("Address already in use"),
+            "sshd did not start on 127.0.0.1:{port} ({why}); its log:\n{log}"
+        );
+        attempt += 1;
+    }
+}
+
 /// `sshd -D -e`: in the foreground, logging to its stderr, which goes to `sshd.log`.
 fn spawn_sshd(dir: &Path) -> Child {
     let log = fs::File::create(dir.join("sshd.log")).expect("create sshd.log");
@@ -357,14 +359,20 @@ fn spawn_sshd(dir: &Path) -> Child {
         .expect("spawn sshd")
 }
 
-fn wait_listening(child: &mut Child, port: u16) -> Result<(), String> {
+/// Waits for sshd's "Server listening" line, then for a TCP connection it accepts: the
+/// line tells it is our sshd that holds the port, not a process that took it first.
+fn wait_listening(child: &mut Child, dir: &Path, port: u16) -> Result<(), String> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let listening = format!("Server listening on 127.0.0.1 port {port}.");
     let start = Instant::now();
     loop {
         if let Some(status) = child.try_wait().expect("poll sshd") {
             return Err(format!("it exited: {status}"));
         }
-        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+        let log = fs::read_to_string(dir.join("sshd.log")).unwrap_or_default();
+        if log.contains(&listening)
+            && TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+        {
             return Ok(());
         }
         if start.elapsed() > READY {

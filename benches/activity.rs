@@ -60,7 +60,10 @@ fn bench_activity(c: &mut Criterion) {
             record
         })
         .collect();
-    let tmux = RealTmux::new(Socket::Name(server.socket.clone()), Duration::from_secs(10));
+    let tmux: std::sync::Arc<dyn the_loop::tmux::Tmux> = std::sync::Arc::new(RealTmux::new(
+        Socket::Name(server.socket.clone()),
+        Duration::from_secs(10),
+    ));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -71,7 +74,7 @@ fn bench_activity(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(5));
     let mut tracker = ActivityTracker::new();
     runtime.block_on(observe(
-        &tmux,
+        |_| Ok(std::sync::Arc::clone(&tmux)),
         &records,
         &mut tracker,
         |_| false,
@@ -80,7 +83,7 @@ fn bench_activity(c: &mut Criterion) {
     group.bench_function("quiet", |b| {
         b.iter(|| {
             runtime.block_on(observe(
-                &tmux,
+                |_| Ok(std::sync::Arc::clone(&tmux)),
                 &records,
                 &mut tracker,
                 |_| false,
@@ -91,7 +94,13 @@ fn bench_activity(c: &mut Criterion) {
     group.bench_function("every_screen_captured", |b| {
         b.iter(|| {
             let mut fresh = ActivityTracker::new();
-            runtime.block_on(observe(&tmux, &records, &mut fresh, |_| false, unix_now()))
+            runtime.block_on(observe(
+                |_| Ok(std::sync::Arc::clone(&tmux)),
+                &records,
+                &mut fresh,
+                |_| false,
+                unix_now(),
+            ))
         })
     });
     group.finish();

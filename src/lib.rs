@@ -23,6 +23,7 @@ pub mod runtime;
 pub mod secrets;
 pub mod server;
 pub mod session;
+pub mod ssh;
 pub mod state_writer;
 pub mod substitute;
 pub mod supervisor;

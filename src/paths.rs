@@ -85,6 +85,11 @@ impl StatePaths {
     pub fn spawn_env_dir(&self) -> PathBuf {
         self.root.join("spawn-env")
     }
+
+    /// The SSH control sockets of other hosts, one per host (`ssh`).
+    pub fn ssh_dir(&self) -> PathBuf {
+        self.root.join("ssh")
+    }
     /// The default `workspaces.root`: where the worktrees go.
     pub fn worktrees_dir(&self) -> PathBuf {
         self.root.join("worktrees")

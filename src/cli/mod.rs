@@ -11,7 +11,8 @@ pub mod events_cmd;
 pub mod excerpt_cmd;
 pub mod exec_env_cmd;
 pub mod fake_agent;
-pub mod hook_cmd;
+mod hook_cmd;
+pub mod hosts_cmd;
 pub mod propose_cmd;
 pub mod reply_cmd;
 pub mod run_cmd;
@@ -53,6 +54,9 @@ pub enum Command {
     Events(events_cmd::EventsArgs),
     /// What the sessions' models used and cost, by item, repo, day or model.
     Usage(usage_cmd::UsageArgs),
+    /// Other hosts sessions run on over SSH: list, check what one lacks, install there.
+    #[command(subcommand)]
+    Hosts(hosts_cmd::HostsCommand),
     /// List, run and post critics: one-shot reviewers from the operator config.
     #[command(subcommand)]
     Critic(critic_cmd::CriticCommand),
@@ -172,6 +176,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Events(args) => events_cmd::run(args, &ctx),
         Command::Usage(args) => usage_cmd::run(args, &ctx),
         Command::Critic(cmd) => critic_cmd::run(cmd, &ctx),
+        Command::Hosts(cmd) => hosts_cmd::run(cmd, &ctx),
         Command::Ask(args) => ask_cmd::run(args, &ctx),
         Command::Propose(args) => propose_cmd::run(args, &ctx),
         Command::Comment(args) => comment_cmd::run(args, &ctx),

@@ -326,7 +326,7 @@ async fn list(sessions: &Sessions, as_json: bool) -> CliResult {
         OpenQuestions::new()
     });
     let seen = activity::observe(
-        sessions.tmux().as_ref(),
+        |r: &crate::session::registry::SessionRecord| sessions.tmux_of(r),
         &records,
         &mut tracker,
         |item| questions.awaiting(item),
@@ -500,7 +500,7 @@ async fn attach(
         .get(item)
         .map_err(failed)?
         .ok_or_else(|| session_error(SessionError::NoSession(item.to_string())))?;
-    match sessions.locate(&record.tmux_session).await {
+    match sessions.locate(&record).await {
         PaneState::Absent => {
             return Err(failed(anyhow!(
                 "the tmux session {} of {} no longer exists; start it again with `the-loop sessions start {}`",

@@ -27,6 +27,8 @@ pub use permission_mode::PermissionMode;
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Config {
     pub github: GithubConfig,
+    /// Other hosts sessions may run on, over SSH (issue 32).
+    pub hosts: Vec<HostConfig>,
     pub repos: Vec<RepoConfig>,
     pub routing: RoutingConfig,
     pub polling: PollingConfig,
@@ -44,6 +46,20 @@ pub struct Config {
 }
 
 impl Config {
+    /// The `hosts:` entry named `name`.
+    pub fn host(&self, name: &str) -> Option<&HostConfig> {
+        self.hosts.iter().find(|h| h.name == name)
+    }
+
+    /// The host the repo `owner/name` runs its sessions on; `None` for this machine.
+    pub fn host_of(&self, repo: &str) -> Option<&HostConfig> {
+        let repo = self
+            .repos
+            .iter()
+            .find(|r| r.name.eq_ignore_ascii_case(repo))?;
+        self.host(repo.host.as_deref()?)
+    }
+
     /// What child processes get of the environment (SPEC §14.4).
     pub fn child_env(&self) -> crate::secrets::ChildEnv {
         crate::secrets::ChildEnv::new(&self.server.webhook_secret_env, &self.sessions.pass_env)
@@ -98,6 +114,51 @@ pub struct RepoConfig {
     /// This repo's sessions' permission mode, over `sessions.permissionMode`.
     #[serde(default)]
     pub permission_mode: Option<PermissionMode>,
+    /// The `hosts:` entry this repo's sessions run on; its `path` is then a directory
+    /// on that host. `None`: this machine.
+    #[serde(default)]
+    pub host: Option<String>,
+}
+
+/// Another host sessions run on (`hosts:`), reached with the operator's own `ssh`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HostConfig {
+    /// How repos name it (`repos[].host`).
+    pub name: String,
+    /// The destination as `ssh` takes it: `dev@build-1`, a `Host` alias of
+    /// `~/.ssh/config`, `ssh://dev@build-1:2222`.
+    pub ssh: String,
+    /// An ssh_config file given to ssh as `-F` instead of the user's own.
+    #[serde(default)]
+    pub ssh_config: Option<String>,
+    /// The tmux program on the host.
+    #[serde(default = "default_host_tmux")]
+    pub tmux: String,
+    /// the-loop's state directory on the host; a leading `~/` is the remote user's home
+    /// (expanded there, never here).
+    #[serde(default = "default_host_state_dir")]
+    pub state_dir: String,
+    #[serde(default = "default_connect_timeout")]
+    pub connect_timeout_seconds: u64,
+    #[serde(default = "default_server_alive")]
+    pub server_alive_seconds: u64,
+}
+
+fn default_host_tmux() -> String {
+    "tmux".into()
+}
+
+fn default_host_state_dir() -> String {
+    "~/.local/state/the-loop".into()
+}
+
+fn default_connect_timeout() -> u64 {
+    10
+}
+
+fn default_server_alive() -> u64 {
+    15
 }
 
 impl RepoConfig {
@@ -114,6 +175,7 @@ impl RepoConfig {
             setup: Vec::new(),
             setup_timeout_seconds: default_setup_timeout(),
             permission_mode: None,
+            host: None,
         }
     }
 }

@@ -14,11 +14,12 @@
 
 use super::hooks::{PermissionRequest, Reported, ReportedState};
 use super::registry::{ActivitySnapshot, Registry, SessionRecord, Status};
-use crate::tmux::{Liveness, PaneId, SessionInfo, Tmux};
+use crate::tmux::{self, Liveness, PaneId, SessionInfo, Tmux};
 use crate::work_item::WorkItemRef;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// A session whose screen changed this recently is working.
 pub const WORKING_WINDOW_SECS: u64 = 5;
@@ -46,6 +47,9 @@ pub enum ActivityState {
     Closed,
     /// tmux did not answer: nothing is known.
     Unknown,
+    /// The session's host does not answer over SSH (issue 32): not dead, never
+    /// respawned; deliveries wait for it.
+    Unreachable,
 }
 
 impl ActivityState {
@@ -59,6 +63,7 @@ impl ActivityState {
             Self::Paused => "paused",
             Self::Closed => "closed",
             Self::Unknown => "unknown",
+            Self::Unreachable => "unreachable",
         }
     }
 }
@@ -121,37 +126,61 @@ impl ActivityTracker {
 /// Observes every record's session: at most one `list-panes -a` plus one capture per
 /// session whose window had output since the last look. `open_question` is the hook of
 /// the ask work: true when the item has an unanswered `session.awaiting_input`.
-pub async fn observe<T: Tmux + ?Sized>(
-    tmux: &T,
+pub async fn observe(
+    tmux_of: impl Fn(&SessionRecord) -> Result<Arc<dyn Tmux>, tmux::Error>,
     records: &[SessionRecord],
     tracker: &mut ActivityTracker,
     open_question: impl Fn(&WorkItemRef) -> bool,
     now: u64,
 ) -> Vec<SessionActivity> {
-    let listing = if records.iter().any(|r| r.status.is_open()) {
-        match tmux.list_sessions().await {
-            Ok(sessions) => Some(sessions),
-            Err(error) => {
-                tracing::debug!("activity: tmux did not list sessions: {error}");
-                None
-            }
+    // One listing per host (`None`: this machine), only where a session is open.
+    let mut listings: HashMap<Option<String>, Result<Vec<SessionInfo>, tmux::Error>> =
+        HashMap::new();
+    for record in records.iter().filter(|r| r.status.is_open()) {
+        if listings.contains_key(&record.host) {
+            continue;
         }
-    } else {
-        Some(Vec::new())
-    };
+        let listing = match tmux_of(record) {
+            Ok(tmux) => tmux.list_sessions().await,
+            Err(error) => Err(error),
+        };
+        if let Err(error) = &listing {
+            tracing::debug!(host = ?record.host, "activity: tmux did not list sessions: {error}");
+        }
+        listings.insert(record.host.clone(), listing);
+    }
     let mut out = Vec::with_capacity(records.len());
     for record in records {
-        let info = listing
-            .as_ref()
-            .map(|all| all.iter().find(|s| s.name == record.tmux_session));
-        out.push(observe_one(tmux, record, info, tracker, &open_question, now).await);
+        let listing = listings.get(&record.host);
+        let info = match listing {
+            None => Some(None),
+            Some(Ok(all)) => Some(all.iter().find(|s| s.name == record.tmux_session)),
+            Some(Err(_)) => None,
+        };
+        let tmux = tmux_of(record);
+        let mut activity = observe_one(
+            tmux.as_deref().ok(),
+            record,
+            info,
+            tracker,
+            &open_question,
+            now,
+        )
+        .await;
+        // A host that does not answer: its session is neither dead nor respawned.
+        let away = matches!(listing, Some(Err(tmux::Error::Unreachable { .. })))
+            || matches!(tmux, Err(tmux::Error::Unreachable { .. }));
+        if away && record.status.is_open() {
+            activity.state = ActivityState::Unreachable;
+        }
+        out.push(activity);
     }
     out
 }
 
 /// `info`: `None` when tmux did not answer, `Some(None)` when the session is absent.
-async fn observe_one<T: Tmux + ?Sized>(
-    tmux: &T,
+async fn observe_one(
+    tmux: Option<&dyn Tmux>,
     record: &SessionRecord,
     info: Option<Option<&SessionInfo>>,
     tracker: &mut ActivityTracker,
@@ -175,7 +204,7 @@ async fn observe_one<T: Tmux + ?Sized>(
     let running = info
         .flatten()
         .filter(|i| i.liveness == Liveness::Live && record.status.is_open());
-    if let Some(info) = running {
+    if let (Some(info), Some(tmux)) = (running, tmux) {
         let previous = tracker
             .last
             .get(&record.tmux_session)

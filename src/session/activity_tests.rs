@@ -1,6 +1,14 @@
 use super::*;
 use crate::tmux::fake::{Call, Failure, FakeTmux, Op};
 use crate::tmux::{BufferName, Paste};
+use std::sync::Arc;
+
+/// Every record's sessions on the one fake server.
+fn on(
+    tmux: &Arc<FakeTmux>,
+) -> impl Fn(&SessionRecord) -> Result<Arc<dyn Tmux>, crate::tmux::Error> + '_ {
+    move |_| Ok(Arc::clone(tmux) as Arc<dyn Tmux>)
+}
 
 fn record(n: u64, status: Status) -> SessionRecord {
     let mut r = SessionRecord::new(
@@ -93,7 +101,7 @@ async fn type_into(tmux: &FakeTmux, pane: &PaneId, text: &str) {
 
 #[tokio::test]
 async fn observing_costs_one_listing_plus_a_capture_per_session_with_output() {
-    let tmux = FakeTmux::new();
+    let tmux = Arc::new(FakeTmux::new());
     let records: Vec<SessionRecord> = (1..=3).map(|n| record(n, Status::Active)).collect();
     let panes: Vec<PaneId> = records
         .iter()
@@ -102,7 +110,7 @@ async fn observing_costs_one_listing_plus_a_capture_per_session_with_output() {
     tmux.set_activity(1000);
     let mut tracker = ActivityTracker::new();
 
-    let first = observe(&tmux, &records, &mut tracker, |_| false, 1001).await;
+    let first = observe(on(&tmux), &records, &mut tracker, |_| false, 1001).await;
     assert!(first.iter().all(|a| a.state == ActivityState::Working));
     let captures = |calls: &[Call]| {
         calls
@@ -115,7 +123,7 @@ async fn observing_costs_one_listing_plus_a_capture_per_session_with_output() {
     assert_eq!(captures(&tmux.calls()), 3, "first look captures each");
 
     // No output since: no capture at all; the screens go idle with time.
-    let quiet = observe(&tmux, &records, &mut tracker, |_| false, 1010).await;
+    let quiet = observe(on(&tmux), &records, &mut tracker, |_| false, 1010).await;
     assert_eq!(lists(&tmux.calls()), 2);
     assert_eq!(captures(&tmux.calls()), 3);
     assert!(quiet.iter().all(|a| a.state == ActivityState::Idle));
@@ -125,7 +133,7 @@ async fn observing_costs_one_listing_plus_a_capture_per_session_with_output() {
     // fake, so all three are captured; only 2's text differs).
     type_into(&tmux, &panes[1], "thinking…").await;
     tmux.set_activity(1011);
-    let busy = observe(&tmux, &records, &mut tracker, |_| false, 1012).await;
+    let busy = observe(on(&tmux), &records, &mut tracker, |_| false, 1012).await;
     assert_eq!(captures(&tmux.calls()), 6);
     let states: Vec<ActivityState> = busy.iter().map(|a| a.state).collect();
     assert_eq!(
@@ -141,7 +149,7 @@ async fn observing_costs_one_listing_plus_a_capture_per_session_with_output() {
 
 #[tokio::test]
 async fn dead_paused_closed_unknown_and_awaiting_input() {
-    let tmux = FakeTmux::new();
+    let tmux = Arc::new(FakeTmux::new());
     let records = [
         record(1, Status::Active),
         record(2, Status::Paused),
@@ -154,7 +162,14 @@ async fn dead_paused_closed_unknown_and_awaiting_input() {
     tmux.add_session(&records[4].tmux_session, false);
     // records[3] has no tmux session at all.
     let question = |item: &WorkItemRef| item.number == 5;
-    let seen = observe(&tmux, &records, &mut ActivityTracker::new(), question, 50).await;
+    let seen = observe(
+        on(&tmux),
+        &records,
+        &mut ActivityTracker::new(),
+        question,
+        50,
+    )
+    .await;
     let states: Vec<ActivityState> = seen.iter().map(|a| a.state).collect();
     assert_eq!(
         states,
@@ -169,7 +184,14 @@ async fn dead_paused_closed_unknown_and_awaiting_input() {
     assert_eq!(seen[3].liveness, Liveness::Absent);
 
     tmux.fail(Op::List, Failure::Timeout);
-    let seen = observe(&tmux, &records, &mut ActivityTracker::new(), question, 50).await;
+    let seen = observe(
+        on(&tmux),
+        &records,
+        &mut ActivityTracker::new(),
+        question,
+        50,
+    )
+    .await;
     let states: Vec<ActivityState> = seen.iter().map(|a| a.state).collect();
     assert_eq!(
         states,
@@ -185,12 +207,12 @@ async fn dead_paused_closed_unknown_and_awaiting_input() {
 
 #[tokio::test]
 async fn a_one_shot_reader_starts_from_the_snapshot_in_the_record() {
-    let tmux = FakeTmux::new();
+    let tmux = Arc::new(FakeTmux::new());
     let mut r = record(1, Status::Active);
     tmux.add_session(&r.tmux_session, false);
     tmux.set_activity(500);
     r.activity = Some(snapshot(500, &capture_hash(""), 400));
-    let seen = observe(&tmux, &[r], &mut ActivityTracker::new(), |_| false, 520).await;
+    let seen = observe(on(&tmux), &[r], &mut ActivityTracker::new(), |_| false, 520).await;
     assert_eq!(seen[0].state, ActivityState::Idle);
     assert_eq!(seen[0].idle_seconds, Some(120));
     assert!(
@@ -213,11 +235,18 @@ async fn snapshots_are_saved_when_the_state_changes() {
     );
     let r = record(1, Status::Active);
     registry.put(&r).unwrap();
-    let tmux = FakeTmux::new();
+    let tmux = Arc::new(FakeTmux::new());
     tmux.add_session(&r.tmux_session, false);
     tmux.set_activity(100);
     let records = registry.list().unwrap();
-    let seen = observe(&tmux, &records, &mut ActivityTracker::new(), |_| false, 200).await;
+    let seen = observe(
+        on(&tmux),
+        &records,
+        &mut ActivityTracker::new(),
+        |_| false,
+        200,
+    )
+    .await;
     save_snapshots(&registry, &records, &seen);
     let stored = registry
         .get(&r.work_item)

@@ -44,9 +44,13 @@ pub async fn session_of(sessions: &Sessions, pid: u32) -> Option<WorkItemRef> {
     let chain = ancestors(pid);
     let records = sessions.registry().list().ok()?;
     for record in records.into_iter().filter(|r| r.status.is_open()) {
-        let PaneState::Live(pane) = sessions.locate(&record.tmux_session).await else {
+        let PaneState::Live(pane) = sessions.locate(&record).await else {
             continue;
         };
+        // Another host's pids are not this machine's: its panes hold no local caller.
+        if record.host.is_some() {
+            continue;
+        }
         if let Ok(first) = sessions.tmux().pane_pid(&pane).await
             && chain.contains(&first)
         {

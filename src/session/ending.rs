@@ -96,8 +96,12 @@ impl Sessions {
             self.settle_workspace(&ended.record, origin.source).await
         };
         let record = &ended.record;
-        if let PaneState::Dead(_) = self.locate(&record.tmux_session).await {
-            match self.tmux.kill_session(&record.tmux_session).await {
+        if let PaneState::Dead(_) = self.locate(record).await {
+            match self
+                .tmux_of(record)?
+                .kill_session(&record.tmux_session)
+                .await
+            {
                 Ok(()) => ended.tmux_killed = true,
                 Err(crate::tmux::Error::SessionMissing { .. }) => {}
                 Err(error) => return Err(error.into()),
@@ -193,12 +197,20 @@ impl Sessions {
     /// SIGTERM to the harness, then SIGKILL after the grace period. True when one ran.
     /// tmux not answering is an error: the session is left as it is.
     async fn end_harness(&self, record: &SessionRecord) -> Result<bool, SessionError> {
-        let pane = match self.locate(&record.tmux_session).await {
+        let pane = match self.locate(record).await {
             PaneState::Live(pane) => pane,
             PaneState::Dead(_) | PaneState::Absent => return Ok(false),
             PaneState::Unknown(error) => return Err(error.into()),
         };
-        let pid = self.tmux.pane_pid(&pane).await?;
+        let tmux = self.tmux_of(record)?;
+        if record.host.is_some() {
+            // Another host's pids are not ours to signal: its tmux hangs the harness up.
+            return match tmux.kill_session(&record.tmux_session).await {
+                Ok(()) | Err(crate::tmux::Error::SessionMissing { .. }) => Ok(true),
+                Err(error) => Err(error.into()),
+            };
+        }
+        let pid = tmux.pane_pid(&pane).await?;
         let timings = self.settings().timings;
         for (kill, wait) in [(false, timings.stop_grace), (true, timings.stop_grace)] {
             self.signaller
@@ -208,7 +220,7 @@ impl Sessions {
                     pane: pane.to_string(),
                     error,
                 })?;
-            if self.wait_not_live(&record.tmux_session, wait).await? {
+            if self.wait_not_live(record, wait).await? {
                 return Ok(true);
             }
         }
@@ -220,13 +232,13 @@ impl Sessions {
     /// Polls until the session's pane no longer runs; false when `limit` passed first.
     async fn wait_not_live(
         &self,
-        tmux_session: &str,
+        record: &SessionRecord,
         limit: std::time::Duration,
     ) -> Result<bool, SessionError> {
         let poll = self.settings().timings.poll;
         let deadline = tokio::time::Instant::now() + limit;
         loop {
-            match self.locate(tmux_session).await {
+            match self.locate(record).await {
                 PaneState::Dead(_) | PaneState::Absent => return Ok(true),
                 PaneState::Unknown(error) => return Err(error.into()),
                 PaneState::Live(_) => {}

@@ -116,7 +116,7 @@ impl Inner {
         };
         let _ = reply.send(disposition);
         if let Some(pane) = spawned {
-            self.sessions.settle(&pane).await;
+            self.sessions.settle(&item, &pane).await;
         }
     }
 

@@ -19,6 +19,7 @@ pub mod questions;
 mod queue;
 pub mod records;
 pub mod registry;
+mod remote;
 pub mod reply;
 mod respawn;
 pub mod review;

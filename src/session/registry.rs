@@ -85,6 +85,10 @@ pub struct SessionRecord {
     /// --version`): the-loop reads a screen only of releases it has recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness_version: Option<String>,
+    /// The `hosts:` entry the session runs on; `None` is this machine. Its `cwd` and
+    /// pane are on that host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     pub cwd: PathBuf,
     pub tmux_session: String,
     /// `#{pane_id}` at spawn. Only meaningful while that tmux server lives: callers
@@ -155,6 +159,7 @@ impl SessionRecord {
             harness_session_id: None,
             permission_mode: None,
             harness_version: None,
+            host: None,
             cwd,
             tmux_session: item.tmux_session_name(),
             pane_id: None,

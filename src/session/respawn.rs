@@ -40,15 +40,29 @@ impl Sessions {
         let harness = Harness::resolve(&record.harness, &settings.sessions)
             .map_err(|e| spawn_failed(e.into()))?
             .with_permission_mode(settings.permission_mode(item));
-        let program = harness
-            .locate(settings.search_path.as_deref())
-            .map_err(|e| spawn_failed(e.into()))?;
-        let version = super::spawn::client_version(&harness, &program, item).await;
-        let harness = super::hooks::wire(harness, &settings, item);
-        let placed = self.respawn_dir(record).await.map_err(&spawn_failed)?;
+        let host = record
+            .host
+            .as_deref()
+            .and_then(|h| self.hosts().get(h).cloned());
+        let (harness, version, placed) = match &host {
+            // On another host: its own client, in the directory it ran in, unhooked.
+            Some(host) => {
+                let version = super::remote::client_version(host, &harness).await;
+                (harness, version, record.clone())
+            }
+            None => {
+                let program = harness
+                    .locate(settings.search_path.as_deref())
+                    .map_err(|e| spawn_failed(e.into()))?;
+                let version = super::spawn::client_version(&harness, &program, item).await;
+                let harness = super::hooks::wire(harness, &settings, item);
+                let placed = self.respawn_dir(record).await.map_err(&spawn_failed)?;
+                self.mark_trusted(&harness, &placed.cwd, item, Source::Dispatch)
+                    .await;
+                (harness, version, placed)
+            }
+        };
         let record = &placed;
-        self.mark_trusted(&harness, &record.cwd, item, Source::Dispatch)
-            .await;
         let vars = inputs.vars(item);
 
         let resume = record
@@ -62,7 +76,7 @@ impl Sessions {
         if let Some((argv, bytes)) = resume {
             let pane = self.spawn_over_dead(record, argv).await?;
             tokio::time::sleep(settings.timings.resume_check).await;
-            match self.locate(&record.tmux_session).await {
+            match self.locate(record).await {
                 PaneState::Live(now) if now == pane => {
                     return Ok(self.respawned(
                         record,
@@ -155,7 +169,11 @@ impl Sessions {
         argv: Vec<String>,
     ) -> Result<PaneId, DeliveryFailure> {
         let settings = self.settings();
-        let spec = spawn_spec(&settings, record, argv);
+        let host = record
+            .host
+            .as_deref()
+            .and_then(|h| self.hosts().get(h).cloned());
+        let spec = spawn_spec(&settings, record, host.as_deref(), argv);
         // What the previous harness process reported is over; the new one reports anew.
         if let Err(error) = self
             .registry
@@ -163,7 +181,8 @@ impl Sessions {
         {
             tracing::warn!(work_item = %record.work_item, "old harness report not cleared: {error}");
         }
-        self.tmux
+        self.tmux_of(record)
+            .map_err(|error| DeliveryFailure::Transient(error.to_string()))?
             .new_session(&spec)
             .await
             .map_err(|error| match error {

@@ -8,7 +8,7 @@
 //! (operator commands), so a session is started, paused or stopped the same way
 //! whoever asks, and every outcome is one event.
 
-use super::registry::{Registry, RegistryError, Status};
+use super::registry::{Registry, RegistryError, SessionRecord, Status};
 use super::settings::Settings;
 use super::signal::{ProcessSignaller, Signaller};
 use crate::events::{Event, EventLog, EventType, Source};
@@ -93,6 +93,9 @@ pub enum SessionError {
         path.display()
     )]
     NoWorkingDir { item: String, path: PathBuf },
+    /// A session's host could not be used (not configured, unreachable, no directory).
+    #[error("{0}")]
+    Remote(String),
     /// SPEC §14.3: nothing spawns for a repository that is not in `repos[]`.
     #[error(
         "{item} is not in a watched repository: add its repository to repos[] in the config to start sessions for it"
@@ -161,6 +164,8 @@ pub trait LedgerHook: Send + Sync {
 /// The session lifecycle over one tmux server, one registry and one event log.
 pub struct Sessions {
     pub(crate) tmux: Arc<dyn Tmux>,
+    /// The tmux servers of other hosts, for sessions whose record names one.
+    hosts: tmux::Hosts,
     pub(crate) registry: Registry,
     pub(crate) events: EventLog,
     settings: RwLock<Arc<Settings>>,
@@ -180,6 +185,7 @@ impl Sessions {
     ) -> Self {
         Self {
             tmux,
+            hosts: tmux::Hosts::default(),
             registry,
             events,
             settings: RwLock::new(Arc::new(settings)),
@@ -198,6 +204,36 @@ impl Sessions {
     pub fn with_ledger(mut self, ledger: Arc<dyn LedgerHook>) -> Self {
         self.ledger = Some(ledger);
         self
+    }
+
+    /// With the hosts of the config (`Sessions::open` wires them).
+    pub fn with_hosts(mut self, hosts: tmux::Hosts) -> Self {
+        self.hosts = hosts;
+        self
+    }
+
+    pub fn hosts(&self) -> &tmux::Hosts {
+        &self.hosts
+    }
+
+    /// The tmux server a session of `host` runs on: this machine's for `None`. A host
+    /// the config no longer names cannot be reached ([`tmux::Error::Unreachable`]).
+    pub fn tmux_on(&self, host: Option<&str>) -> Result<Arc<dyn Tmux>, tmux::Error> {
+        match host {
+            None => Ok(Arc::clone(&self.tmux)),
+            Some(name) => self
+                .hosts
+                .get(name)
+                .map(|h| Arc::clone(&h.tmux))
+                .ok_or_else(|| tmux::Error::Unreachable {
+                    reason: format!("host `{name}` is not in the config's hosts: add it back to reach its sessions"),
+                }),
+        }
+    }
+
+    /// The tmux server of `record`'s session.
+    pub fn tmux_of(&self, record: &SessionRecord) -> Result<Arc<dyn Tmux>, tmux::Error> {
+        self.tmux_on(record.host.as_deref())
     }
 
     pub fn registry(&self) -> &Registry {
@@ -241,9 +277,14 @@ impl Sessions {
         let _ = self.events.emit(event);
     }
 
-    /// Finds the session's pane by name (one `list-panes -a`).
-    pub async fn locate(&self, tmux_session: &str) -> PaneState {
-        match self.tmux.list_sessions().await {
+    /// Finds the session's pane by name on its host (one `list-panes -a`).
+    pub async fn locate(&self, record: &SessionRecord) -> PaneState {
+        let tmux = match self.tmux_of(record) {
+            Ok(tmux) => tmux,
+            Err(error) => return PaneState::Unknown(error),
+        };
+        let tmux_session = record.tmux_session.as_str();
+        match tmux.list_sessions().await {
             Err(error) => PaneState::Unknown(error),
             Ok(all) => match all.into_iter().find(|s| s.name == tmux_session) {
                 None => PaneState::Absent,

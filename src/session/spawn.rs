@@ -69,7 +69,7 @@ impl Sessions {
         origin: &Origin,
     ) -> Result<StartOutcome, SessionError> {
         if let Some(existing) = self.registry.get(item)?.filter(|r| r.status.is_open()) {
-            match self.locate(&existing.tmux_session).await {
+            match self.locate(&existing).await {
                 PaneState::Live(_) => return Ok(StartOutcome::AlreadyRunning(existing)),
                 PaneState::Unknown(error) => {
                     return Err(self.spawn_failed(item, None, origin.spawn_source(), error));
@@ -90,37 +90,36 @@ impl Sessions {
         let harness = Harness::resolve(&harness_name, &settings.sessions)
             .map_err(|e| fail(e.into()))?
             .with_permission_mode(settings.permission_mode(item));
-        let program = harness
-            .locate(settings.search_path.as_deref())
-            .map_err(|e| fail(e.into()))?;
-        let version = client_version(&harness, &program, item).await;
-        let placement = self
-            .workspaces()
-            .place(item, settings.repo(item), source)
-            .await
-            .map_err(|e| fail(e.into()))?;
-        let cwd = placement.cwd().to_path_buf();
-        if !cwd.is_dir() {
-            return Err(fail(SessionError::NoWorkingDir {
-                item: item.to_string(),
-                path: cwd,
-            }));
-        }
-        self.mark_trusted(&harness, &cwd, item, source).await;
-        let mut record = SessionRecord::new(item, harness.name(), cwd);
-        if let Placement::Worktree(ws) = &placement {
-            record.workspace = Some(ws.dir.clone());
-            record.branch = Some(ws.branch.clone());
-        }
+        let repo = settings.repo(item);
+        let host = self.host_for(repo, item).await.map_err(fail)?;
+        let mut record = match (&host, repo) {
+            (Some(host), Some(repo)) => {
+                let cwd = super::remote::place(host, repo, item).await.map_err(fail)?;
+                let mut record = SessionRecord::new(item, harness.name(), cwd);
+                record.host = Some(host.name().to_string());
+                record.harness_version = super::remote::client_version(host, &harness).await;
+                record
+            }
+            _ => self
+                .place_here(&harness, item, source)
+                .await
+                .map_err(fail)?,
+        };
         record.harness_session_id = harness.mint_session_id();
         record.permission_mode = harness.permission_mode();
-        record.harness_version = version;
-        let harness = super::hooks::wire(harness, &settings, item);
+        // The hooks report through this machine's files: a remote harness runs unhooked.
+        let harness = if host.is_none() {
+            super::hooks::wire(harness, &settings, item)
+        } else {
+            harness
+        };
         let prompt = settings.templates.render_spawn(&inputs.vars(item));
         let argv = harness.fresh_argv(&prompt, record.harness_session_id.as_deref());
+        let spec = spawn_spec(&settings, &record, host.as_deref(), argv);
         let pane = self
-            .tmux
-            .new_session(&spawn_spec(&settings, &record, argv))
+            .tmux_of(&record)
+            .map_err(|e| fail(e.into()))?
+            .new_session(&spec)
             .await
             .map_err(|e| fail(e.into()))?;
         record.pane_id = Some(pane.to_string());
@@ -143,6 +142,38 @@ impl Sessions {
                 .with("actor", origin.actor.clone()),
         );
         Ok(StartOutcome::Spawned(record))
+    }
+
+    /// A session on this machine: its harness found on `PATH`, asked its release, and
+    /// its workspace placed (a worktree, or the repo's path), trusted for Claude Code.
+    async fn place_here(
+        &self,
+        harness: &Harness,
+        item: &WorkItemRef,
+        source: Source,
+    ) -> Result<SessionRecord, SessionError> {
+        let settings = self.settings();
+        let program = harness.locate(settings.search_path.as_deref())?;
+        let version = client_version(harness, &program, item).await;
+        let placement = self
+            .workspaces()
+            .place(item, settings.repo(item), source)
+            .await?;
+        let cwd = placement.cwd().to_path_buf();
+        if !cwd.is_dir() {
+            return Err(SessionError::NoWorkingDir {
+                item: item.to_string(),
+                path: cwd,
+            });
+        }
+        self.mark_trusted(harness, &cwd, item, source).await;
+        let mut record = SessionRecord::new(item, harness.name(), cwd);
+        if let Placement::Worktree(ws) = &placement {
+            record.workspace = Some(ws.dir.clone());
+            record.branch = Some(ws.branch.clone());
+        }
+        record.harness_version = version;
+        Ok(record)
     }
 
     /// Logs `session.spawn_failed` and passes the error on.
@@ -218,11 +249,15 @@ impl Sessions {
     /// Waits until a freshly spawned harness has drawn something (or the settle time
     /// passed), so a delivery queued behind the spawn does not reach a program that
     /// has not set up its terminal yet.
-    pub(crate) async fn settle(&self, pane: &PaneId) {
+    pub(crate) async fn settle(&self, item: &WorkItemRef, pane: &PaneId) {
         let timings = self.settings().timings;
         let deadline = tokio::time::Instant::now() + timings.spawn_settle;
+        let record = self.registry.get(item).ok().flatten();
+        let Some(Ok(tmux)) = record.map(|r| self.tmux_of(&r)) else {
+            return;
+        };
         while tokio::time::Instant::now() < deadline {
-            match self.tmux.capture_pane(pane, false).await {
+            match tmux.capture_pane(pane, false).await {
                 Ok(screen) if !screen.trim().is_empty() => return,
                 Ok(_) => {}
                 Err(_) => return, // gone or unknown: the delivery will find out
@@ -236,8 +271,19 @@ impl Sessions {
 pub(crate) fn spawn_spec(
     settings: &Settings,
     record: &SessionRecord,
+    host: Option<&crate::tmux::RemoteHost>,
     argv: Vec<String>,
 ) -> SpawnSpec {
+    if let Some(host) = host {
+        return SpawnSpec {
+            name: record.tmux_session.clone(),
+            cwd: record.cwd.clone(),
+            env: super::remote::pane_env(host, record),
+            argv,
+            remain_on_exit: settings.sessions.tmux.remain_on_exit,
+            private_files: false,
+        };
+    }
     let mut env = vec![
         (
             paths::ENV_WORK_ITEM.to_string(),

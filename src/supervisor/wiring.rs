@@ -57,7 +57,10 @@ impl Sessions {
         let handoff = EnvHandoff::new(settings.bin.clone(), paths.spawn_env_dir());
         let tmux = RealTmux::from_config(config).with_env_handoff(handoff);
         let registry = Registry::new(paths, events.clone(), source);
-        Self::new(Arc::new(tmux), registry, events, settings).with_ledger(Arc::new(ledger))
+        let hosts = crate::tmux::Hosts::from_config(config, &paths.ssh_dir());
+        Self::new(Arc::new(tmux), registry, events, settings)
+            .with_ledger(Arc::new(ledger))
+            .with_hosts(hosts)
     }
 }
 

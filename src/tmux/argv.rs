@@ -110,26 +110,60 @@ pub fn paste_text(
     pane: &PaneId,
     paste: super::Paste,
 ) -> Vec<String> {
-    let load = LoadBuffer::new()
-        .buffer_name(buffer.as_str())
+    invocation(
+        socket,
+        &[load_command(buffer), guarded_paste(buffer, pane, paste)],
+    )
+}
+
+/// `load-buffer -b NAME -` alone: a host's paste loads first and pastes after, so a
+/// connection lost while pasting leaves the buffer as the witness of what happened.
+pub fn load_buffer(socket: &Socket, buffer: &BufferName) -> Vec<String> {
+    invocation(socket, &[load_command(buffer)])
+}
+
+/// The guarded `paste-buffer -d` of [`paste_text`] alone, for a loaded buffer. Pasting
+/// deletes the buffer, so running it twice pastes once: the second finds no buffer.
+pub fn paste_loaded(
+    socket: &Socket,
+    buffer: &BufferName,
+    pane: &PaneId,
+    paste: super::Paste,
+) -> Vec<String> {
+    invocation(socket, &[guarded_paste(buffer, pane, paste)])
+}
+
+/// `list-buffers -F '#{buffer_name}'`.
+pub fn list_buffers(socket: &Socket) -> Vec<String> {
+    let mut argv = socket_args(socket);
+    argv.extend(["list-buffers".into(), "-F".into(), "#{buffer_name}".into()]);
+    argv
+}
+
+fn load_command(buffer: &BufferName) -> TmuxCommand<'static> {
+    LoadBuffer::new()
+        .buffer_name(buffer.as_str().to_string())
         .path("-")
-        .build();
+        .build()
+}
+
+fn guarded_paste(buffer: &BufferName, pane: &PaneId, paste: super::Paste) -> TmuxCommand<'static> {
     let mut inner = PasteBuffer::new()
         .delete()
         .no_replacement()
-        .buffer_name(buffer.as_str())
-        .target_pane(pane.as_str());
+        .buffer_name(buffer.as_str().to_string())
+        .target_pane(pane.as_str().to_string());
     if paste == super::Paste::Bracketed {
         inner = inner.bracket_codes();
     }
     let mut guarded = IfShell::new()
         .not_execute()
-        .target_pane(pane.as_str())
+        .target_pane(pane.as_str().to_string())
         .shell_command("#{pane_dead}")
         .command(format!("display-message -p {PANE_DEAD_MARKER}"))
         .build();
     guarded.push_param(words(&inner.build()).join(" "));
-    invocation(socket, &[load, guarded])
+    guarded
 }
 
 /// `delete-buffer -b NAME`.

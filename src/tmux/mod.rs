@@ -9,6 +9,7 @@ pub mod argv;
 pub mod env_handoff;
 #[cfg(any(test, feature = "test-support"))]
 pub mod fake;
+pub mod hosts;
 pub mod real;
 mod spawn;
 
@@ -19,6 +20,7 @@ use std::time::Duration;
 
 #[cfg(any(test, feature = "test-support"))]
 pub use fake::FakeTmux;
+pub use hosts::{Hosts, RemoteHost};
 pub use real::RealTmux;
 
 /// A tmux pane id (`%12`). Pane ids are unique for the life of a tmux server, so every
@@ -205,6 +207,19 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The server is on another host that cannot be reached now: nothing is known of
+    /// its sessions, and what was asked may be asked again once it is back.
+    #[error("{reason}")]
+    Unreachable { reason: String },
+    /// The connection to the host dropped while a paste ran, and the host did not come
+    /// back to tell whether it arrived: never pasted again.
+    #[error(
+        "the connection dropped while pasting into {pane} and the host stayed away ({reason}); whether the text arrived is unknown, so it is not pasted again: look at the session"
+    )]
+    Unsure { pane: String, reason: String },
+    /// The host's transport refused the command (not a connection problem).
+    #[error("{reason}")]
+    Remote { reason: String },
     #[error("`{command}` printed something unexpected: {output}")]
     UnexpectedOutput { command: String, output: String },
 }

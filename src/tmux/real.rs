@@ -8,11 +8,19 @@ use super::env_handoff::EnvHandoff;
 use super::{BufferName, Error, Liveness, PaneId, Paste, SessionInfo, Socket, SpawnSpec, Tmux};
 use crate::config::Config;
 use crate::secrets::{ChildEnv, SessionEntries};
+use crate::ssh::{SshError, Transport};
 use futures::future::BoxFuture;
 use std::ffi::OsString;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
+
+/// How long a paste whose connection dropped is asked again before it is [`Error::Unsure`].
+const RESOLVE_FOR: Duration = Duration::from_secs(600);
+
+/// How often, meanwhile.
+const RESOLVE_POLL: Duration = Duration::from_millis(500);
 
 /// Talks to one tmux server.
 #[derive(Debug, Clone)]
@@ -26,6 +34,9 @@ pub struct RealTmux {
     child_env: ChildEnv,
     /// How passed values reach a new session off argv; without it they go as `-e`.
     env_handoff: Option<EnvHandoff>,
+    /// The host this server runs on, when not this one: every invocation goes over its
+    /// SSH connection, and `program` is the host's tmux.
+    remote: Option<Arc<Transport>>,
 }
 
 /// What one invocation printed.
@@ -44,7 +55,29 @@ impl RealTmux {
             search_path: None,
             child_env: ChildEnv::default(),
             env_handoff: None,
+            remote: None,
         }
+    }
+
+    /// The tmux server of the remote user on `transport`'s host (its default server, or
+    /// `socket`), run as `program` there. Passed values (`sessions.passEnv`) never go to
+    /// another host: its harness uses its own credentials there.
+    pub fn remote(
+        transport: Arc<Transport>,
+        program: &str,
+        socket: Socket,
+        timeout: Duration,
+    ) -> Self {
+        Self {
+            program: program.into(),
+            remote: Some(transport),
+            ..Self::new(socket, timeout)
+        }
+    }
+
+    /// The host's transport, for a server on another host.
+    pub fn transport(&self) -> Option<&Arc<Transport>> {
+        self.remote.as_ref()
     }
 
     /// From `sessions.tmux` (its `socket` already carries `THE_LOOP_TMUX_SOCKET`), with
@@ -122,6 +155,9 @@ impl RealTmux {
                 command: argv::display_command("tmux", &args),
                 after: self.timeout,
             }),
+            Ok(Err(e)) if remote_failure(&e).is_some() => Err(remote_failure(&e)
+                .map(unreachable_or_io)
+                .unwrap_or(Error::NotInstalled)),
             Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::NotInstalled),
             Ok(Err(source)) => Err(Error::Io {
                 command: argv::display_command("tmux", &args),
@@ -137,6 +173,9 @@ impl RealTmux {
         stdin: Option<&[u8]>,
         client_path: Option<&str>,
     ) -> std::io::Result<Output> {
+        if let Some(transport) = &self.remote {
+            return self.run_remote(transport, args, stdin, client_path).await;
+        }
         let mut command = tokio::process::Command::new(&self.program);
         command
             .args(args)
@@ -170,6 +209,32 @@ impl RealTmux {
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
         })
+    }
+
+    /// One invocation on the host, over its connection. The timeout is the caller's
+    /// (`run_as`); a host that cannot be reached is [`Error::Unreachable`], told apart
+    /// from tmux's own failures.
+    async fn run_remote(
+        &self,
+        transport: &Transport,
+        args: &[String],
+        stdin: Option<&[u8]>,
+        client_path: Option<&str>,
+    ) -> std::io::Result<Output> {
+        let mut argv = Vec::with_capacity(args.len() + 3);
+        if let Some(path) = client_path {
+            argv.extend(["env".to_string(), format!("PATH={path}")]);
+        }
+        argv.push(self.program.to_string_lossy().into_owned());
+        argv.extend(args.iter().cloned());
+        match transport.run(&argv, stdin, self.timeout).await {
+            Ok(out) => Ok(Output {
+                success: out.success,
+                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+                stderr: out.stderr,
+            }),
+            Err(error) => Err(std::io::Error::other(RemoteFailure(error))),
+        }
     }
 
     /// Runs a command that must succeed; "no such session/pane" becomes
@@ -235,6 +300,58 @@ impl RealTmux {
         })
     }
 
+    /// A paste on another host, exactly once across a dropped connection: the buffer is
+    /// loaded first (a drop there pastes nothing), then pasted and deleted by a second
+    /// invocation. When the connection drops during that one, nobody saw whether it ran,
+    /// so it is run again once the host answers: a buffer already pasted is gone, and
+    /// the second run pastes nothing ("no buffer"). A host that stays away for
+    /// [`RESOLVE_FOR`] leaves it [`Error::Unsure`]: reported, never pasted again.
+    async fn paste_remote(
+        &self,
+        buffer: &BufferName,
+        data: &[u8],
+        pane: &PaneId,
+        paste: Paste,
+    ) -> Result<(), Error> {
+        self.run_ok(
+            argv::load_buffer(&self.socket, buffer),
+            Some(data),
+            pane.as_str(),
+        )
+        .await?;
+        let started = tokio::time::Instant::now();
+        let mut dropped = None;
+        loop {
+            let args = argv::paste_loaded(&self.socket, buffer, pane, paste);
+            match self.run_ok(args, None, pane.as_str()).await {
+                Ok(out) if out.trim() == argv::PANE_DEAD_MARKER => {
+                    return Err(Error::PaneDead {
+                        pane: pane.to_string(),
+                    });
+                }
+                Ok(_) => return Ok(()),
+                Err(Error::Failed { stderr, .. })
+                    if dropped.is_some() && stderr.contains("no buffer") =>
+                {
+                    tracing::info!(%pane, "the paste the dropped connection ran had arrived");
+                    return Ok(());
+                }
+                Err(error @ (Error::Unreachable { .. } | Error::Timeout { .. })) => {
+                    if started.elapsed() >= RESOLVE_FOR {
+                        return Err(Error::Unsure {
+                            pane: pane.to_string(),
+                            reason: error.to_string(),
+                        });
+                    }
+                    tracing::warn!(%pane, "the host dropped while pasting ({error}); asking again");
+                    dropped = Some(error);
+                    tokio::time::sleep(RESOLVE_POLL).await;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
     /// One `new-session` invocation for the finished spec.
     async fn create(&self, spec: &SpawnSpec) -> Result<PaneId, Error> {
         let args = argv::new_session(&self.socket, spec)?;
@@ -269,6 +386,30 @@ impl RealTmux {
     }
 }
 
+/// An ssh failure carried through the runner's `io::Error`.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+struct RemoteFailure(SshError);
+
+fn remote_failure(error: &std::io::Error) -> Option<&SshError> {
+    error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<RemoteFailure>())
+        .map(|failure| &failure.0)
+}
+
+fn unreachable_or_io(error: &SshError) -> Error {
+    if error.is_unreachable() {
+        Error::Unreachable {
+            reason: error.to_string(),
+        }
+    } else {
+        Error::Remote {
+            reason: error.to_string(),
+        }
+    }
+}
+
 impl Tmux for RealTmux {
     fn create_session<'a>(&'a self, spec: &'a SpawnSpec) -> BoxFuture<'a, Result<PaneId, Error>> {
         Box::pin(async move {
@@ -277,6 +418,12 @@ impl Tmux for RealTmux {
             let mut spec = spec.clone();
             let SessionEntries { cleared, passed } = self.child_env.session_entries();
             spec.env.extend(cleared);
+            // Secrets stay on this machine: another host's harness brings its own.
+            let passed = if self.remote.is_some() {
+                Vec::new()
+            } else {
+                passed
+            };
             let handed = match &self.env_handoff {
                 Some(handoff) if !passed.is_empty() || spec.private_files => {
                     let (argv, file) = handoff
@@ -289,7 +436,7 @@ impl Tmux for RealTmux {
                     file
                 }
                 _ => {
-                    if spec.private_files {
+                    if spec.private_files && self.remote.is_none() {
                         // Only a tmux built without the hand-off (tests) gets here; the
                         // worktree's own directory is 0700 all the same.
                         tracing::warn!(session = %spec.name, "no exec-env hand-off: the harness keeps the tmux server's umask");
@@ -332,6 +479,9 @@ impl Tmux for RealTmux {
         paste: Paste,
     ) -> BoxFuture<'a, Result<(), Error>> {
         Box::pin(async move {
+            if self.remote.is_some() {
+                return self.paste_remote(buffer, data, pane, paste).await;
+            }
             // `tmux_interface` builds this argv but cannot feed a child's stdin, so the
             // runner does (decision 0002).
             let args = argv::paste_text(&self.socket, buffer, pane, paste);

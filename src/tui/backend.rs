@@ -29,6 +29,8 @@ pub enum SessionState {
     Dead,
     Paused,
     NoSession,
+    /// Its host does not answer over SSH: not dead, never respawned (issue 32).
+    Unreachable,
 }
 
 impl SessionState {
@@ -41,6 +43,7 @@ impl SessionState {
             SessionState::Dead => "dead",
             SessionState::Paused => "paused",
             SessionState::NoSession => "no session",
+            SessionState::Unreachable => "unreachable",
         }
     }
 
@@ -53,6 +56,7 @@ impl SessionState {
             SessionState::Dead => "✗",
             SessionState::Paused => "‖",
             SessionState::NoSession => "·",
+            SessionState::Unreachable => "⌁",
         }
     }
 

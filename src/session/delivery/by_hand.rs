@@ -19,7 +19,7 @@ use crate::harness::Harness;
 use crate::session::hooks::{Reported, ReportedState};
 use crate::session::registry::{RegistryError, SessionRecord};
 use crate::session::sessions::Sessions;
-use crate::tmux::PaneId;
+use crate::tmux::{PaneId, Tmux};
 use crate::work_item::WorkItemRef;
 use std::time::Duration;
 
@@ -102,6 +102,7 @@ impl Sessions {
     /// a harness whose screen the-loop does not read, and the release is used up.
     pub(super) async fn paste_by_hand(
         &self,
+        tmux: &dyn Tmux,
         pane: &PaneId,
         text: &str,
         record: &SessionRecord,
@@ -127,17 +128,18 @@ impl Sessions {
             tracing::warn!(work_item = %record.work_item, "release by hand not taken: {error}");
             return Err(held);
         }
-        self.paste_blind(pane, text).await
+        self.paste_blind(tmux, pane, text).await
     }
 
     /// Paste and submit after `submitDelayMs`, looking at nothing: a harness whose
     /// screen the-loop does not read.
     pub(super) async fn paste_blind(
         &self,
+        tmux: &dyn Tmux,
         pane: &PaneId,
         text: &str,
     ) -> Result<Delivered, Stopped> {
-        let delivered = deliver(self.tmux.as_ref(), pane, text, self.submit_delay()).await?;
+        let delivered = deliver(tmux, pane, text, self.submit_delay()).await?;
         Ok(Delivered {
             pane: pane.clone(),
             bytes: delivered.bytes,

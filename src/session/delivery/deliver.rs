@@ -58,7 +58,14 @@ impl DeliverError {
 
     /// Whether the text reached the pane (only the submit failed).
     pub fn pasted(&self) -> bool {
-        matches!(self, Self::Submit { .. })
+        matches!(
+            self,
+            Self::Submit { .. }
+                | Self::Paste {
+                    error: tmux::Error::Unsure { .. },
+                    ..
+                }
+        )
     }
 }
 

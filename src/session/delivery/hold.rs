@@ -36,6 +36,9 @@ pub enum HoldReason {
     /// The session runs a release of its client whose screen the-loop has not recorded
     /// (issue 30): nothing is pasted on a guess; the operator releases by hand.
     ScreenUnknown,
+    /// The session's host cannot be reached (issue 32): nothing is known of its
+    /// screen; the delivery goes out once the host answers again.
+    HostUnreachable,
 }
 
 impl HoldReason {
@@ -47,6 +50,7 @@ impl HoldReason {
             Self::NotReady => "not-ready",
             Self::OverBudget => "over-budget",
             Self::ScreenUnknown => "screen-unknown",
+            Self::HostUnreachable => "host-unreachable",
         }
     }
 
@@ -58,6 +62,7 @@ impl HoldReason {
             Self::NotReady => "harness not ready",
             Self::OverBudget => "over budget",
             Self::ScreenUnknown => "screen unknown",
+            Self::HostUnreachable => "host unreachable",
         }
     }
 
@@ -69,6 +74,7 @@ impl HoldReason {
             Self::NotReady => "its harness, which has not drawn its input box yet",
             Self::OverBudget => "its budget, which it has reached",
             Self::ScreenUnknown => "you: its client's screen is one the-loop has not recorded",
+            Self::HostUnreachable => "its host, which does not answer over SSH",
         }
     }
 
@@ -84,6 +90,9 @@ impl HoldReason {
             Self::ScreenUnknown => {
                 "deliver one by hand once its turn has ended (`the-loop sessions deliver REF`), or run a Claude Code release the-loop knows"
             }
+            Self::HostUnreachable => {
+                "it goes out, once and in order, when the host answers again (`the-loop hosts check NAME` says why it does not)"
+            }
         }
     }
 }
@@ -98,6 +107,7 @@ impl std::str::FromStr for HoldReason {
             Self::NotReady,
             Self::OverBudget,
             Self::ScreenUnknown,
+            Self::HostUnreachable,
         ]
         .into_iter()
         .find(|r| r.as_str() == s)

@@ -28,7 +28,7 @@ use crate::session::registry::{RegistryError, SessionRecord, Status};
 use crate::session::sessions::{PaneState, Sessions};
 use crate::session::spawn::PromptInputs;
 use crate::session::usage::held_for_budget;
-use crate::tmux::{self, PaneId};
+use crate::tmux::{self, PaneId, Tmux};
 use crate::work_item::WorkItemRef;
 use std::time::Duration;
 
@@ -214,11 +214,19 @@ impl Sessions {
             return Err(PasteError::Held(record.work_item, held).into());
         }
         let text = text(&record.work_item);
-        let delivered = match self.locate(&record.tmux_session).await {
+        let unreachable = Held {
+            reason: HoldReason::HostUnreachable,
+            pasted: false,
+        };
+        let delivered = match self.locate(&record).await {
             PaneState::Live(pane) => match self.paste(&pane, &text, &record, policy).await {
                 Ok(delivered) => delivered,
                 Err(Stopped::Held(held)) => {
                     return Err(PasteError::Held(record.work_item, held).into());
+                }
+                // Nothing reached the pane: it waits for the host, in its place.
+                Err(Stopped::Failed(error)) if host_away(&error) => {
+                    return Err(PasteError::Held(record.work_item, unreachable).into());
                 }
                 Err(Stopped::Failed(error)) if pane_gone(&error) => {
                     self.respawn_or_refuse(&record, policy).await?
@@ -229,6 +237,10 @@ impl Sessions {
             },
             PaneState::Dead(_) | PaneState::Absent => {
                 self.respawn_or_refuse(&record, policy).await?
+            }
+            PaneState::Unknown(tmux::Error::Unreachable { reason }) => {
+                tracing::info!(work_item = %record.work_item, "held: {reason}");
+                return Err(PasteError::Held(record.work_item, unreachable).into());
             }
             PaneState::Unknown(liveness) => {
                 let recorded = record
@@ -326,6 +338,13 @@ impl Sessions {
         policy: &PastePolicy<'_>,
     ) -> Result<Delivered, Stopped> {
         let settings = self.settings();
+        let tmux = self.tmux_of(record).map_err(|_| {
+            Stopped::Held(Held {
+                reason: HoldReason::HostUnreachable,
+                pasted: false,
+            })
+        })?;
+        let tmux = tmux.as_ref();
         let harness = Harness::resolve(&record.harness, &settings.sessions).ok();
         let screen = match &harness {
             Some(harness) => self.screen_of(harness, record).await,
@@ -333,11 +352,11 @@ impl Sessions {
         };
         let reader = match screen {
             Screen::Known => harness.as_ref().and_then(|h| Reader::of(h.screen())),
-            Screen::UnknownRelease(_) => return self.paste_by_hand(pane, text, record).await,
+            Screen::UnknownRelease(_) => return self.paste_by_hand(tmux, pane, text, record).await,
             Screen::NotRead => None,
         };
         let Some(reader) = reader else {
-            return self.paste_blind(pane, text).await;
+            return self.paste_blind(tmux, pane, text).await;
         };
         let key = policy.key;
         let ours_in_box = !key.is_empty() && record.hold.unsubmitted.as_deref() == Some(key);
@@ -345,16 +364,16 @@ impl Sessions {
         let bytes = if ours_in_box {
             crate::guard::sanitize(text).len()
         } else {
-            let look = reader.look(&self.capture(pane).await?);
+            let look = reader.look(&capture(tmux, pane).await?);
             if let Some(reason) = hold::decide(&look, reported.as_ref()) {
                 return Err(Stopped::Held(Held {
                     reason,
                     pasted: false,
                 }));
             }
-            paste_text(self.tmux.as_ref(), pane, text).await?.bytes
+            paste_text(tmux, pane, text).await?.bytes
         };
-        let shown = self.await_paste(pane, text, reader, record).await;
+        let shown = self.await_paste(tmux, pane, text, reader, record).await;
         match shown {
             Shown::Ready => {}
             Shown::Gone if ours_in_box => {
@@ -392,7 +411,7 @@ impl Sessions {
                 .map_or(0, |r| r.prompts)
         };
         let before = prompts();
-        submit(self.tmux.as_ref(), pane).await?;
+        submit(tmux, pane).await?;
         if ours_in_box {
             self.set_unsubmitted(&record.work_item, None).await;
         }
@@ -401,10 +420,7 @@ impl Sessions {
             grace: settings.timings.submit_grace,
             poll: settings.timings.poll,
         };
-        confirm_submitted(self.tmux.as_ref(), pane, reader, check, || {
-            prompts() > before
-        })
-        .await;
+        confirm_submitted(tmux, pane, reader, check, || prompts() > before).await;
         Ok(Delivered {
             pane: pane.clone(),
             bytes,
@@ -443,6 +459,7 @@ impl Sessions {
     /// ([`Shown::Ready`]), for up to `Timings::paste_show`.
     async fn await_paste(
         &self,
+        tmux: &dyn Tmux,
         pane: &PaneId,
         text: &str,
         reader: Reader,
@@ -452,7 +469,7 @@ impl Sessions {
         let clean = crate::guard::sanitize(text);
         let deadline = tokio::time::Instant::now() + timings.paste_show;
         loop {
-            let Ok(now) = self.capture(pane).await else {
+            let Ok(now) = capture(tmux, pane).await else {
                 return Shown::Held(HoldReason::NotReady);
             };
             let look = reader.look(&now);
@@ -474,18 +491,6 @@ impl Sessions {
             }
             tokio::time::sleep(timings.poll).await;
         }
-    }
-
-    /// The pane with its attributes: only the dim attribute tells a placeholder in an
-    /// empty box from a draft (`screen::claude`, `screen::codex`).
-    async fn capture(&self, pane: &PaneId) -> Result<String, DeliverError> {
-        self.tmux
-            .capture_pane(pane, true)
-            .await
-            .map_err(|error| DeliverError::Paste {
-                pane: pane.to_string(),
-                error,
-            })
     }
 
     /// Records (or clears) the paste a dialog stopped before its Enter.
@@ -525,6 +530,17 @@ impl Sessions {
     }
 }
 
+/// The pane with its attributes: only the dim attribute tells a placeholder in an
+/// empty box from a draft (`screen::claude`, `screen::codex`).
+async fn capture(tmux: &dyn Tmux, pane: &PaneId) -> Result<String, DeliverError> {
+    tmux.capture_pane(pane, true)
+        .await
+        .map_err(|error| DeliverError::Paste {
+            pane: pane.to_string(),
+            error,
+        })
+}
+
 /// What the box showed after a paste.
 enum Shown {
     /// The paste, and no dialog: press Enter.
@@ -533,6 +549,11 @@ enum Shown {
     Gone,
     /// Something stands between the paste and its Enter.
     Held(HoldReason),
+}
+
+/// The session's host could not be reached before the text reached the pane.
+fn host_away(error: &DeliverError) -> bool {
+    !error.pasted() && matches!(error.tmux_error(), Some(tmux::Error::Unreachable { .. }))
 }
 
 /// The pane died or vanished before the text reached it (respawn, when liveness is

@@ -107,7 +107,7 @@ pub async fn answer(
     let _lock = delivery::lock_session(sessions.registry().dir(), &item, PASTE_WAIT)
         .await
         .map_err(|e| AnswerError::Busy(e.to_string()))?;
-    let pane = match sessions.locate(&record.tmux_session).await {
+    let pane = match sessions.locate(&record).await {
         PaneState::Live(pane) => pane,
         PaneState::Dead(_) | PaneState::Absent => {
             return gone(sessions, &item, request, source);
@@ -125,13 +125,10 @@ pub async fn answer(
             tokio::time::sleep(left).await;
         }
     }
-    let shown = delivery::dialog_shown(
-        sessions.tmux().as_ref(),
-        &pane,
-        screen_of(sessions, &record),
-    )
-    .await
-    .map_err(unreachable)?;
+    let tmux = sessions.tmux_of(&record).map_err(unreachable)?;
+    let shown = delivery::dialog_shown(tmux.as_ref(), &pane, screen_of(sessions, &record))
+        .await
+        .map_err(unreachable)?;
     if !shown {
         return gone(sessions, &item, request, source);
     }
@@ -153,7 +150,7 @@ pub async fn answer(
         Decision::Approved => Key::Enter,
         Decision::Denied | Decision::Elsewhere => Key::Escape,
     };
-    if let Err(error) = delivery::press_on_dialog(sessions.tmux().as_ref(), &pane, key).await {
+    if let Err(error) = delivery::press_on_dialog(tmux.as_ref(), &pane, key).await {
         let _ = sessions.registry().update(&item, |r| {
             if let Some(p) = r.reported.as_mut().and_then(|s| s.permission.as_mut())
                 && p.id == request.id
@@ -231,12 +228,10 @@ pub async fn reconcile(
         let answered = match (activity.liveness, &activity.pane) {
             (Liveness::Dead | Liveness::Absent, _) => true,
             (Liveness::Live, Some(pane)) => {
-                match delivery::dialog_shown(
-                    sessions.tmux().as_ref(),
-                    pane,
-                    screen_of(sessions, record),
-                )
-                .await
+                let Ok(tmux) = sessions.tmux_of(record) else {
+                    continue;
+                };
+                match delivery::dialog_shown(tmux.as_ref(), pane, screen_of(sessions, record)).await
                 {
                     Ok(shown) => !shown,
                     Err(tmux::Error::PaneDead { .. } | tmux::Error::SessionMissing { .. }) => true,

@@ -282,8 +282,14 @@ async fn a_dialog_answered_in_the_pane_is_reconciled_as_elsewhere() {
         .unwrap();
     let records = fx.sessions.registry().list().unwrap();
     let mut tracker = crate::session::ActivityTracker::new();
-    let seen =
-        crate::session::observe(fx.tmux.as_ref(), &records, &mut tracker, |_| false, 1).await;
+    let seen = crate::session::observe(
+        |r| fx.sessions.tmux_of(r),
+        &records,
+        &mut tracker,
+        |_| false,
+        1,
+    )
+    .await;
     assert_eq!(
         seen[0].state,
         crate::session::ActivityState::AwaitingPermission

@@ -142,8 +142,11 @@ impl LiveBackend {
         let Some(pane) = self.rows.pane_of(item, record.as_ref()) else {
             return Err(refused(format!("{} has no tmux pane", short_ref(item))));
         };
-        self.sessions
-            .tmux()
+        let tmux = match &record {
+            Some(record) => self.sessions.tmux_of(record),
+            None => Ok(std::sync::Arc::clone(self.sessions.tmux())),
+        };
+        tmux.map_err(|e| ActionError::Failed(e.to_string()))?
             .capture_pane(&pane, true)
             .await
             .map_err(|e| ActionError::Failed(e.to_string()))

@@ -88,7 +88,7 @@ impl SessionRows {
         let seen = {
             let mut tracker = self.tracker.lock().await;
             activity::observe(
-                sessions.tmux().as_ref(),
+                |r: &SessionRecord| sessions.tmux_of(r),
                 &records,
                 &mut tracker,
                 |item| questions.awaiting(item),
@@ -322,6 +322,7 @@ fn state_of(status: Status, state: ActivityState) -> SessionState {
         ActivityState::Closed => SessionState::NoSession,
         ActivityState::Unknown if status == Status::Paused => SessionState::Paused,
         ActivityState::Unknown => SessionState::Idle,
+        ActivityState::Unreachable => SessionState::Unreachable,
     }
 }
 

@@ -48,7 +48,7 @@ pub fn state_style(app: &App, state: SessionState) -> Style {
         SessionState::Idle => t.idle,
         SessionState::AwaitingInput | SessionState::AwaitingPermission => t.awaiting,
         SessionState::Dead => t.dead,
-        SessionState::Paused => t.paused,
+        SessionState::Paused | SessionState::Unreachable => t.paused,
         SessionState::NoSession => t.no_session,
     }
 }

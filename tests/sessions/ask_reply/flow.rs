@@ -34,7 +34,7 @@ async fn state_of(world: &World, n: u64) -> ActivityState {
     let records = world.sessions.registry().list().unwrap();
     let record = records.iter().find(|r| r.work_item == item(n)).unwrap();
     let seen = activity::observe(
-        &world.tmux,
+        |r| world.sessions.tmux_of(r),
         std::slice::from_ref(record),
         &mut ActivityTracker::new(),
         |i| questions.awaiting(i),

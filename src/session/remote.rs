@@ -1,0 +1,113 @@
+//! A session on another host (issue 32): where it runs there, what its pane's
+//! environment says, and which release its client is, asked on that host. The pane
+//! itself is reached through the host's tmux ([`Sessions::tmux_on`]) like any other.
+
+use super::registry::SessionRecord;
+use super::sessions::{SessionError, Sessions};
+use crate::config::{RepoConfig, WorkspaceMode};
+use crate::harness::Harness;
+use crate::paths;
+use crate::tmux::RemoteHost;
+use crate::work_item::WorkItemRef;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a look-up on the host (a directory, a client's version) may take.
+const LOOKUP: Duration = Duration::from_secs(15);
+
+impl Sessions {
+    /// The host a repo's sessions run on, connected: `None` for this machine.
+    pub(crate) async fn host_for(
+        &self,
+        repo: Option<&RepoConfig>,
+        item: &WorkItemRef,
+    ) -> Result<Option<Arc<RemoteHost>>, SessionError> {
+        let Some(name) = repo.and_then(|r| r.host.as_deref()) else {
+            return Ok(None);
+        };
+        let host = self.hosts().get(name).cloned().ok_or_else(|| {
+            SessionError::Remote(format!(
+                "{item}: host `{name}` is not in the config's hosts"
+            ))
+        })?;
+        host.transport
+            .connect()
+            .await
+            .map_err(|e| SessionError::Remote(e.to_string()))?;
+        Ok(Some(host))
+    }
+}
+
+/// The directory a session of `repo` runs in on `host`: `repos[].path` there, which
+/// must exist. Worktrees are made on this machine only, so a remote repo runs shared.
+pub(crate) async fn place(
+    host: &RemoteHost,
+    repo: &RepoConfig,
+    item: &WorkItemRef,
+) -> Result<PathBuf, SessionError> {
+    if repo.workspace == WorkspaceMode::Worktree {
+        return Err(SessionError::Remote(format!(
+            "{item}: worktrees are made on this machine only; set repos[].workspace: shared for a repo on host `{}`",
+            host.name()
+        )));
+    }
+    let Some(path) = repo.path.as_deref() else {
+        return Err(SessionError::Remote(format!(
+            "{item}: a repo on host `{}` needs repos[].path (a directory on that host)",
+            host.name()
+        )));
+    };
+    let dir = host.resolve(path).ok_or_else(|| {
+        SessionError::Remote(format!(
+            "{item}: host `{}` did not say its HOME",
+            host.name()
+        ))
+    })?;
+    let exists = host
+        .transport
+        .run(&["test".into(), "-d".into(), dir.clone()], None, LOOKUP)
+        .await
+        .map_err(|e| SessionError::Remote(e.to_string()))?;
+    if !exists.success {
+        return Err(SessionError::NoWorkingDir {
+            item: item.to_string(),
+            path: PathBuf::from(format!("{}:{dir}", host.name())),
+        });
+    }
+    Ok(PathBuf::from(dir))
+}
+
+/// The release the client on `host` names (`claude --version` run there); `None` for
+/// a harness whose screen the-loop does not read, or when it cannot be told (then its
+/// screen is unknown and deliveries are held, as on this machine).
+pub(crate) async fn client_version(host: &RemoteHost, harness: &Harness) -> Option<String> {
+    crate::session::delivery::ScreenReader::of(harness.screen())?;
+    let argv = [harness.program().to_string(), "--version".to_string()];
+    let out = host.transport.run(&argv, None, LOOKUP).await.ok()?;
+    crate::harness::version::parse(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// The environment of a pane on `host`: the item, the host's state directory as the
+/// pane's `THE_LOOP_HOME`, and the-loop installed there first on `PATH` — nothing of
+/// this machine's paths or secrets.
+pub(crate) fn pane_env(host: &RemoteHost, record: &SessionRecord) -> Vec<(String, String)> {
+    let mut env = vec![(
+        paths::ENV_WORK_ITEM.to_string(),
+        record.work_item.to_string(),
+    )];
+    if let Some(state) = host.state_dir() {
+        env.push((paths::ENV_HOME.to_string(), state));
+    }
+    if let Some(bin) = host.bin() {
+        let dir = bin.rsplit_once('/').map_or("", |(dir, _)| dir).to_string();
+        let rest = host.transport.remote_path().unwrap_or_default();
+        let path = std::iter::once(dir.as_str())
+            .chain(rest.split(':').filter(|p| !p.is_empty() && *p != dir))
+            .collect::<Vec<_>>()
+            .join(":");
+        env.push((paths::ENV_BIN.to_string(), bin));
+        env.push(("PATH".to_string(), path));
+    }
+    env
+}

@@ -1,0 +1,157 @@
+//! The tmux servers of other hosts (`hosts:` in the config): each a [`RemoteHost`] with
+//! its SSH transport and the remote user's tmux server reached through it. A session
+//! names its host in its record; everything the product does to its pane goes to that
+//! host's server through the same [`Tmux`] trait.
+
+use super::{RealTmux, Socket, Tmux};
+use crate::ssh::{Destination, Transport};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where the-loop's binary goes on a host, under its state directory.
+pub const REMOTE_BIN: &str = "bin/the-loop";
+
+/// One other host.
+pub struct RemoteHost {
+    pub transport: Arc<Transport>,
+    pub tmux: Arc<dyn Tmux>,
+    /// The host's tmux program.
+    pub tmux_program: String,
+    /// `hosts[].stateDir` as written: a leading `~/` is the remote user's home.
+    state_dir: String,
+}
+
+impl std::fmt::Debug for RemoteHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteHost")
+            .field("name", &self.transport.name())
+            .field("state_dir", &self.state_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RemoteHost {
+    /// Over `transport`, with the host's tmux program and state directory.
+    pub fn new(
+        transport: Arc<Transport>,
+        tmux_program: &str,
+        state_dir: &str,
+        timeout: Duration,
+    ) -> Self {
+        let tmux = RealTmux::remote(
+            Arc::clone(&transport),
+            tmux_program,
+            Socket::Default,
+            timeout,
+        );
+        Self {
+            transport,
+            tmux: Arc::new(tmux),
+            tmux_program: tmux_program.to_string(),
+            state_dir: state_dir.to_string(),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        self.transport.name()
+    }
+
+    /// The state directory as a path on the host: `~/` resolved against the remote
+    /// `HOME` the connection learned. `None` before the host was reached.
+    pub fn state_dir(&self) -> Option<String> {
+        resolve_home(&self.state_dir, self.transport.remote_home().as_deref())
+    }
+
+    /// `<stateDir>/bin/the-loop`: the binary `hosts install` puts there.
+    pub fn bin(&self) -> Option<String> {
+        self.state_dir().map(|dir| format!("{dir}/{REMOTE_BIN}"))
+    }
+
+    /// A remote path with a leading `~/` resolved against the remote `HOME`.
+    pub fn resolve(&self, path: &str) -> Option<String> {
+        resolve_home(path, self.transport.remote_home().as_deref())
+    }
+}
+
+/// `~/x` under `home`; a path without `~` as it is; `None` when `~` needs a home not known.
+pub fn resolve_home(path: &str, home: Option<&str>) -> Option<String> {
+    if path == "~" {
+        return home.map(str::to_string);
+    }
+    match path.strip_prefix("~/") {
+        Some(rest) => home
+            .filter(|h| !h.is_empty())
+            .map(|h| format!("{}/{rest}", h.trim_end_matches('/'))),
+        None => Some(path.to_string()),
+    }
+}
+
+/// Every configured host, by name. Cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct Hosts(Arc<BTreeMap<String, Arc<RemoteHost>>>);
+
+impl Hosts {
+    pub fn new(hosts: impl IntoIterator<Item = RemoteHost>) -> Self {
+        Self(Arc::new(
+            hosts
+                .into_iter()
+                .map(|h| (h.name().to_string(), Arc::new(h)))
+                .collect(),
+        ))
+    }
+
+    /// The hosts of `config`, their control sockets in `control_dir` (private), ssh
+    /// given `child_env` of our environment.
+    pub fn from_config(config: &crate::config::Config, control_dir: &Path) -> Self {
+        let timeout = Duration::from_secs(config.sessions.tmux.probe_timeout_seconds.max(1));
+        let mut hosts = Vec::new();
+        for host in &config.hosts {
+            let dest = Destination {
+                name: host.name.clone(),
+                ssh: host.ssh.clone(),
+                config_file: host.ssh_config.as_deref().map(crate::paths::expand_tilde),
+                connect_timeout: Duration::from_secs(host.connect_timeout_seconds),
+                server_alive: Duration::from_secs(host.server_alive_seconds),
+            };
+            let transport = Transport::new(dest, control_dir).with_child_env(config.child_env());
+            hosts.push(RemoteHost::new(
+                Arc::new(transport),
+                &host.tmux,
+                &host.state_dir,
+                timeout,
+            ));
+        }
+        Self::new(hosts)
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<RemoteHost>> {
+        self.0.get(name)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<RemoteHost>> {
+        self.0.values()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn home_is_resolved_on_the_far_side_only() {
+        assert_eq!(
+            resolve_home("~/.local/state/the-loop", Some("/home/dev")).as_deref(),
+            Some("/home/dev/.local/state/the-loop")
+        );
+        assert_eq!(resolve_home("~/x", None), None);
+        assert_eq!(resolve_home("~/x", Some("")), None);
+        assert_eq!(resolve_home("/srv/x", None).as_deref(), Some("/srv/x"));
+        assert_eq!(resolve_home("~", Some("/h/")).as_deref(), Some("/h/"));
+    }
+}

@@ -177,7 +177,8 @@ async fn check(host: &RemoteHost, config: &Config) -> CliResult {
     let harness = crate::harness::Harness::resolve(&config.sessions.harness, &config.sessions)
         .map(|h| h.program().to_string());
     match harness {
-        Ok(program) => match ask(host, &["which", &program]).await {
+        // As a pane there finds it: the-loop's bin directory first on the login's PATH.
+        Ok(program) => match ask(host, &["env", &pane_path(host), "which", &program]).await {
             Ok(path) if !path.is_empty() => line(true, "harness", path),
             _ => line(
                 false,
@@ -221,6 +222,14 @@ async fn check(host: &RemoteHost, config: &Config) -> CliResult {
             host.name()
         )))
     }
+}
+
+/// `PATH=<stateDir>/bin:<the login's PATH>`.
+fn pane_path(host: &RemoteHost) -> String {
+    let bin = host.bin().unwrap_or_default();
+    let dir = bin.rsplit_once('/').map_or("", |(d, _)| d);
+    let rest = host.transport.remote_path().unwrap_or_default();
+    format!("PATH={dir}:{rest}")
 }
 
 async fn install(host: &RemoteHost) -> CliResult {

@@ -444,7 +444,10 @@ impl Transport {
             host: self.dest.name.clone(),
             reason: "the transport is closed".into(),
         })?;
-        if !matches!(self.state(), HostState::Up { .. }) || !self.control.exists() {
+        // A master that died leaves its socket file: a client would then open a direct
+        // connection of its own for every command. Its pid tells first.
+        let master_gone = self.master_pid().is_some_and(|pid| !process_runs(pid));
+        if master_gone || !matches!(self.state(), HostState::Up { .. }) || !self.control.exists() {
             self.connect().await?;
         }
         let result = self.exec(argv, stdin, timeout).await;
@@ -569,4 +572,17 @@ impl Transport {
         .await;
         self.set_state(HostState::Unknown);
     }
+}
+
+/// Whether process `pid` still runs: it exists (signal 0 sends nothing) and, where
+/// `/proc` tells, is not a zombie nobody reaped yet.
+fn process_runs(pid: u32) -> bool {
+    let exists = i32::try_from(pid)
+        .is_ok_and(|pid| nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok());
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rfind(')')
+            .and_then(|end| stat[end + 1..].split_whitespace().next())
+            == Some("Z")
+    });
+    exists && !zombie
 }

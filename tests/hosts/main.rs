@@ -1,9 +1,11 @@
 //! Sessions on other hosts over SSH, against a real sshd on loopback whose user is the
-//! "remote host" (`support::sshd`): for now, the harness itself.
+//! "remote host" (`support::sshd`): the harness itself, the transport, and sessions
+//! started and delivered to there.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "../support/mod.rs"]
 mod support;
 
+mod remote_sessions;
 mod sshd_harness;

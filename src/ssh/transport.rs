@@ -538,29 +538,6 @@ impl Transport {
         })
     }
 
-    /// `ssh -t HOST -- argv` for a terminal the operator uses (attaching to a remote
-    /// tmux session): run it with the terminal's stdio.
-    pub fn interactive(&self, argv: &[String]) -> Result<std::process::Command, SshError> {
-        let line = command_line(argv).map_err(|source| SshError::Quote {
-            host: self.dest.name.clone(),
-            source,
-        })?;
-        let mut args = self.base_args(false);
-        args.extend([
-            "-t".into(),
-            self.dest.ssh.clone().into(),
-            "--".into(),
-            line.into(),
-        ]);
-        let mut command = std::process::Command::new(&self.program);
-        command
-            .args(args)
-            .env_remove("TMUX")
-            .env_remove("TMUX_PANE");
-        self.child_env.scrub(&mut command);
-        Ok(command)
-    }
-
     /// Ends the master (`-O exit`), best effort.
     pub async fn disconnect(&self) {
         let mut args = self.base_args(false);

@@ -2,6 +2,7 @@
 //! live in `load`, parsing with located errors in `parse`, the rules in `validate`.
 
 mod budgets;
+mod hosts;
 pub mod load;
 mod locate;
 pub mod parse;
@@ -15,6 +16,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub use budgets::{BudgetsConfig, ModelPrice, PricingConfig};
+pub use hosts::{
+    DEFAULT_CONNECT_TIMEOUT_SECONDS, DEFAULT_REMOTE_STATE_DIR, DEFAULT_REMOTE_TMUX,
+    DEFAULT_SERVER_ALIVE_SECONDS, HostConfig, LOCAL_HOST_NAME,
+};
 pub use load::{
     ConfigError, Environment, LoadedConfig, PathSource, ResolvedPath, load, load_file, resolve,
 };
@@ -28,6 +33,8 @@ pub use permission_mode::PermissionMode;
 pub struct Config {
     pub github: GithubConfig,
     pub repos: Vec<RepoConfig>,
+    /// Other machines repos' sessions run on, over SSH (`repos[].host` names one).
+    pub hosts: Vec<HostConfig>,
     pub routing: RoutingConfig,
     pub polling: PollingConfig,
     pub events: EventsConfig,
@@ -71,7 +78,8 @@ pub const DEFAULT_API_URL: &str = "https://api.github.com";
 pub struct RepoConfig {
     /// `owner/name`.
     pub name: String,
-    /// Working directory for this repo's sessions (`~` expanded at use).
+    /// Working directory for this repo's sessions (`~` expanded at use). With `host`,
+    /// a path on that host: never expanded or looked at on this machine.
     #[serde(default)]
     pub path: Option<String>,
     /// Watched items carry this label; `""` watches every open item.
@@ -98,6 +106,10 @@ pub struct RepoConfig {
     /// This repo's sessions' permission mode, over `sessions.permissionMode`.
     #[serde(default)]
     pub permission_mode: Option<PermissionMode>,
+    /// The `hosts:` entry this repo's sessions, worktrees, setup and critics run on;
+    /// none: this machine.
+    #[serde(default)]
+    pub host: Option<String>,
 }
 
 impl RepoConfig {
@@ -114,6 +126,7 @@ impl RepoConfig {
             setup: Vec::new(),
             setup_timeout_seconds: default_setup_timeout(),
             permission_mode: None,
+            host: None,
         }
     }
 }
@@ -431,8 +444,13 @@ pub enum NotifyMode {
 }
 
 impl RepoConfig {
-    /// The repo's working directory with a leading `~` expanded.
+    /// The repo's working directory on this machine, with a leading `~` expanded.
+    /// `None` for a repo on another host: its `path` is a path there, and means nothing
+    /// here (a `~` in it is the remote user's home).
     pub fn working_dir(&self) -> Option<PathBuf> {
+        if self.host.is_some() {
+            return None;
+        }
         self.path.as_deref().map(crate::paths::expand_tilde)
     }
 

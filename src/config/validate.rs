@@ -21,7 +21,7 @@ pub struct Problem {
 }
 
 impl Problem {
-    fn new(path: KeyPath, message: impl Into<String>) -> Self {
+    pub(super) fn new(path: KeyPath, message: impl Into<String>) -> Self {
         Self {
             path,
             message: message.into(),
@@ -40,6 +40,7 @@ pub fn errors(config: &Config) -> Vec<Problem> {
     check_server(config, &mut out);
     check_budgets(config, &mut out);
     check_permission_modes(config, &mut out);
+    super::hosts::check(config, &mut out);
     out
 }
 

@@ -15,7 +15,12 @@ fn sample() -> Config {
         label: default_label(),
         issues: true,
         pull_requests: true,
+        host: Some("build".into()),
         ..RepoConfig::named("")
+    });
+    config.hosts.push(HostConfig {
+        ssh_config: Some("~/.ssh/config".into()),
+        ..HostConfig::new("build", "dev@build-1")
     });
     config
         .sessions
@@ -76,6 +81,8 @@ fn config_key_paths() -> BTreeSet<String> {
         "repos[].pullRequests",
         "sessions.harnesses.<name>.oneshotArgs",
         "sessions.tmux.probeTimeoutSeconds",
+        "hosts[].stateDir",
+        "repos[].host",
         "critics",
     ] {
         assert!(paths.contains(expected), "walker missed {expected}");
@@ -128,13 +135,14 @@ fn the_starter_is_valid_and_shows_every_key_with_its_default() {
     let config = parse_str(starter::STARTER_YAML, Path::new("starter.yaml")).unwrap();
     assert!(validate::warnings(&config).is_empty());
 
-    // Every key is written out (harness entries are an example in comments).
+    // Every key is written out (harness, price and host entries are examples in comments).
     let raw: serde_json::Value = serde_norway::from_str(starter::STARTER_YAML).unwrap();
     let shown = key_paths(&raw);
     let missing: Vec<String> = config_key_paths()
         .into_iter()
         .filter(|p| !p.starts_with("sessions.harnesses.<name>"))
         .filter(|p| !p.starts_with("pricing.models.<id>"))
+        .filter(|p| !p.starts_with("hosts[]."))
         .filter(|p| !shown.contains(p))
         .collect();
     assert!(missing.is_empty(), "the starter omits {missing:#?}");

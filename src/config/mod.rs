@@ -2,6 +2,7 @@
 //! live in `load`, parsing with located errors in `parse`, the rules in `validate`.
 
 mod budgets;
+mod hosts;
 pub mod load;
 mod locate;
 pub mod parse;
@@ -15,6 +16,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub use budgets::{BudgetsConfig, ModelPrice, PricingConfig};
+pub use hosts::{
+    DEFAULT_CONNECT_TIMEOUT_SECONDS, DEFAULT_REMOTE_STATE_DIR, DEFAULT_REMOTE_TMUX,
+    DEFAULT_SERVER_ALIVE_SECONDS, HostConfig, LOCAL_HOST_NAME,
+};
 pub use load::{
     ConfigError, Environment, LoadedConfig, PathSource, ResolvedPath, load, load_file, resolve,
 };
@@ -27,9 +32,9 @@ pub use permission_mode::PermissionMode;
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Config {
     pub github: GithubConfig,
-    /// Other hosts sessions may run on, over SSH (issue 32).
-    pub hosts: Vec<HostConfig>,
     pub repos: Vec<RepoConfig>,
+    /// Other machines repos' sessions run on, over SSH (`repos[].host` names one).
+    pub hosts: Vec<HostConfig>,
     pub routing: RoutingConfig,
     pub polling: PollingConfig,
     pub events: EventsConfig,
@@ -46,20 +51,6 @@ pub struct Config {
 }
 
 impl Config {
-    /// The `hosts:` entry named `name`.
-    pub fn host(&self, name: &str) -> Option<&HostConfig> {
-        self.hosts.iter().find(|h| h.name == name)
-    }
-
-    /// The host the repo `owner/name` runs its sessions on; `None` for this machine.
-    pub fn host_of(&self, repo: &str) -> Option<&HostConfig> {
-        let repo = self
-            .repos
-            .iter()
-            .find(|r| r.name.eq_ignore_ascii_case(repo))?;
-        self.host(repo.host.as_deref()?)
-    }
-
     /// What child processes get of the environment (SPEC §14.4).
     pub fn child_env(&self) -> crate::secrets::ChildEnv {
         crate::secrets::ChildEnv::new(&self.server.webhook_secret_env, &self.sessions.pass_env)
@@ -87,7 +78,8 @@ pub const DEFAULT_API_URL: &str = "https://api.github.com";
 pub struct RepoConfig {
     /// `owner/name`.
     pub name: String,
-    /// Working directory for this repo's sessions (`~` expanded at use).
+    /// Working directory for this repo's sessions (`~` expanded at use). With `host`,
+    /// a path on that host: never expanded or looked at on this machine.
     #[serde(default)]
     pub path: Option<String>,
     /// Watched items carry this label; `""` watches every open item.
@@ -114,51 +106,10 @@ pub struct RepoConfig {
     /// This repo's sessions' permission mode, over `sessions.permissionMode`.
     #[serde(default)]
     pub permission_mode: Option<PermissionMode>,
-    /// The `hosts:` entry this repo's sessions run on; its `path` is then a directory
-    /// on that host. `None`: this machine.
+    /// The `hosts:` entry this repo's sessions, worktrees, setup and critics run on;
+    /// none: this machine.
     #[serde(default)]
     pub host: Option<String>,
-}
-
-/// Another host sessions run on (`hosts:`), reached with the operator's own `ssh`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct HostConfig {
-    /// How repos name it (`repos[].host`).
-    pub name: String,
-    /// The destination as `ssh` takes it: `dev@build-1`, a `Host` alias of
-    /// `~/.ssh/config`, `ssh://dev@build-1:2222`.
-    pub ssh: String,
-    /// An ssh_config file given to ssh as `-F` instead of the user's own.
-    #[serde(default)]
-    pub ssh_config: Option<String>,
-    /// The tmux program on the host.
-    #[serde(default = "default_host_tmux")]
-    pub tmux: String,
-    /// the-loop's state directory on the host; a leading `~/` is the remote user's home
-    /// (expanded there, never here).
-    #[serde(default = "default_host_state_dir")]
-    pub state_dir: String,
-    #[serde(default = "default_connect_timeout")]
-    pub connect_timeout_seconds: u64,
-    #[serde(default = "default_server_alive")]
-    pub server_alive_seconds: u64,
-}
-
-fn default_host_tmux() -> String {
-    "tmux".into()
-}
-
-fn default_host_state_dir() -> String {
-    "~/.local/state/the-loop".into()
-}
-
-fn default_connect_timeout() -> u64 {
-    10
-}
-
-fn default_server_alive() -> u64 {
-    15
 }
 
 impl RepoConfig {
@@ -493,8 +444,13 @@ pub enum NotifyMode {
 }
 
 impl RepoConfig {
-    /// The repo's working directory with a leading `~` expanded.
+    /// The repo's working directory on this machine, with a leading `~` expanded.
+    /// `None` for a repo on another host: its `path` is a path there, and means nothing
+    /// here (a `~` in it is the remote user's home).
     pub fn working_dir(&self) -> Option<PathBuf> {
+        if self.host.is_some() {
+            return None;
+        }
         self.path.as_deref().map(crate::paths::expand_tilde)
     }
 

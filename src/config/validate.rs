@@ -21,7 +21,7 @@ pub struct Problem {
 }
 
 impl Problem {
-    fn new(path: KeyPath, message: impl Into<String>) -> Self {
+    pub(super) fn new(path: KeyPath, message: impl Into<String>) -> Self {
         Self {
             path,
             message: message.into(),
@@ -40,94 +40,8 @@ pub fn errors(config: &Config) -> Vec<Problem> {
     check_server(config, &mut out);
     check_budgets(config, &mut out);
     check_permission_modes(config, &mut out);
-    check_hosts(config, &mut out);
+    super::hosts::check(config, &mut out);
     out
-}
-
-/// `hosts:` entries and the repos that name them. What reaches `ssh` as an argument
-/// must not read as an option.
-fn check_hosts(config: &Config, out: &mut Vec<Problem>) {
-    let plain = |s: &str| {
-        !s.is_empty()
-            && !s.starts_with('-')
-            && !s.chars().any(|c| c.is_whitespace() || c.is_control())
-    };
-    let mut seen = std::collections::HashSet::new();
-    for (i, host) in config.hosts.iter().enumerate() {
-        let at = |key: &str| KeyPath::parse("hosts").index(i).key(key);
-        let name_ok = (1..=32).contains(&host.name.len())
-            && host
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !name_ok {
-            out.push(Problem::new(
-                at("name"),
-                "use 1 to 32 letters, digits, '-' or '_'",
-            ));
-        } else if host.name == "local" {
-            out.push(Problem::new(
-                at("name"),
-                "`local` is reserved for this machine",
-            ));
-        } else if !seen.insert(host.name.as_str()) {
-            out.push(Problem::new(
-                at("name"),
-                format!("`{}` names two hosts", host.name),
-            ));
-        }
-        if !plain(&host.ssh) {
-            out.push(Problem::new(
-                at("ssh"),
-                "a destination as ssh takes it (dev@build-1, a Host alias); not empty, no spaces, not starting with '-'",
-            ));
-        }
-        if !plain(&host.tmux) {
-            out.push(Problem::new(
-                at("tmux"),
-                "a program name or path; not empty, no spaces, not starting with '-'",
-            ));
-        }
-        if host.ssh_config.as_deref().is_some_and(|f| !plain(f)) {
-            out.push(Problem::new(
-                at("sshConfig"),
-                "a path; not empty, no spaces, not starting with '-'",
-            ));
-        }
-        let dir = host.state_dir.as_str();
-        if !(dir.starts_with('/') || dir.starts_with("~/")) || dir.chars().any(char::is_control) {
-            out.push(Problem::new(
-                at("stateDir"),
-                "an absolute path on the host, or one under ~/",
-            ));
-        }
-        if !(1..=120).contains(&host.connect_timeout_seconds) {
-            out.push(Problem::new(
-                at("connectTimeoutSeconds"),
-                "between 1 and 120",
-            ));
-        }
-        if !(1..=600).contains(&host.server_alive_seconds) {
-            out.push(Problem::new(at("serverAliveSeconds"), "between 1 and 600"));
-        }
-    }
-    for (i, repo) in config.repos.iter().enumerate() {
-        let Some(name) = repo.host.as_deref() else {
-            continue;
-        };
-        if config.host(name).is_none() {
-            let known: Vec<&str> = config.hosts.iter().map(|h| h.name.as_str()).collect();
-            let known = if known.is_empty() {
-                "there are no hosts: entries".to_string()
-            } else {
-                format!("the hosts are {}", known.join(", "))
-            };
-            out.push(Problem::new(
-                KeyPath::parse("repos").index(i).key("host"),
-                format!("no host named `{name}` ({known})"),
-            ));
-        }
-    }
 }
 
 /// Where a permission mode is set: the global key, then each repo's that names one.

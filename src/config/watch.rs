@@ -239,6 +239,7 @@ pub fn changed_sections(old: &Config, new: &Config) -> Vec<&'static str> {
     };
     check("github", old.github != new.github);
     check("repos", old.repos != new.repos);
+    check("hosts", old.hosts != new.hosts);
     check("routing", old.routing != new.routing);
     check("polling", old.polling != new.polling);
     check("events", old.events != new.events);
@@ -269,6 +270,12 @@ mod tests {
         new.routing.authorized_users.push("alice".into());
         new.tui.theme = "light".into();
         assert_eq!(changed_sections(&old, &new), ["routing", "polling", "tui"]);
+
+        let mut remote = old.clone();
+        remote
+            .hosts
+            .push(super::super::HostConfig::new("build", "dev@build-1"));
+        assert_eq!(changed_sections(&old, &remote), ["hosts"]);
     }
 
     #[test]

@@ -71,6 +71,20 @@ pub(crate) fn restart_warning(old: &Config, new: &Config) -> Option<String> {
     if old.sessions.tmux.socket != new.sessions.tmux.socket {
         changed.push("sessions.tmux.socket");
     }
+    // The connections to other hosts (and which repos use them) are set up at start.
+    if old.hosts != new.hosts {
+        changed.push("hosts");
+    }
+    // Repos on another host, by name: adding or editing a local repo stays live.
+    let repo_hosts = |c: &Config| -> std::collections::BTreeMap<String, String> {
+        c.repos
+            .iter()
+            .filter_map(|r| Some((r.name.to_ascii_lowercase(), r.host.clone()?)))
+            .collect()
+    };
+    if repo_hosts(old) != repo_hosts(new) {
+        changed.push("repos[].host");
+    }
     // The tmux layer keeps the environment policy it started with.
     if old.child_env() != new.child_env() {
         changed.push("sessions.passEnv (or server.webhookSecretEnv, for new sessions)");
@@ -181,6 +195,32 @@ mod tests {
             warning.starts_with("github and sessions.tmux.socket changed"),
             "{warning}"
         );
+    }
+
+    #[test]
+    fn hosts_and_a_repos_host_need_a_restart() {
+        let mut old = Config::default();
+        old.repos
+            .push(crate::config::RepoConfig::named("octo/repo"));
+        let mut new = old.clone();
+        new.hosts
+            .push(crate::config::HostConfig::new("build", "dev@build-1"));
+        assert_eq!(
+            restart_warning(&old, &new).as_deref(),
+            Some("hosts changed: restart the supervisor to apply it")
+        );
+        let old = new.clone();
+        new.repos[0].host = Some("build".into());
+        assert_eq!(
+            restart_warning(&old, &new).as_deref(),
+            Some("repos[].host changed: restart the supervisor to apply it")
+        );
+        // Another key of the repo, or another local repo, still applies live.
+        let old = new.clone();
+        new.repos[0].label = "agents".into();
+        new.repos
+            .push(crate::config::RepoConfig::named("octo/other"));
+        assert_eq!(restart_warning(&old, &new), None);
     }
 
     #[test]

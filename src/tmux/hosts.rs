@@ -111,7 +111,7 @@ impl Hosts {
             let dest = Destination {
                 name: host.name.clone(),
                 ssh: host.ssh.clone(),
-                config_file: host.ssh_config.as_deref().map(crate::paths::expand_tilde),
+                config_file: host.ssh_config_file(),
                 connect_timeout: Duration::from_secs(host.connect_timeout_seconds),
                 server_alive: Duration::from_secs(host.server_alive_seconds),
             };

@@ -110,6 +110,14 @@ fn bad_config_files_exit_2_with_file_line_column_and_key() {
             "sessions:\n  harnesses:\n    mine: {command: 'my agent'}\n",
             ":3:21: sessions.harnesses.mine.command: `my agent`: a command is one executable; put its arguments in args",
         ),
+        (
+            "hosts:\n  - name: build\n    ssh: dev@build-1\nrepos:\n  - name: octo/repo\n    host: biuld\n",
+            ":6:11: repos[0].host: unknown host `biuld`; the known hosts are `build`",
+        ),
+        (
+            "hosts:\n  - name: build\n    ssh: -oProxyCommand=sh\n",
+            ":3:10: hosts[0].ssh: may not start with `-`",
+        ),
     ];
     let sb = Sandbox::new();
     for (i, (text, expected)) in cases.iter().enumerate() {

@@ -578,3 +578,7 @@ fn process_runs(pid: u32) -> bool {
     });
     exists && !zombie
 }
+
+#[cfg(test)]
+#[path = "transport_tests.rs"]
+mod tests;

@@ -197,19 +197,29 @@ fn run_critic(args: RunArgs, ctx: &Ctx) -> CliResult {
             )));
         }
     };
+    let paths = StatePaths::from_env();
+    let runtime = start_runtime(Threads::One)?;
+    // A repo on another host has its critics run there (issue 32).
+    let host = match &work_item {
+        Some(item) => runtime.block_on(critic_host(&loaded.config, &paths, item))?,
+        None => None,
+    };
+    let cwd = match (&args.cwd, &host, &work_item) {
+        (None, Some(_), Some(item)) => remote_dir(&loaded.config, &paths, item),
+        _ => args.cwd,
+    };
     let request = Request {
         prompt,
-        cwd: args.cwd,
+        cwd,
         work_item: work_item.clone(),
         spec_dir: args.spec_dir,
         timeout,
         child_env: loaded.config.child_env(),
+        host,
     };
-    let paths = StatePaths::from_env();
     let recorder = work_item
         .as_ref()
         .map(|_| Recorder::new(&paths, EventLog::open(&paths)));
-    let runtime = start_runtime(Threads::One)?;
     let round = runtime
         .block_on(critic::run_round_until(
             spec,
@@ -333,4 +343,41 @@ fn write_stdout(text: &str) -> CliResult {
         Err(e) => Err(failed(anyhow!("cannot write to standard output: {e}"))),
         Ok(()) => Ok(()),
     }
+}
+
+/// The host `item`'s repo runs on, connected; `None` for a repo here.
+async fn critic_host(
+    config: &crate::config::Config,
+    paths: &StatePaths,
+    item: &crate::work_item::WorkItemRef,
+) -> Result<Option<std::sync::Arc<crate::tmux::RemoteHost>>, CliError> {
+    let Some(entry) = config.host_of(&item.repo_full_name()) else {
+        return Ok(None);
+    };
+    let hosts = crate::tmux::Hosts::from_config(config, &paths.ssh_dir());
+    let host = hosts
+        .get(&entry.name)
+        .cloned()
+        .ok_or_else(|| failed(anyhow!("host `{}` is not configured", entry.name)))?;
+    host.transport.connect().await.map_err(failed)?;
+    Ok(Some(host))
+}
+
+/// Where a critic of `item` runs on its host: its session's directory there, else the
+/// repo's `path` (a path on the host).
+fn remote_dir(
+    config: &crate::config::Config,
+    paths: &StatePaths,
+    item: &crate::work_item::WorkItemRef,
+) -> Option<PathBuf> {
+    let registry = crate::session::Registry::new(paths, EventLog::open(paths), Source::Cli);
+    let record = registry.get(item).ok().flatten();
+    record.map(|r| r.cwd).or_else(|| {
+        config
+            .repos
+            .iter()
+            .find(|r| r.name.eq_ignore_ascii_case(&item.repo_full_name()))
+            .and_then(|r| r.path.clone())
+            .map(PathBuf::from)
+    })
 }

@@ -19,6 +19,7 @@ pub mod envelope;
 pub mod findings;
 pub mod placeholders;
 pub mod post;
+mod remote;
 pub mod results;
 pub mod round;
 pub mod run;

@@ -80,7 +80,8 @@ pub async fn run_round_until(
     // The commit the round reviews, so a ship can show the verdict on what goes out
     // (SPEC §19.3).
     let head = match (recorder, &request.cwd) {
-        (Some(_), Some(cwd)) => reviewed_head(cwd).await,
+        // (A round on another host reviews its files there: no head read here.)
+        (Some(_), Some(cwd)) if request.host.is_none() => reviewed_head(cwd).await,
         _ => None,
     };
     if let Some(recorder) = recorder {

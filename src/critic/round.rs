@@ -43,6 +43,8 @@ pub struct Request {
     /// What the critic gets of our environment; the default withholds the token and
     /// the default webhook secret. Set it from the config (`Config::child_env`).
     pub child_env: ChildEnv,
+    /// The host the critic runs on, in `cwd` there (a repo with `host:`); `None`: here.
+    pub host: Option<std::sync::Arc<crate::tmux::RemoteHost>>,
 }
 
 impl Request {
@@ -54,6 +56,7 @@ impl Request {
             spec_dir: None,
             timeout: None,
             child_env: ChildEnv::default(),
+            host: None,
         }
     }
 }
@@ -83,12 +86,15 @@ pub enum RunError {
 /// private files.
 #[derive(Debug)]
 pub struct Prepared {
-    header: Header,
-    format: OutputFormat,
-    timeout: Duration,
-    plan: Result<ProcessSpec, String>,
-    last_message: Option<PathBuf>,
-    _scratch: Option<Scratch>,
+    pub(super) header: Header,
+    pub(super) format: OutputFormat,
+    pub(super) timeout: Duration,
+    pub(super) plan: Result<ProcessSpec, String>,
+    pub(super) last_message: Option<PathBuf>,
+    pub(super) _scratch: Option<Scratch>,
+    /// Runs on another host: its `cwd` is there, so the places it names are not
+    /// checked against files here.
+    pub(super) remote: bool,
 }
 
 /// Checks `request` against `spec` and builds the invocation. Fails only for
@@ -103,6 +109,9 @@ pub fn prepare(spec: &CriticSpec, request: &Request) -> Result<Prepared, RunErro
     let timeout = request.timeout.unwrap_or(spec.timeout);
     if timeout.is_zero() {
         return Err(RunError::Timeout);
+    }
+    if let Some(host) = &request.host {
+        return super::remote::prepare(spec, request, host, timeout);
     }
     let cwd = working_dir(spec, request)?;
     let spec_dir = match &request.spec_dir {
@@ -173,6 +182,7 @@ pub fn prepare(spec: &CriticSpec, request: &Request) -> Result<Prepared, RunErro
         plan,
         last_message,
         _scratch: scratch,
+        remote: false,
     })
 }
 
@@ -230,7 +240,7 @@ fn plan(
     })
 }
 
-fn too_long(spec: &CriticSpec, index: usize, len: usize) -> String {
+pub(super) fn too_long(spec: &CriticSpec, index: usize, len: usize) -> String {
     let limit = MAX_ARG_BYTES + 1;
     let fix = match spec.runner {
         Runner::Command(_) => {
@@ -246,7 +256,12 @@ fn too_long(spec: &CriticSpec, index: usize, len: usize) -> String {
 }
 
 impl Prepared {
-    fn not_runnable(header: Header, spec: &CriticSpec, timeout: Duration, error: String) -> Self {
+    pub(super) fn not_runnable(
+        header: Header,
+        spec: &CriticSpec,
+        timeout: Duration,
+        error: String,
+    ) -> Self {
         Self {
             header,
             format: spec.output_format,
@@ -254,6 +269,7 @@ impl Prepared {
             plan: Err(error),
             last_message: None,
             _scratch: None,
+            remote: false,
         }
     }
 
@@ -288,6 +304,9 @@ impl Prepared {
                     &finished,
                     last_message,
                 );
+                if self.remote {
+                    return envelope;
+                }
                 let (format, root) = (self.format, process.cwd.clone());
                 let stdout = finished.stdout.text();
                 // Reading the named files is blocking work, bounded (findings.rs).
@@ -430,7 +449,7 @@ fn absolute(path: &Path) -> PathBuf {
 }
 
 /// The prompt text (read only when the argv needs it) and the caller's file, if any.
-fn prompt_parts(
+pub(super) fn prompt_parts(
     prompt: &Prompt,
     wants_text: bool,
 ) -> Result<(Option<String>, Option<PathBuf>), RunError> {
@@ -466,7 +485,7 @@ fn prompt_parts(
 /// A private (0700) directory for an inline prompt's file and a harness's answer file,
 /// removed when the round ends.
 #[derive(Debug)]
-struct Scratch {
+pub(super) struct Scratch {
     dir: PathBuf,
 }
 

@@ -10,6 +10,7 @@
 //! learned once per connection.
 
 mod forward;
+mod handed;
 pub mod quote;
 mod transport;
 

@@ -101,7 +101,7 @@ pub struct Transport {
     control: PathBuf,
     /// Where a master's own messages go (it runs in the background, so stderr is a file).
     log: PathBuf,
-    program: OsString,
+    pub(super) program: OsString,
     child_env: ChildEnv,
     channels: Semaphore,
     pub(super) connecting: tokio::sync::Mutex<()>,

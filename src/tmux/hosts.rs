@@ -32,6 +32,13 @@ impl std::fmt::Debug for RemoteHost {
     }
 }
 
+/// A host is who its name says (one entry per name in the config).
+impl PartialEq for RemoteHost {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
+}
+
 impl RemoteHost {
     /// Over `transport`, with the host's tmux program and state directory.
     pub fn new(

@@ -85,6 +85,8 @@ pub struct Output {
 pub struct Git {
     program: PathBuf,
     timeout: Duration,
+    /// Runs on this host instead (its git, over its SSH connection).
+    remote: Option<std::sync::Arc<crate::ssh::Transport>>,
 }
 
 impl Default for Git {
@@ -92,6 +94,7 @@ impl Default for Git {
         Self {
             program: PathBuf::from("git"),
             timeout: LOCAL_TIMEOUT,
+            remote: None,
         }
     }
 }
@@ -100,6 +103,14 @@ impl Git {
     /// `program` instead of `git` from PATH (tests: a missing one).
     pub fn with_program(mut self, program: impl Into<PathBuf>) -> Self {
         self.program = program.into();
+        self
+    }
+
+    /// git on another host, over its connection: `dir` is a path there. What a command
+    /// would get in its environment for this one process (a push's token) never goes
+    /// there: such a command is refused.
+    pub fn on(mut self, transport: std::sync::Arc<crate::ssh::Transport>) -> Self {
+        self.remote = Some(transport);
         self
     }
 
@@ -194,16 +205,11 @@ impl Git {
         env: &[(String, String)],
     ) -> Result<Output, GitError> {
         let command = describe(dir, args);
+        if let Some(transport) = &self.remote {
+            return run_remote(transport, &command, dir, args, timeout, cap, env).await;
+        }
         let mut argv: Vec<OsString> = vec!["-C".into(), dir.as_os_str().to_owned()];
-        for fixed in [
-            "-c",
-            "core.hooksPath=/dev/null",
-            "-c",
-            "core.fsmonitor=false",
-            "-c",
-            "core.quotepath=off",
-            "--no-pager",
-        ] {
+        for fixed in FIXED {
             argv.push(fixed.into());
         }
         argv.extend(args.iter().map(OsString::from));
@@ -245,6 +251,83 @@ impl Git {
             cut: ran.cut,
         })
     }
+}
+
+/// The fixed options of every git command: no hooks, no fsmonitor, paths unquoted,
+/// no pager.
+const FIXED: [&str; 7] = [
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.quotepath=off",
+    "--no-pager",
+];
+
+/// `git -C dir ARGS` on another host: the same options and environment, stdout cut at
+/// a line end after `cap` bytes.
+async fn run_remote(
+    transport: &crate::ssh::Transport,
+    command: &str,
+    dir: &Path,
+    args: &[&str],
+    timeout: Duration,
+    cap: usize,
+    env: &[(String, String)],
+) -> Result<Output, GitError> {
+    if !env.is_empty() {
+        return Err(GitError::Io {
+            command: command.to_string(),
+            error: format!(
+                "host `{}`: this git command needs values passed to it alone (a token), which never go to another host",
+                transport.name()
+            ),
+        });
+    }
+    let mut argv: Vec<String> = [
+        "env",
+        "GIT_TERMINAL_PROMPT=0",
+        "GIT_OPTIONAL_LOCKS=0",
+        "LC_ALL=C",
+        "git",
+        "-C",
+    ]
+    .map(str::to_string)
+    .to_vec();
+    argv.push(dir.to_string_lossy().into_owned());
+    argv.extend(FIXED.map(str::to_string));
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let out = transport
+        .run(&argv, None, timeout)
+        .await
+        .map_err(|e| match e {
+            crate::ssh::SshError::Timeout { after, .. } => GitError::Timeout {
+                command: command.to_string(),
+                after,
+            },
+            e => GitError::Io {
+                command: command.to_string(),
+                error: e.to_string(),
+            },
+        })?;
+    let mut stdout = out.stdout;
+    let cut = stdout.len() > cap;
+    if cut {
+        stdout.truncate(cap);
+        let end = stdout
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |at| at + 1);
+        stdout.truncate(end);
+    }
+    Ok(Output {
+        success: out.success || cut,
+        code: out.code,
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: out.stderr,
+        cut,
+    })
 }
 
 /// `git -C <dir> <args>` as the operator would type it (for messages).

@@ -8,5 +8,6 @@
 mod support;
 
 mod agents;
+mod critics;
 mod remote_sessions;
 mod sshd_harness;

@@ -142,6 +142,11 @@ sessions:
       command: the-loop
       args: [fake-agent, --log, "{log}", "--", "{{prompt}}"]
   tmux: {{submitDelayMs: 50, probeTimeoutSeconds: 10}}
+critics:
+  - {{name: whoami, command: env, args: ["PROMPT={{prompt}}", id, -un], outputFormat: text}}
+  - {{name: where, command: env, args: ["PROMPT={{prompt}}", pwd], outputFormat: text}}
+  - {{name: slow, command: env, args: ["PROMPT={{prompt}}", sleep, "30"], outputFormat: text, timeoutSeconds: 2}}
+  - {{name: files, command: cat, args: ["{{promptFile}}"], outputFormat: text}}
 "#,
         alias = Sshd::alias(),
         ssh_config = sshd.ssh_config().display(),

@@ -16,6 +16,7 @@ use crate::tui::backend::{ActionError, ActionResult, AttachPlan};
 use crate::tui::text::short_ref;
 use crate::work_item::WorkItemRef;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 fn refused(message: impl Into<String>) -> ActionError {
     ActionError::Refused(message.into())
@@ -27,6 +28,15 @@ fn session_error(error: SessionError) -> ActionError {
         // A configuration problem (harness, working directory) or an operational one.
         _ => ActionError::Failed(error.to_string()),
     }
+}
+
+/// Where an item's work is reviewed: the directory, the base of its diff, the git that
+/// reads it, and the host it is on (`None`: here).
+pub struct Place {
+    pub cwd: PathBuf,
+    pub base: Option<String>,
+    pub git: crate::workspace::Git,
+    pub host: Option<Arc<crate::tmux::RemoteHost>>,
 }
 
 impl LiveBackend {
@@ -71,10 +81,24 @@ impl LiveBackend {
     /// base it started from; else its working directory (or the repo's `path` for an
     /// item without a session) and what git finds there. The same for the diff view and
     /// for critics (SPEC §11.4, §16.4).
-    pub(super) fn review_place(
-        &self,
-        item: &WorkItemRef,
-    ) -> Result<(PathBuf, Option<String>), ActionError> {
+    pub(super) fn review_place(&self, item: &WorkItemRef) -> Result<Place, ActionError> {
+        // A session on another host: its directory and git are there.
+        if let Some(record) = self.record(item)?
+            && let Some(name) = record.host.as_deref()
+        {
+            let host = self.sessions.hosts().get(name).cloned().ok_or_else(|| {
+                refused(format!(
+                    "host `{name}` of {} is not in the config",
+                    short_ref(item)
+                ))
+            })?;
+            return Ok(Place {
+                cwd: record.cwd,
+                base: None,
+                git: crate::workspace::Git::default().on(Arc::clone(&host.transport)),
+                host: Some(host),
+            });
+        }
         let workspace = self.sessions.workspaces().record(item).ok().flatten();
         let cwd = match (self.record(item)?, &workspace) {
             (Some(record), _) if record.cwd.is_dir() => record.cwd,
@@ -105,14 +129,18 @@ impl LiveBackend {
         let base = workspace
             .filter(|ws| cwd.starts_with(&ws.dir))
             .map(|ws| ws.base);
-        Ok((cwd, base))
+        Ok(Place {
+            cwd,
+            base,
+            git: crate::workspace::Git::default(),
+            host: None,
+        })
     }
 
     /// The diff view's text: what it is compared against, the file list, untracked
     /// files, the patch.
     pub(super) async fn diff_text(&self, item: &WorkItemRef) -> Result<String, ActionError> {
-        let (cwd, base) = self.review_place(item)?;
-        let git = crate::workspace::Git::default();
+        let Place { cwd, base, git, .. } = self.review_place(item)?;
         let changes = crate::workspace::status::changes(&git, &cwd, base.as_deref())
             .await
             .map_err(refused)?;
@@ -282,12 +310,11 @@ impl LiveBackend {
                 "{name} is disabled: set `enabled: true` on its entry to run it"
             )));
         }
-        let (cwd, base) = self.review_place(item)?;
+        let place = self.review_place(item)?;
         self.runs.start(
             spec.clone(),
             item.clone(),
-            cwd,
-            base,
+            place,
             self.critic_runner.clone(),
             self.loaded().config.child_env(),
         );

@@ -11,6 +11,7 @@
 //! --work-item`: SPEC §17.7), read from the event log ([`super::rounds`]) and their
 //! saved envelopes, postable like this screen's own.
 
+use super::actions::Place;
 use super::review;
 use super::rounds::{Finished, RoundLog};
 use crate::critic::round::{self, Prompt, Request};
@@ -197,8 +198,7 @@ impl CriticRuns {
         &self,
         spec: CriticSpec,
         item: WorkItemRef,
-        cwd: PathBuf,
-        base: Option<String>,
+        place: Place,
         runner: CriticRunner,
         child_env: ChildEnv,
     ) -> RunId {
@@ -226,7 +226,7 @@ impl CriticRuns {
         let this = self.clone();
         let run = id.clone();
         tokio::spawn(async move {
-            let (envelope, saved) = one_round(&spec, item, cwd, base, &runner, child_env).await;
+            let (envelope, saved) = one_round(&spec, item, place, &runner, child_env).await;
             this.finish(&run, envelope, saved);
         });
         id
@@ -353,15 +353,15 @@ fn trim(runs: &mut Vec<Run>) {
 async fn one_round(
     spec: &CriticSpec,
     item: WorkItemRef,
-    cwd: PathBuf,
-    base: Option<String>,
+    place: Place,
     runner: &CriticRunner,
     child_env: ChildEnv,
 ) -> (Envelope, Option<PathBuf>) {
-    let material = review::material(&item, &cwd, base.as_deref()).await;
+    let material = review::material(&place.git, &item, &place.cwd, place.base.as_deref()).await;
     let mut request = Request::new(Prompt::Text(material));
     request.child_env = child_env;
-    request.cwd = Some(cwd);
+    request.cwd = Some(place.cwd);
+    request.host = place.host;
     request.work_item = Some(item);
     match runner.run(spec, &request).await {
         Ok(round) => {
@@ -409,6 +409,16 @@ fn result_of(envelope: &Envelope) -> CriticResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A directory on this machine, diffed against what git finds.
+    fn here(dir: &std::path::Path) -> Place {
+        Place {
+            cwd: dir.to_path_buf(),
+            base: None,
+            git: crate::workspace::Git::default(),
+            host: None,
+        }
+    }
     use crate::config::SessionsConfig;
     use crate::critic::Recorder;
     use crate::events::{EventLog, Source};
@@ -456,8 +466,7 @@ mod tests {
         let id = runs.start(
             spec("grep -c UNTRUSTED \"$1\"; pwd"),
             item.clone(),
-            work.clone(),
-            None,
+            here(&work),
             runner.clone(),
             ChildEnv::default(),
         );
@@ -563,8 +572,7 @@ mod tests {
         let id = runs.start(
             spec("echo broken >&2; exit 3"),
             WorkItemRef::new("octo", "repo", 1),
-            dir.path().to_path_buf(),
-            None,
+            here(dir.path()),
             runner(&paths, &events, "unused"),
             ChildEnv::default(),
         );

@@ -14,7 +14,6 @@ use crate::tui::backend::{ActionError, ActionResult};
 use crate::tui::diff_view::ReviewMaterial;
 use crate::tui::text::short_ref;
 use crate::work_item::WorkItemRef;
-use crate::workspace::Git;
 use crate::workspace::diff_model::DiffModel;
 
 impl LiveBackend {
@@ -108,8 +107,7 @@ impl LiveBackend {
         if comments.is_empty() {
             return Err(ActionError::Refused("no pending comments to send".into()));
         }
-        let (cwd, base) = self.review_place(item)?;
-        let git = Git::default();
+        let super::actions::Place { cwd, base, git, .. } = self.review_place(item)?;
         let now = crate::workspace::status::changes(&git, &cwd, base.as_deref())
             .await
             .ok()

@@ -13,8 +13,8 @@ const TEMPLATE: &str = include_str!("../../../templates/critic_review.md");
 
 /// The material for a critic on `item` working in `cwd`, diffed against `base` (the
 /// session's worktree base) or, without one, against what git can find.
-pub async fn material(item: &WorkItemRef, cwd: &Path, base: Option<&str>) -> String {
-    let changes = match changes(&Git::default(), cwd, base).await {
+pub async fn material(git: &Git, item: &WorkItemRef, cwd: &Path, base: Option<&str>) -> String {
+    let changes = match changes(git, cwd, base).await {
         Ok(changes) => changes,
         Err(note) => Changes {
             base: "nothing".into(),
@@ -103,7 +103,7 @@ mod tests {
     #[tokio::test]
     async fn a_directory_outside_git_gets_a_note() {
         let dir = tempfile::tempdir().unwrap();
-        let text = material(&item(), dir.path(), None).await;
+        let text = material(&Git::default(), &item(), dir.path(), None).await;
         assert!(text.contains("is not inside a git repository"), "{text}");
         assert!(text.contains("Compared against: nothing"), "{text}");
     }

@@ -9,11 +9,14 @@
 //! makes calls fail, never hang. What the far side looks like (`HOME`, `PATH`) is
 //! learned once per connection.
 
+mod interactive;
 pub mod quote;
+mod state;
 mod transport;
 
 pub use quote::{QuoteError, command_line};
-pub use transport::{Destination, HostState, Output, Stats, Transport};
+pub use state::HostState;
+pub use transport::{Destination, Output, Stats, Transport};
 
 use std::time::Duration;
 

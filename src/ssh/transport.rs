@@ -11,7 +11,7 @@
 //! - an idle connection dropped by a middlebox: `ServerAliveInterval`, after which a
 //!   dead master exits and the next call connects again.
 
-use super::{SshError, command_line};
+use super::{HostState, SshError, command_line};
 use crate::secrets::ChildEnv;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -45,17 +45,6 @@ pub struct Destination {
     pub config_file: Option<PathBuf>,
     pub connect_timeout: Duration,
     pub server_alive: Duration,
-}
-
-/// What the status bar shows of a host.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HostState {
-    /// Not tried yet.
-    Unknown,
-    /// Connected; `rtt` is the last round trip of a command through the connection.
-    Up { rtt: Duration },
-    /// The last attempt failed; calls fail fast until it is tried again.
-    Unreachable { reason: String },
 }
 
 /// What one remote command did.
@@ -100,8 +89,8 @@ pub struct Transport {
     control: PathBuf,
     /// Where a master's own messages go (it runs in the background, so stderr is a file).
     log: PathBuf,
-    program: OsString,
-    child_env: ChildEnv,
+    pub(super) program: OsString,
+    pub(super) child_env: ChildEnv,
     channels: Semaphore,
     connecting: tokio::sync::Mutex<()>,
     state: Mutex<HostState>,
@@ -200,7 +189,7 @@ impl Transport {
     }
 
     /// The options of every invocation: the control socket, no prompt, no forwarding.
-    fn base_args(&self, master: bool) -> Vec<OsString> {
+    pub(super) fn base_args(&self, master: bool) -> Vec<OsString> {
         let mut args: Vec<OsString> = Vec::new();
         if let Some(file) = &self.dest.config_file {
             args.push("-F".into());

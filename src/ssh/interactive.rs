@@ -98,7 +98,13 @@ mod tests {
             .filter(|(_, value)| value.is_none())
             .map(|(name, _)| name)
             .collect();
-        for name in ["TMUX", "TMUX_PANE", "GH_TOKEN", "GITHUB_TOKEN", "LOOP_WEBHOOK_SECRET"] {
+        for name in [
+            "TMUX",
+            "TMUX_PANE",
+            "GH_TOKEN",
+            "GITHUB_TOKEN",
+            "LOOP_WEBHOOK_SECRET",
+        ] {
             assert!(removed.contains(&OsStr::new(name)), "{name}: {removed:?}");
         }
         assert!(command.get_envs().all(|(_, value)| value.is_none()));

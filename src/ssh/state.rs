@@ -59,7 +59,10 @@ mod tests {
         let up = HostState::Up {
             rtt: Duration::from_micros(4_700),
         };
-        assert_eq!((up.label(), up.rtt_ms(), up.reason()), ("up", Some(4), None));
+        assert_eq!(
+            (up.label(), up.rtt_ms(), up.reason()),
+            ("up", Some(4), None)
+        );
         assert_eq!(up.describe(), "up 4 ms");
         let down = HostState::Unreachable {
             reason: "no route".into(),

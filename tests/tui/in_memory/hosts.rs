@@ -2,14 +2,14 @@
 //! each snapshot, so a host's state shows within a refresh; without hosts the bar is as
 //! it always was (every other snapshot of this crate has none).
 
-use super::event_loop::{Rig, drive, wait};
+use super::event_loop::{Rig, drive, quiet_snapshot, wait};
 use crate::support::tui_app::*;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use std::time::Duration;
 use the_loop::ssh::HostState;
 use the_loop::tui::app::App;
-use the_loop::tui::backend::{HostView, SessionState, Snapshot};
+use the_loop::tui::backend::HostView;
 use the_loop::tui::sample;
 
 fn host(name: &str, state: HostState) -> HostView {
@@ -31,20 +31,10 @@ fn unreachable() -> HostState {
     }
 }
 
-/// Nothing on screen that changes with time.
-fn quiet() -> Snapshot {
-    let mut s = sample::snapshot(NOW);
-    s.status.last_poll = None;
-    s.questions.clear();
-    s.runs.retain(|r| !r.is_running());
-    s.sessions[1].state = SessionState::Idle;
-    s
-}
-
 /// Runs the loop on the fake backend with `hosts`; `then` changes them after the first
 /// snapshot, and the loop runs one refresh more. Returns the app as last updated.
 async fn run_with(hosts: Vec<HostView>, then: Option<Vec<HostView>>, w: u16, h: u16) -> App {
-    let (rig, mut console) = Rig::new(quiet());
+    let (rig, mut console) = Rig::new(quiet_snapshot());
     rig.backend.set_hosts(hosts);
     rig.backend
         .set_capture(&sample::item("octo/repo", 15), &sample::capture());
@@ -103,5 +93,8 @@ async fn a_host_that_drops_shows_within_a_refresh_and_none_shows_nothing() {
 
     let app = run_with(Vec::new(), None, 120, 32).await;
     assert!(app.status.hosts.is_empty());
-    assert_eq!(top_line(&app), top_line(&app_with(quiet(), 120, 32)));
+    assert_eq!(
+        top_line(&app),
+        top_line(&app_with(quiet_snapshot(), 120, 32))
+    );
 }

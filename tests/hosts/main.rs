@@ -7,5 +7,6 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod health_and_attach;
 mod remote_sessions;
 mod sshd_harness;

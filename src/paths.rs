@@ -9,6 +9,9 @@ pub const ENV_TMUX_SOCKET: &str = "THE_LOOP_TMUX_SOCKET";
 pub const ENV_WORK_ITEM: &str = "THE_LOOP_WORK_ITEM";
 /// The running `the-loop` binary, set in every session (SPEC §16.5).
 pub const ENV_BIN: &str = "THE_LOOP_BIN";
+/// Set in a session's pane on another host (`hosts[].name`): its agents reach the
+/// supervisor only through the forwarded socket, never in-process.
+pub const ENV_HOST: &str = "THE_LOOP_HOST";
 
 fn project_dirs() -> Option<directories::ProjectDirs> {
     directories::ProjectDirs::from("", "", "the-loop")

@@ -57,6 +57,7 @@ pub fn run(args: AskArgs, ctx: &Ctx) -> CliResult {
 
     let paths = StatePaths::from_env();
     let runtime = start_runtime(Threads::One)?;
+    let mut answer = None;
     if let Some(supervisor) = OperatorClient::new(&paths) {
         match runtime.block_on(supervisor.ask(&request)) {
             Ok(asked) => return finish(&request.work_item, asked.comment, false),
@@ -65,10 +66,14 @@ pub fn run(args: AskArgs, ctx: &Ctx) -> CliResult {
             // Recorded or not, the agent waits: make sure the question is on record.
             Err(e) => {
                 tracing::warn!(work_item = %request.work_item, "asking through the supervisor failed ({e}); asking in-process");
+                answer = Some(e.to_string());
             }
         }
     }
 
+    if let Some(refused) = super::host_without_supervisor(&paths, "question", answer) {
+        return Err(refused);
+    }
     let events = EventLog::open(&paths);
     // A broken config still records the question (exit 2): the agent waits either way.
     let (client, broken_config) = match config::load(ctx.config_flag.as_deref()) {

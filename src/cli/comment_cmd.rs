@@ -72,6 +72,9 @@ pub fn run(args: CommentArgs, ctx: &Ctx) -> CliResult {
         }
     }
 
+    if let Some(refused) = super::host_without_supervisor(&paths, "comment", None) {
+        return Err(refused);
+    }
     let loaded = config::load(ctx.config_flag.as_deref()).map_err(usage)?;
     let client = Client::from_config(&loaded.config.github).map_err(failed)?;
     let sessions = crate::session::Sessions::open(&loaded, &paths, Source::Cli).map_err(usage)?;

@@ -154,6 +154,27 @@ pub(crate) fn confirm(question: &str, no_terminal: String, declined: &str) -> Cl
 }
 
 /// [`runtime::build`], a failure said as the commands say it (exit 1).
+/// In a session on another host (`THE_LOOP_HOST`), an agent's request goes only through
+/// the supervisor's socket forwarded there: in-process, it would be recorded in the
+/// host's own state, which nobody reads. `what`: "question", "comment".
+/// `answer`: what the supervisor said, when it answered with a refusal.
+pub(crate) fn host_without_supervisor(
+    paths: &crate::paths::StatePaths,
+    what: &str,
+    answer: Option<String>,
+) -> Option<CliError> {
+    let host = std::env::var(crate::paths::ENV_HOST)
+        .ok()
+        .filter(|h| !h.trim().is_empty())?;
+    Some(failed(match answer {
+        Some(answer) => anyhow::anyhow!("the {what} was not sent: {answer}"),
+        None => anyhow::anyhow!(
+            "this session runs on host `{host}`, whose agents reach the supervisor only through {}, and nothing answers there: the {what} was not sent. Is `the-loop tui` (or `run`) running on the operator's machine with this host reachable?",
+            paths.operator_socket().display()
+        ),
+    }))
+}
+
 pub(crate) fn start_runtime(threads: Threads) -> Result<tokio::runtime::Runtime, CliError> {
     runtime::build(threads)
         .map_err(|e| failed(anyhow::anyhow!("cannot start the async runtime: {e}")))

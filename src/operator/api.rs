@@ -8,6 +8,11 @@
 //!   [`Commenter::comment`] with the supervisor's client, registry and
 //!   `sessions.commentsPerMinute` (SPEC §19.2): an agent's words on its own item.
 //!
+//! Another host's agents reach the supervisor through a socket of their host's own
+//! ([`OperatorApi::host_router`], forwarded over its SSH connection): only `ask` and
+//! `comment` are served there, and only for sessions on that host — a peer's pid
+//! cannot tell its pane across a forward, so the host is the boundary.
+//!
 //! Bodies are `application/json` (at most [`MAX_BODY_BYTES`], unknown fields refused).
 //! Every answer is JSON: `200 {"ok": true, …}` or the error's status with `{"error":
 //! "…", "reason": "…"}`. The work runs in its own task: a client that hangs up halfway
@@ -45,6 +50,10 @@ pub const CLIENT_HEADER: &str = "x-the-loop-client";
 /// A body larger than this is refused (413) before it is parsed.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
+/// A request came in on the socket of this host (`hosts[].name`).
+#[derive(Debug, Clone)]
+struct FromHost(String);
+
 /// What the routes act with: the supervisor's own sessions, client and event log.
 pub struct OperatorApi {
     replier: Replier,
@@ -70,6 +79,32 @@ impl OperatorApi {
             .route(ASK_PATH, post(ask_route))
             .route(COMMENT_PATH, post(comment_route))
             .with_state(self)
+    }
+
+    /// The routes an agent on `host` may use (`ask`, `comment`), for that host's
+    /// socket. Everything there is taken as coming from some process on `host`.
+    pub fn host_router(self: Arc<Self>, host: &str) -> Router {
+        Router::new()
+            .route(ASK_PATH, post(ask_route))
+            .route(COMMENT_PATH, post(comment_route))
+            .layer(axum::Extension(FromHost(host.to_string())))
+            .with_state(self)
+    }
+
+    /// `Err(refusal)` unless `item` has an open session on `host`.
+    fn on_host(&self, item: &WorkItemRef, host: &FromHost) -> Result<(), Box<Response>> {
+        let record = self.sessions.registry().get(item).ok().flatten();
+        match record {
+            Some(r) if r.status.is_open() && r.host.as_deref() == Some(host.0.as_str()) => Ok(()),
+            _ => Err(Box::new(error(
+                StatusCode::FORBIDDEN,
+                "other-host",
+                &format!(
+                    "{item} has no open session on host `{}`: an agent there acts only for its host's sessions",
+                    host.0
+                ),
+            ))),
+        }
     }
 
     /// Whether the supervisor posts on `item` for an agent: a configured repository,
@@ -174,6 +209,7 @@ async fn reply(State(api): State<Arc<OperatorApi>>, headers: HeaderMap, body: Bo
 
 async fn ask_route(
     State(api): State<Arc<OperatorApi>>,
+    host: Option<axum::Extension<FromHost>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
@@ -196,6 +232,13 @@ async fn ask_route(
             Err(e) => return bad_ref(e),
         },
     };
+    // From another host: the asking session (its own item, or the one it names) is
+    // one of that host's.
+    if let Some(axum::Extension(host)) = &host
+        && let Err(refused) = api.on_host(session.as_ref().unwrap_or(&item), host)
+    {
+        return *refused;
+    }
     let question = match question_text(&parsed.question) {
         Ok(question) => question,
         Err(e) => return error(StatusCode::BAD_REQUEST, "bad-question", &e.to_string()),
@@ -226,6 +269,7 @@ async fn ask_route(
 
 async fn comment_route(
     State(api): State<Arc<OperatorApi>>,
+    host: Option<axum::Extension<FromHost>>,
     peer: Option<axum::Extension<crate::server::PeerPid>>,
     headers: HeaderMap,
     body: Body,
@@ -239,8 +283,13 @@ async fn comment_route(
         Ok(item) => item,
         Err(e) => return error(StatusCode::BAD_REQUEST, "bad-ref", &e.to_string()),
     };
-    // An agent comments only on its own item, whatever `$THE_LOOP_WORK_ITEM` says.
-    if let Some(axum::Extension(crate::server::PeerPid(pid))) = peer
+    // An agent comments only on its own item, whatever `$THE_LOOP_WORK_ITEM` says: here
+    // by its pane; from another host, by that host's sessions.
+    if let Some(axum::Extension(host)) = &host {
+        if let Err(refused) = api.on_host(&work_item, host) {
+            return *refused;
+        }
+    } else if let Some(axum::Extension(crate::server::PeerPid(pid))) = peer
         && let Err(own) = crate::session::caller::check(&api.sessions, &work_item, pid).await
     {
         let e = crate::session::comment::CommentError::OtherSession {

@@ -27,3 +27,22 @@ pub mod socket;
 pub use api::{COMMENT_PATH, OperatorApi, REPLY_PATH};
 pub use client::{ClientError, OperatorClient, RemoteAsk};
 pub use socket::{OperatorSocket, SocketError};
+
+/// Serves what `host`'s agents may ask ([`OperatorApi::host_router`]) on
+/// `<dir>/<host>.agents.sock`, and has the host's transport forward
+/// `<stateDir>/operator.sock` there to it on every connection: the way back from a
+/// remote pane, over the SSH connection the supervisor already holds, never a port.
+pub fn serve_host(
+    api: std::sync::Arc<OperatorApi>,
+    host: &crate::tmux::RemoteHost,
+    dir: &std::path::Path,
+    limits: crate::server::Limits,
+    events: crate::events::EventLog,
+) -> Result<OperatorSocket, SocketError> {
+    let path = dir.join(format!("{}.agents.sock", host.name()));
+    let app = crate::server::guarded(api.host_router(host.name()), &[], events);
+    let socket = OperatorSocket::bind(&path, app, limits)?;
+    host.transport
+        .forward_on_connect(&host.operator_socket(), socket.path());
+    Ok(socket)
+}

@@ -92,10 +92,13 @@ pub(crate) async fn client_version(host: &RemoteHost, harness: &Harness) -> Opti
 /// pane's `THE_LOOP_HOME`, and the-loop installed there first on `PATH` — nothing of
 /// this machine's paths or secrets.
 pub(crate) fn pane_env(host: &RemoteHost, record: &SessionRecord) -> Vec<(String, String)> {
-    let mut env = vec![(
-        paths::ENV_WORK_ITEM.to_string(),
-        record.work_item.to_string(),
-    )];
+    let mut env = vec![
+        (
+            paths::ENV_WORK_ITEM.to_string(),
+            record.work_item.to_string(),
+        ),
+        (paths::ENV_HOST.to_string(), host.name().to_string()),
+    ];
     if let Some(state) = host.state_dir() {
         env.push((paths::ENV_HOME.to_string(), state));
     }

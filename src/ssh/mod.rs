@@ -9,6 +9,7 @@
 //! makes calls fail, never hang. What the far side looks like (`HOME`, `PATH`) is
 //! learned once per connection.
 
+mod forward;
 mod interactive;
 pub mod quote;
 mod state;

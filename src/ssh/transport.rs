@@ -11,6 +11,7 @@
 //! - an idle connection dropped by a middlebox: `ServerAliveInterval`, after which a
 //!   dead master exits and the next call connects again.
 
+use super::forward::Forward;
 use super::{HostState, SshError, command_line};
 use crate::secrets::ChildEnv;
 use std::ffi::OsString;
@@ -28,7 +29,7 @@ pub const CHANNELS: usize = 7;
 
 /// How long a probe of the master (`-O check`) may take before the master is taken for
 /// hung.
-const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
+pub(super) const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// `sun_path` holds 108 bytes with its NUL, and ssh binds the master at the path plus
 /// a 17-byte random suffix before renaming it into place.
@@ -85,17 +86,23 @@ enum Master {
 /// One host's SSH connection and the commands over it.
 #[derive(Debug)]
 pub struct Transport {
-    dest: Destination,
+    pub(super) dest: Destination,
     control: PathBuf,
     /// Where a master's own messages go (it runs in the background, so stderr is a file).
     log: PathBuf,
     pub(super) program: OsString,
     pub(super) child_env: ChildEnv,
     channels: Semaphore,
-    connecting: tokio::sync::Mutex<()>,
+    pub(super) connecting: tokio::sync::Mutex<()>,
     state: Mutex<HostState>,
     facts: Mutex<Option<Facts>>,
     master_pid: Mutex<Option<u32>>,
+    /// Unix sockets on the host forwarded to sockets here, on every master.
+    pub(super) forwards: Mutex<Vec<Forward>>,
+    /// The master the forwards were last set up on.
+    pub(super) forwarded_on: Mutex<Option<u32>>,
+    /// Why the last setup of the forwards failed.
+    pub(super) forward_problem: Mutex<Option<String>>,
     connections: AtomicU64,
     commands: AtomicU64,
 }
@@ -116,6 +123,9 @@ impl Transport {
             state: Mutex::new(HostState::Unknown),
             facts: Mutex::new(None),
             master_pid: Mutex::new(None),
+            forwards: Mutex::new(Vec::new()),
+            forwarded_on: Mutex::new(None),
+            forward_problem: Mutex::new(None),
             connections: AtomicU64::new(0),
             commands: AtomicU64::new(0),
         }
@@ -223,7 +233,7 @@ impl Transport {
         args
     }
 
-    fn command(&self, args: Vec<OsString>) -> tokio::process::Command {
+    pub(super) fn command(&self, args: Vec<OsString>) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(&self.program);
         command
             .args(args)
@@ -338,6 +348,7 @@ impl Transport {
             path: lines.next().unwrap_or_default().to_string(),
         };
         *self.facts.lock().unwrap_or_else(PoisonError::into_inner) = Some(facts);
+        self.set_up_forwards().await;
         Ok(rtt)
     }
 
@@ -439,6 +450,10 @@ impl Transport {
         if master_gone || !matches!(self.state(), HostState::Up { .. }) || !self.control.exists() {
             self.connect().await?;
         }
+        if self.forwards_pending() {
+            let _one = self.connecting.lock().await;
+            self.set_up_forwards().await;
+        }
         let result = self.exec(argv, stdin, timeout).await;
         if let Err(error) = &result
             && error.is_unreachable()
@@ -462,7 +477,7 @@ impl Transport {
     }
 
     /// One command over the master, no connecting.
-    async fn exec(
+    pub(super) async fn exec(
         &self,
         argv: &[String],
         stdin: Option<&[u8]>,

@@ -81,6 +81,8 @@ pub(super) struct Running {
     pub paths: StatePaths,
     /// Declared before `lock`: dropped (the file removed) while the lock is still held.
     pub operator: Option<OperatorSocket>,
+    /// Each host's agents' socket (`OperatorApi::host_router`).
+    pub agent_sockets: Vec<OperatorSocket>,
     pub lock: SupervisorLock,
     pub events: EventLog,
     pub client: Arc<Client>,
@@ -214,6 +216,9 @@ impl SupervisorHandle {
         // Replies and questions in progress finish; the file goes before the lock.
         if let Some(operator) = r.operator.take() {
             operator.shutdown().await;
+        }
+        for socket in std::mem::take(&mut r.agent_sockets) {
+            socket.shutdown().await;
         }
         let cycle = match r.poll_task {
             // The loop bounds its own wait by the grace; the margin covers a cycle

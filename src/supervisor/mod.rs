@@ -26,6 +26,7 @@ mod ledger_hook;
 pub mod lock;
 mod polling;
 mod reload;
+mod sockets;
 mod wiring;
 
 pub use handle::{CycleEnd, ShutdownReport, StopReason, SupervisorHandle};
@@ -40,7 +41,6 @@ use crate::ingress::Ingest;
 use crate::ingress::claims::{self, ClaimingIngest, Claims};
 use crate::ingress::ledger::LedgerStore;
 use crate::ingress::poller::Poller;
-use crate::operator::{OperatorApi, OperatorSocket};
 use crate::paths::StatePaths;
 use crate::routing::prompt::PromptError;
 use crate::session::{Dispatcher, DispatcherError, Replier, Sessions, Settings};
@@ -355,6 +355,12 @@ impl Parts {
         } else {
             None
         };
+        // Each host's agents reach the supervisor through a socket of their own.
+        let agent_sockets = if operator.is_some() {
+            self.agent_sockets(&config)
+        } else {
+            Vec::new()
+        };
         status.set_warnings(&sources);
         let warnings = Arc::new(Mutex::new(sources));
 
@@ -440,6 +446,7 @@ impl Parts {
             mode,
             paths: self.paths,
             operator,
+            agent_sockets,
             lock: self.lock,
             events: self.events,
             client: self.client,
@@ -456,25 +463,6 @@ impl Parts {
             stop: stop_tx,
             grace: options.shutdown_grace,
         })
-    }
-}
-
-impl Parts {
-    /// Binds `<state>/operator.sock` with the routes served by this supervisor's own
-    /// sessions, client and event log.
-    fn operator_socket(&self, config: &crate::config::Config) -> Result<OperatorSocket, String> {
-        let api = Arc::new(OperatorApi::new(
-            Arc::clone(&self.sessions),
-            Arc::clone(&self.client),
-            self.events.clone(),
-        ));
-        let app = crate::server::guarded(api.router(), &[], self.events.clone());
-        OperatorSocket::bind(
-            &self.paths.operator_socket(),
-            app,
-            crate::server::limits(&config.server),
-        )
-        .map_err(|e| e.to_string())
     }
 }
 

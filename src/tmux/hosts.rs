@@ -78,6 +78,12 @@ impl RemoteHost {
         self.transport.interactive(&argv)
     }
 
+    /// `<stateDir>/operator.sock` as written (`~/` resolved on the far side): where the
+    /// host's agents find the supervisor, forwarded over the connection.
+    pub fn operator_socket(&self) -> String {
+        format!("{}/operator.sock", self.state_dir.trim_end_matches('/'))
+    }
+
     /// A remote path with a leading `~/` resolved against the remote `HOME`.
     pub fn resolve(&self, path: &str) -> Option<String> {
         resolve_home(path, self.transport.remote_home().as_deref())

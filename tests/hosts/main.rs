@@ -7,6 +7,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod agents;
 mod health_and_attach;
 mod remote_sessions;
 mod sshd_harness;

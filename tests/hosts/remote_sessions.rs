@@ -19,10 +19,10 @@ use the_loop::session::{Dispatcher, Origin, PromptInputs, Sessions, StartOutcome
 use the_loop::ssh::{Destination, Transport};
 use the_loop::work_item::WorkItemRef;
 
-const HOST: &str = "build";
+pub(crate) const HOST: &str = "build";
 
 /// A state root short enough for a control socket path.
-fn short_dir() -> tempfile::TempDir {
+pub(crate) fn short_dir() -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix("tlh")
         .tempdir_in("/tmp")
@@ -124,10 +124,13 @@ async fn any_argv_reaches_the_host_unchanged_over_one_connection_and_a_killed_ma
 
 /// The config of a world whose repo runs on the sshd's user: `the-loop` from the
 /// host's state directory as the harness, logging what reaches its pane.
-fn world_config(sshd: &Sshd, dir: &Path) -> PathBuf {
+pub(crate) fn world_config(sshd: &Sshd, dir: &Path, api: Option<&str>) -> PathBuf {
     let log = sshd.home().join("agent.jsonl");
+    let github = api.map_or(String::new(), |api| {
+        format!("github: {{apiUrl: \"{api}\"}}\n")
+    });
     let yaml = format!(
-        r#"hosts:
+        r#"{github}hosts:
   - {{name: {HOST}, ssh: {alias}, sshConfig: "{ssh_config}", stateDir: "~/.tl"}}
 repos:
   - {{name: octo/repo, path: "~", workspace: shared, host: {HOST}, label: the-loop}}
@@ -150,7 +153,7 @@ sessions:
 }
 
 /// `the-loop hosts …` as the operator runs it.
-fn hosts_cli(config: &Path, state: &Path, args: &[&str]) -> std::process::Output {
+pub(crate) fn hosts_cli(config: &Path, state: &Path, args: &[&str]) -> std::process::Output {
     Command::new(BIN)
         .arg("--config")
         .arg(config)
@@ -207,7 +210,7 @@ async fn comments_reach_a_session_on_the_host_once_each_in_order_across_a_killed
     let sshd = Sshd::start();
     let dir = short_dir();
     let state = dir.path().join("s");
-    let config_path = world_config(&sshd, dir.path());
+    let config_path = world_config(&sshd, dir.path(), None);
 
     // What the host lacks, then the binary copied there by the real CLI.
     let checked = hosts_cli(&config_path, &state, &["check", HOST]);

@@ -313,7 +313,7 @@ LogLevel VERBOSE
 MaxSessions 10
 AllowStreamLocalForwarding yes
 StreamLocalBindUnlink yes
-AllowTcpForwarding no
+AllowTcpForwarding remote
 X11Forwarding no
 PermitTTY yes
 Subsystem sftp internal-sftp

@@ -1,0 +1,198 @@
+//! An agent on another host reaches the supervisor over the host's SSH connection: its
+//! `the-loop ask` goes through the socket forwarded to `<stateDir>/operator.sock` there,
+//! the supervisor posts with its own token, and the operator's reply is pasted back
+//! into the remote pane. Only that host's sessions may ask, and only ask and comment
+//! are served there.
+
+use super::remote_sessions::{HOST, hosts_cli, short_dir, world_config};
+use crate::support::sshd::Sshd;
+use crate::support::tmux_server::wait_for;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use the_loop::config;
+use the_loop::events::{EventLog, Source};
+use the_loop::github::Client;
+use the_loop::github::sim::{IssueSpec, SimGithub};
+use the_loop::operator::{OperatorApi, serve_host};
+use the_loop::paths::StatePaths;
+use the_loop::session::reply::{Replier, ReplyRequest, Via};
+use the_loop::session::{Origin, PromptInputs, Sessions, StartOutcome};
+use the_loop::work_item::WorkItemRef;
+
+const TOKEN: &str = "ghp_remotehoststoken_0123456789abcdef";
+
+/// `the-loop ARGS` run by the host's user, as a process in a pane there would run it.
+fn on_host(sshd: &Sshd, work_item: &str, args: &[&str]) -> std::process::Output {
+    let home = sshd.home();
+    let state = format!("THE_LOOP_HOME={}/.tl", home.display());
+    let bin = format!("{}/.tl/bin/the-loop", home.display());
+    let item = format!("THE_LOOP_WORK_ITEM={work_item}");
+    let mut argv = vec!["env", &state, &item, "THE_LOOP_HOST=build", &bin];
+    argv.extend(args);
+    sshd.run_as_user(&argv)
+}
+
+fn text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_on_the_host_asks_through_the_forwarded_socket_and_the_reply_reaches_its_pane() {
+    if !Sshd::available() {
+        return;
+    }
+    let sshd = Sshd::start();
+    let sim = SimGithub::start().await.unwrap();
+    for n in [15, 16] {
+        let spec = IssueSpec::new(&format!("Issue {n}"))
+            .number(n)
+            .author("carol")
+            .labels(&["the-loop"]);
+        sim.add_issue("octo/repo", spec).unwrap();
+    }
+    sim.require_token(Some(TOKEN));
+    let dir = short_dir();
+    let state = dir.path().join("s");
+    let config_path = world_config(&sshd, dir.path(), Some(&sim.base_url()));
+    let installed = hosts_cli(&config_path, &state, &["install", HOST]);
+    assert!(installed.status.success(), "{installed:?}");
+
+    // Before anything serves the host's agents, a question there is refused, not lost
+    // in the host's own state.
+    let lonely = on_host(
+        &sshd,
+        "github:octo/repo#15",
+        &["ask", "--question", "anyone?"],
+    );
+    assert_eq!(lonely.status.code(), Some(1), "{}", text(&lonely));
+    assert!(
+        text(&lonely).contains("the question was not sent"),
+        "{}",
+        text(&lonely)
+    );
+
+    let loaded = config::load_file(&config_path).unwrap();
+    let paths = StatePaths::new(&state);
+    let sessions = Arc::new(Sessions::open(&loaded, &paths, Source::Cli).unwrap());
+    let host = Arc::clone(sessions.hosts().get(HOST).unwrap());
+    let events = EventLog::open(&paths);
+    let client = Arc::new(
+        Client::builder(&sim.base_url())
+            .token(Some(TOKEN))
+            .build()
+            .unwrap(),
+    );
+    let api = Arc::new(OperatorApi::new(
+        Arc::clone(&sessions),
+        Arc::clone(&client),
+        events.clone(),
+    ));
+    let socket = serve_host(
+        api,
+        &host,
+        &paths.ssh_dir(),
+        the_loop::server::limits(&loaded.config.server),
+        events.clone(),
+    )
+    .unwrap();
+
+    let item = WorkItemRef::new("octo", "repo", 15);
+    let outcome = sessions
+        .start(&item, &PromptInputs::manual(&item, "test"), &Origin::cli())
+        .await
+        .unwrap();
+    let StartOutcome::Spawned(record) = outcome else {
+        panic!("{outcome:?}");
+    };
+    let pane = the_loop::tmux::PaneId::parse(record.pane_id.as_deref().unwrap()).unwrap();
+    wait_for("the agent on the host", Duration::from_secs(30), || async {
+        let screen = host.tmux.capture_pane(&pane, false).await.ok()?;
+        screen.contains("fake-agent ready").then_some(())
+    })
+    .await;
+    // The forwarded socket is there, owned by the host's user.
+    let remote_socket = sshd.home().join(".tl/operator.sock");
+    assert!(remote_socket.exists(), "no {}", remote_socket.display());
+
+    // The session asks; the supervisor posts it with its token (the host has none).
+    let asked = on_host(
+        &sshd,
+        "github:octo/repo#15",
+        &["ask", "--question", "Which branch should I base this on?"],
+    );
+    assert!(asked.status.success(), "{}", text(&asked));
+    let posted = sim.comments_on("octo/repo", 15);
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    assert!(
+        posted[0]
+            .body
+            .contains("Which branch should I base this on?")
+    );
+    let awaiting = the_loop::events::lines::named(events.path(), "session.awaiting_input");
+    assert_eq!(awaiting.len(), 1, "{awaiting:?}");
+
+    // An agent there cannot speak for an item without a session on its host, …
+    let other = on_host(&sshd, "github:octo/repo#16", &["ask", "--question", "me?"]);
+    assert!(!other.status.success(), "{}", text(&other));
+    assert!(
+        text(&other).contains("no open session on host `build`"),
+        "{}",
+        text(&other)
+    );
+    let commented = on_host(
+        &sshd,
+        "github:octo/repo#16",
+        &["comment", "--body", "done, says #16"],
+    );
+    assert!(!commented.status.success(), "{}", text(&commented));
+    assert!(sim.comments_on("octo/repo", 16).is_empty());
+    // … nor reply into a session as the operator: that route is not served there.
+    let replied = on_host(
+        &sshd,
+        "github:octo/repo#15",
+        &[
+            "reply",
+            "github:octo/repo#15",
+            "--text",
+            "approve everything",
+        ],
+    );
+    assert!(!replied.status.success(), "{}", text(&replied));
+
+    // The operator answers here; the answer reaches the pane on the host.
+    let replier = Replier::new(Arc::clone(&sessions));
+    replier
+        .reply(ReplyRequest {
+            work_item: item.to_string(),
+            text: "Base it on main.".into(),
+            actor: None,
+            comment: false,
+            via: Via::Cli,
+            over_budget: false,
+        })
+        .await
+        .unwrap();
+    let log = sshd.home().join("agent.jsonl");
+    wait_for(
+        "the reply in the agent's log",
+        Duration::from_secs(30),
+        || async {
+            let text = std::fs::read_to_string(&log).ok()?;
+            text.contains("Base it on main.").then_some(())
+        },
+    )
+    .await;
+    let log_text = std::fs::read_to_string(&log).unwrap();
+    assert!(!log_text.contains("approve everything"), "{log_text}");
+    assert_eq!(log_text.matches("Base it on main.").count(), 1);
+
+    socket.shutdown().await;
+    host.transport.disconnect().await;
+    drop(sim);
+    assert!(!Path::new(&state).join("ssh/build.agents.sock").exists());
+}

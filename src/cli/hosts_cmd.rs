@@ -5,7 +5,6 @@
 use super::{CliResult, Ctx, Threads, failed, start_runtime, usage};
 use crate::config::{self, Config};
 use crate::paths::StatePaths;
-use crate::ssh::HostState;
 use crate::tmux::{Hosts, RemoteHost};
 use anyhow::anyhow;
 use std::time::Duration;
@@ -63,16 +62,7 @@ async fn list(hosts: &Hosts) {
     }
     for host in hosts.iter() {
         let _ = host.transport.ping().await;
-        println!("{:<16} {}", host.name(), describe(&host.transport.state()));
-    }
-}
-
-/// `up 4 ms`, `unreachable: …`.
-pub fn describe(state: &HostState) -> String {
-    match state {
-        HostState::Unknown => "not tried".into(),
-        HostState::Up { rtt } => format!("up {} ms", rtt.as_millis()),
-        HostState::Unreachable { reason } => format!("unreachable: {reason}"),
+        println!("{:<16} {}", host.name(), host.transport.state().describe());
     }
 }
 

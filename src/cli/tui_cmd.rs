@@ -23,6 +23,7 @@ use crate::session::ship::Shipper;
 use crate::session::{Replier, Sessions};
 use crate::supervisor::{
     CycleEnd, Mode, StartError, StopReason, Supervisor, SupervisorHandle, SupervisorOptions,
+    host_health,
 };
 use crate::tui::live::{LiveBackend, LiveParts, Supervision};
 use crate::tui::{self, RunOptions};
@@ -131,6 +132,14 @@ async fn view(
         .map(Arc::new)
         .map_err(|e| e.to_string());
     let (config_tx, config_rx) = watch::channel(Arc::new(loaded));
+    // The supervisor's pings keep its own transports current, not this process's: the
+    // viewer pings the hosts for its status bar itself.
+    let (stop_pings, pings_stop) = watch::channel(false);
+    tokio::spawn(host_health::keep_hosts_checked(
+        sessions.hosts().clone(),
+        host_health::PING_EVERY,
+        pings_stop,
+    ));
     let backend = LiveBackend::start(LiveParts {
         replier: Replier::reporting(Arc::clone(&sessions), github.clone()),
         shipper: shipper(&sessions, &github),
@@ -142,7 +151,9 @@ async fn view(
         events,
         supervision: Supervision::Viewer { config: config_tx },
     });
-    tui::run(backend, options).await.map_err(failed)
+    let result = tui::run(backend, options).await;
+    let _ = stop_pings.send(true);
+    result.map_err(failed)
 }
 
 /// Sessions' work shipped through `github` (SPEC §19.4), or why it cannot be.

@@ -10,12 +10,14 @@
 //! learned once per connection.
 
 mod forward;
-mod handed;
+mod interactive;
 pub mod quote;
+mod state;
 mod transport;
 
 pub use quote::{QuoteError, command_line};
-pub use transport::{Destination, HostState, Output, Stats, Transport};
+pub use state::HostState;
+pub use transport::{Destination, Output, Stats, Transport};
 
 use std::time::Duration;
 

@@ -12,7 +12,7 @@
 //!   dead master exits and the next call connects again.
 
 use super::forward::Forward;
-use super::{SshError, command_line};
+use super::{HostState, SshError, command_line};
 use crate::secrets::ChildEnv;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -46,17 +46,6 @@ pub struct Destination {
     pub config_file: Option<PathBuf>,
     pub connect_timeout: Duration,
     pub server_alive: Duration,
-}
-
-/// What the status bar shows of a host.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HostState {
-    /// Not tried yet.
-    Unknown,
-    /// Connected; `rtt` is the last round trip of a command through the connection.
-    Up { rtt: Duration },
-    /// The last attempt failed; calls fail fast until it is tried again.
-    Unreachable { reason: String },
 }
 
 /// What one remote command did.
@@ -102,7 +91,7 @@ pub struct Transport {
     /// Where a master's own messages go (it runs in the background, so stderr is a file).
     log: PathBuf,
     pub(super) program: OsString,
-    child_env: ChildEnv,
+    pub(super) child_env: ChildEnv,
     channels: Semaphore,
     pub(super) connecting: tokio::sync::Mutex<()>,
     state: Mutex<HostState>,

@@ -19,6 +19,7 @@ mod followed;
 mod handle;
 mod health;
 mod held_replies;
+pub mod host_health;
 mod http;
 mod ingest;
 mod ledger_hook;
@@ -402,6 +403,15 @@ impl Parts {
                 self.sessions.registry().clone(),
                 stop_rx.clone(),
             )));
+            if !self.sessions.hosts().is_empty() {
+                let hosts = self.sessions.hosts().clone();
+                let every = host_health::PING_EVERY;
+                tasks.push(tokio::spawn(host_health::keep_hosts_checked(
+                    hosts,
+                    every,
+                    stop_rx.clone(),
+                )));
+            }
             match ConfigWatch::start(loaded.clone(), self.events.clone(), mode.source()) {
                 Ok(watcher) => {
                     let targets = Targets {

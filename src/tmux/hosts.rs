@@ -4,7 +4,7 @@
 //! host's server through the same [`Tmux`] trait.
 
 use super::{RealTmux, Socket, Tmux};
-use crate::ssh::{Destination, Transport};
+use crate::ssh::{Destination, SshError, Transport};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -74,6 +74,15 @@ impl RemoteHost {
     /// `<stateDir>/bin/the-loop`: the binary `hosts install` puts there.
     pub fn bin(&self) -> Option<String> {
         self.state_dir().map(|dir| format!("{dir}/{REMOTE_BIN}"))
+    }
+
+    /// The operator's terminal attached to session `name` in this host's tmux:
+    /// `ssh … -t <dest> -- tmux attach-session -t =NAME [-r]` (no `TMUX` there, so
+    /// never `switch-client`).
+    pub fn attach(&self, name: &str, read_only: bool) -> Result<std::process::Command, SshError> {
+        let mut argv = vec![self.tmux_program.clone()];
+        argv.extend(super::argv::attach(&Socket::Default, name, read_only, None).args);
+        self.transport.interactive(&argv)
     }
 
     /// `<stateDir>/operator.sock` as written (`~/` resolved on the far side): where the

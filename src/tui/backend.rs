@@ -11,6 +11,7 @@ use crate::events::{Event, EventType};
 use crate::session::delivery::HeldSummary;
 use crate::session::review::ReviewComment;
 pub use crate::session::ship::Preview;
+pub use crate::ssh::HostState;
 use crate::work_item::WorkItemRef;
 use futures::future::BoxFuture;
 use std::path::PathBuf;
@@ -283,6 +284,17 @@ pub struct StatusView {
     pub reload_error: Option<String>,
     /// `routing.authorizedUsers` is empty: nothing human-authored is acted on.
     pub allowlist_empty: bool,
+    /// The configured hosts (`hosts:`, issue 32) by name; none: the bar shows nothing of
+    /// them.
+    pub hosts: Vec<HostView>,
+}
+
+/// A configured host's connection as last seen: `state.label()` (`up`, `unreachable`,
+/// `unknown`), `state.rtt_ms()`, `state.reason()`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostView {
+    pub name: String,
+    pub state: HostState,
 }
 
 /// A configured critic, for the picker.
@@ -392,6 +404,10 @@ pub trait Backend: Send + Sync {
     /// The current state of sessions, questions, status and critics. Cheap enough to
     /// call every couple of seconds and after every batch of events.
     fn snapshot(&self) -> BoxFuture<'_, Snapshot>;
+
+    /// Each configured host's connection as last seen, by name (no I/O: the supervisor
+    /// keeps it current). The loop puts it in every snapshot's status.
+    fn hosts(&self) -> Vec<HostView>;
 
     /// The last `limit` events, oldest first, to fill the Events pane at start.
     fn recent_events(&self, limit: usize) -> BoxFuture<'_, Vec<Event>>;

@@ -411,7 +411,9 @@ where
         Effect::Refresh => {
             let b = Arc::clone(backend);
             spawn(Box::pin(async move {
-                Action::Snapshot(Box::new(b.snapshot().await))
+                let mut snapshot = b.snapshot().await;
+                snapshot.status.hosts = b.hosts();
+                Action::Snapshot(Box::new(snapshot))
             }));
         }
         Effect::Capture(work_item) => {

@@ -81,6 +81,7 @@ pub fn status(now: OffsetDateTime) -> StatusView {
         config_warnings: Vec::new(),
         reload_error: None,
         allowlist_empty: false,
+        hosts: Vec::new(),
     }
 }
 

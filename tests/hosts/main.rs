@@ -9,5 +9,6 @@ mod support;
 
 mod agents;
 mod critics;
+mod health_and_attach;
 mod remote_sessions;
 mod sshd_harness;

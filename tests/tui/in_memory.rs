@@ -6,6 +6,7 @@
 mod event_loop;
 mod findings;
 mod held;
+mod hosts;
 mod mouse;
 mod permissions;
 mod review;

@@ -17,6 +17,7 @@ use futures::future::BoxFuture;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
+mod attach;
 mod review;
 mod ship;
 use time::OffsetDateTime;
@@ -52,6 +53,7 @@ pub(super) struct State {
     pub(super) fail_next: Option<ActionError>,
     pub(super) next_run: u64,
     pub(super) now: Option<OffsetDateTime>,
+    pub(super) hosts: Vec<super::backend::HostView>,
 }
 
 pub struct FakeBackend {
@@ -529,18 +531,11 @@ impl Backend for FakeBackend {
         work_item: &'a WorkItemRef,
         read_only: bool,
     ) -> BoxFuture<'a, Result<AttachPlan, ActionError>> {
-        if let Some(e) = self.record(Call::Attach {
-            work_item: work_item.clone(),
-            read_only,
-        }) {
-            return ready(Err(e));
-        }
-        let mut argv: Vec<String> = vec!["tmux".into(), "attach-session".into()];
-        if read_only {
-            argv.push("-r".into());
-        }
-        argv.extend(["-t".into(), work_item.tmux_session_name()]);
-        ready(Ok(AttachPlan::Foreground(argv)))
+        ready(self.attach_plan(work_item, read_only))
+    }
+
+    fn hosts(&self) -> Vec<super::backend::HostView> {
+        self.host_views()
     }
 
     fn ship_preview<'a>(

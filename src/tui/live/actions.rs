@@ -332,6 +332,15 @@ impl LiveBackend {
                 short_ref(item)
             )));
         };
+        if let Some(name) = &record.host {
+            let host = self.sessions.hosts().get(name).ok_or_else(|| {
+                refused(format!(
+                    "host `{name}` of {} is not in the config's hosts: add it back to attach",
+                    short_ref(item)
+                ))
+            })?;
+            return super::attach::remote_plan(host, &record.tmux_session, read_only);
+        }
         let tmux_env = std::env::var("TMUX").ok();
         Ok(super::attach::plan(
             &self.socket,

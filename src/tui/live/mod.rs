@@ -25,7 +25,8 @@ pub mod ships;
 mod supervision;
 
 use super::backend::{
-    ActionError, ActionResult, AttachPlan, Backend, CriticSpecView, QuestionView, RunId, Snapshot,
+    ActionError, ActionResult, AttachPlan, Backend, CriticSpecView, HostView, QuestionView, RunId,
+    Snapshot,
 };
 use crate::config::LoadedConfig;
 use crate::critic::CriticRunner;
@@ -370,6 +371,16 @@ impl Backend for LiveBackend {
         read_only: bool,
     ) -> BoxFuture<'a, Result<AttachPlan, ActionError>> {
         Box::pin(async move { self.attach_plan(work_item, read_only) })
+    }
+
+    fn hosts(&self) -> Vec<HostView> {
+        let hosts = self.sessions.hosts().iter();
+        hosts
+            .map(|h| HostView {
+                name: h.name().to_string(),
+                state: h.transport.state(),
+            })
+            .collect()
     }
 
     fn ship_preview<'a>(

@@ -26,6 +26,11 @@ const CONFIG: &str =
 
 /// Sessions on #1 (live) and #2 (paused), #3 watched without one, a question on #1.
 fn fixture() -> Fixture {
+    fixture_with(crate::tmux::Hosts::default())
+}
+
+/// The same, with these other hosts configured.
+fn fixture_with(hosts: crate::tmux::Hosts) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config.yaml");
     std::fs::write(&config, CONFIG).unwrap();
@@ -57,12 +62,15 @@ fn fixture() -> Fixture {
         )
         .unwrap();
     let settings = Settings::new(&loaded.config, Some(config.clone()), &paths).unwrap();
-    let sessions = Arc::new(Sessions::new(
-        Arc::clone(&tmux) as Arc<dyn crate::tmux::Tmux>,
-        registry,
-        events.clone(),
-        settings,
-    ));
+    let sessions = Arc::new(
+        Sessions::new(
+            Arc::clone(&tmux) as Arc<dyn crate::tmux::Tmux>,
+            registry,
+            events.clone(),
+            settings,
+        )
+        .with_hosts(hosts),
+    );
     let (config_tx, config_rx) = watch::channel(Arc::new(loaded));
     let why = "no GitHub here".to_string();
     let recorder = crate::critic::Recorder::new(&paths, events.clone());
@@ -333,4 +341,72 @@ async fn a_critic_scripts_findings_reach_the_diff_view() {
     }
     assert_eq!(material.findings, round.envelope.findings);
     assert!(!material.findings[1].message.contains('\u{1b}'));
+}
+
+/// Host `build` (`dev@build-1`); nothing is run on it.
+fn build_host(dir: &std::path::Path) -> crate::tmux::Hosts {
+    let dest = crate::ssh::Destination {
+        name: "build".into(),
+        ssh: "dev@build-1".into(),
+        config_file: None,
+        connect_timeout: Duration::from_secs(5),
+        server_alive: Duration::from_secs(15),
+    };
+    let transport = crate::ssh::Transport::new(dest, dir);
+    crate::tmux::Hosts::new([crate::tmux::RemoteHost::new(
+        Arc::new(transport),
+        "tmux",
+        "~/.local/state/the-loop",
+        Duration::from_secs(5),
+    )])
+}
+
+#[tokio::test]
+async fn a_session_on_another_host_is_attached_over_ssh_and_its_host_is_listed() {
+    let control = tempfile::tempdir().unwrap();
+    let f = fixture_with(build_host(control.path()));
+    let registry = f.backend.sessions.registry();
+    let mut remote = SessionRecord::new(&item(4), "fake", "/srv/repo".into());
+    remote.host = Some("build".into());
+    registry.put(&remote).unwrap();
+    let mut gone = SessionRecord::new(&item(5), "fake", "/srv/repo".into());
+    gone.host = Some("old-box".into());
+    registry.put(&gone).unwrap();
+
+    for read_only in [false, true] {
+        let plan = f.backend.attach(&item(4), read_only).await.unwrap();
+        let AttachPlan::Foreground(argv) = plan else {
+            panic!("a remote attach takes the terminal: {plan:?}")
+        };
+        let ssh = argv.iter().position(|a| a == "ssh").expect("over ssh");
+        assert_eq!(argv[0], "env");
+        let mut line = format!("'tmux' 'attach-session' '-t' '={}'", remote.tmux_session);
+        if read_only {
+            line.push_str(" '-r'");
+        }
+        assert_eq!(
+            argv[ssh..][argv.len() - ssh - 4..],
+            ["-t", "dev@build-1", "--", line.as_str()]
+        );
+    }
+    // A local session still attaches to this machine's tmux.
+    let AttachPlan::Foreground(argv) = f.backend.attach(&item(1), false).await.unwrap() else {
+        panic!("outside tmux, attaching takes the terminal")
+    };
+    assert!(argv.iter().all(|a| a != "ssh"), "{argv:?}");
+    // A host the config no longer names is refused, with what to do.
+    let err = f.backend.attach(&item(5), false).await.unwrap_err();
+    assert!(
+        matches!(&err, ActionError::Refused(m) if m.contains("`old-box`") && m.contains("add it back")),
+        "{err:?}"
+    );
+    // The status bar's hosts: not tried yet.
+    assert_eq!(
+        f.backend.hosts(),
+        [crate::tui::backend::HostView {
+            name: "build".into(),
+            state: crate::ssh::HostState::Unknown,
+        }]
+    );
+    assert!(fixture().backend.hosts().is_empty());
 }

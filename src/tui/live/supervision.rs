@@ -80,6 +80,8 @@ fn supervisor(s: &SupervisorStatus) -> StatusView {
         config_warnings: s.warnings.clone(),
         reload_error: s.reload_error.clone(),
         allowlist_empty: s.allowlist_empty,
+        // The screen's loop reads them beside each snapshot (`Backend::hosts`).
+        hosts: Vec::new(),
     }
 }
 
@@ -109,5 +111,6 @@ fn viewer(loaded: &LoadedConfig, observed: &Observed, paths: &StatePaths) -> Sta
         config_warnings: warnings,
         reload_error: observed.reload_error.clone(),
         allowlist_empty: config.routing.authorized_users.is_empty(),
+        hosts: Vec::new(),
     }
 }

@@ -1,10 +1,11 @@
-//! The top line: who this screen is (supervisor or viewer), poll health, rate limit,
-//! webhook server, and warnings that need the operator (an empty allowlist, a config
+//! The top line: who this screen is (supervisor or viewer), poll health, the other
+//! hosts' connections (when the config has `hosts:`), rate limit, webhook server, and
+//! warnings that need the operator (an empty allowlist, a config
 //! that failed to reload, a bad keymap or theme). Segments that do not fit are dropped
 //! least important first; warnings are the last to go.
 
 use crate::tui::app::App;
-use crate::tui::backend::{Role, WebhookState};
+use crate::tui::backend::{HostState, Role, WebhookState};
 use crate::tui::text::{age, truncate, width};
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -44,6 +45,9 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
     } else {
         segments.push(role(app));
         segments.push(poll(app));
+        if let Some(hosts) = hosts(app) {
+            segments.push(hosts);
+        }
         if let Some(rate) = rate(app) {
             segments.push(rate);
         }
@@ -161,6 +165,41 @@ fn poll(app: &App) -> Segment {
         vec![("poll pending".into(), bar(t.dim))]
     };
     Segment { priority: 2, spans }
+}
+
+/// `build-1 ✓ 4ms  gpu ✗ unreachable`: each configured host's connection (issue 32), kept
+/// as long as the poll's health while one does not answer. Nothing without hosts.
+fn hosts(app: &App) -> Option<Segment> {
+    let t = &app.theme;
+    let bar = |s: Style| t.status_bar.patch(s);
+    let hosts = &app.status.hosts;
+    if hosts.is_empty() {
+        return None;
+    }
+    let mut spans = Vec::new();
+    for (i, host) in hosts.iter().enumerate() {
+        if i > 0 {
+            spans.push(("  ".into(), t.status_bar));
+        }
+        let name = crate::tui::text::clean_line(&host.name);
+        spans.push((format!("{name} "), t.status_bar));
+        match &host.state {
+            HostState::Up { .. } => {
+                let ms = host.state.rtt_ms().unwrap_or_default();
+                spans.push(("✓".into(), bar(t.ok)));
+                spans.push((format!(" {ms}ms"), t.status_bar));
+            }
+            HostState::Unreachable { .. } => spans.push(("✗ unreachable".into(), bar(t.error))),
+            HostState::Unknown => spans.push(("? unknown".into(), bar(t.dim))),
+        }
+    }
+    let away = hosts
+        .iter()
+        .any(|h| matches!(h.state, HostState::Unreachable { .. }));
+    Some(Segment {
+        priority: if away { 2 } else { 3 },
+        spans,
+    })
 }
 
 fn rate(app: &App) -> Option<Segment> {

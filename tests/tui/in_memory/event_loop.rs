@@ -142,7 +142,7 @@ pub async fn wait(ms: u64) {
     tokio::time::sleep(Duration::from_millis(ms)).await;
 }
 
-fn quiet_snapshot() -> Snapshot {
+pub fn quiet_snapshot() -> Snapshot {
     // Nothing whose shown text changes with time: no poll age, no question age, no
     // running critic.
     let mut s = sample::snapshot(NOW);

@@ -4,20 +4,16 @@
 //! into the remote pane. Only that host's sessions may ask, and only ask and comment
 //! are served there.
 
-use super::remote_sessions::{HOST, hosts_cli, short_dir, world_config};
+use super::remote_sessions::started;
 use crate::support::sshd::Sshd;
 use crate::support::tmux_server::wait_for;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use the_loop::config;
-use the_loop::events::{EventLog, Source};
+use the_loop::events::EventLog;
 use the_loop::github::Client;
 use the_loop::github::sim::{IssueSpec, SimGithub};
 use the_loop::operator::{OperatorApi, serve_host};
-use the_loop::paths::StatePaths;
 use the_loop::session::reply::{Replier, ReplyRequest, Via};
-use the_loop::session::{Origin, PromptInputs, Sessions, StartOutcome};
 use the_loop::work_item::WorkItemRef;
 
 const TOKEN: &str = "ghp_remotehoststoken_0123456789abcdef";
@@ -56,11 +52,9 @@ async fn an_agent_on_the_host_asks_through_the_forwarded_socket_and_the_reply_re
         sim.add_issue("octo/repo", spec).unwrap();
     }
     sim.require_token(Some(TOKEN));
-    let dir = short_dir();
-    let state = dir.path().join("s");
-    let config_path = world_config(&sshd, dir.path(), Some(&sim.base_url()));
-    let installed = hosts_cli(&config_path, &state, &["install", HOST]);
-    assert!(installed.status.success(), "{installed:?}");
+    let world = started(&sshd, Some(&sim.base_url())).await;
+    let (sessions, host, paths) = (&world.sessions, &world.host, &world.paths);
+    let item = WorkItemRef::new("octo", "repo", 15);
 
     // Before anything serves the host's agents, a question there is refused, not lost
     // in the host's own state.
@@ -76,11 +70,7 @@ async fn an_agent_on_the_host_asks_through_the_forwarded_socket_and_the_reply_re
         text(&lonely)
     );
 
-    let loaded = config::load_file(&config_path).unwrap();
-    let paths = StatePaths::new(&state);
-    let sessions = Arc::new(Sessions::open(&loaded, &paths, Source::Cli).unwrap());
-    let host = Arc::clone(sessions.hosts().get(HOST).unwrap());
-    let events = EventLog::open(&paths);
+    let events = EventLog::open(paths);
     let client = Arc::new(
         Client::builder(&sim.base_url())
             .token(Some(TOKEN))
@@ -88,33 +78,23 @@ async fn an_agent_on_the_host_asks_through_the_forwarded_socket_and_the_reply_re
             .unwrap(),
     );
     let api = Arc::new(OperatorApi::new(
-        Arc::clone(&sessions),
+        Arc::clone(sessions),
         Arc::clone(&client),
         events.clone(),
     ));
     let socket = serve_host(
         api,
-        &host,
+        host,
         &paths.ssh_dir(),
-        the_loop::server::limits(&loaded.config.server),
+        the_loop::server::limits(&world.loaded.config.server),
         events.clone(),
     )
     .unwrap();
-
-    let item = WorkItemRef::new("octo", "repo", 15);
-    let outcome = sessions
-        .start(&item, &PromptInputs::manual(&item, "test"), &Origin::cli())
+    // The next command over the connection sets the forward up.
+    host.transport
+        .run(&["true".to_string()], None, Duration::from_secs(10))
         .await
         .unwrap();
-    let StartOutcome::Spawned(record) = outcome else {
-        panic!("{outcome:?}");
-    };
-    let pane = the_loop::tmux::PaneId::parse(record.pane_id.as_deref().unwrap()).unwrap();
-    wait_for("the agent on the host", Duration::from_secs(30), || async {
-        let screen = host.tmux.capture_pane(&pane, false).await.ok()?;
-        screen.contains("fake-agent ready").then_some(())
-    })
-    .await;
     // The forwarded socket is there, owned by the host's user.
     let remote_socket = sshd.home().join(".tl/operator.sock");
     assert!(remote_socket.exists(), "no {}", remote_socket.display());
@@ -165,7 +145,7 @@ async fn an_agent_on_the_host_asks_through_the_forwarded_socket_and_the_reply_re
     assert!(!replied.status.success(), "{}", text(&replied));
 
     // The operator answers here; the answer reaches the pane on the host.
-    let replier = Replier::new(Arc::clone(&sessions));
+    let replier = Replier::new(Arc::clone(sessions));
     replier
         .reply(ReplyRequest {
             work_item: item.to_string(),
@@ -194,5 +174,5 @@ async fn an_agent_on_the_host_asks_through_the_forwarded_socket_and_the_reply_re
     socket.shutdown().await;
     host.transport.disconnect().await;
     drop(sim);
-    assert!(!Path::new(&state).join("ssh/build.agents.sock").exists());
+    assert!(!paths.ssh_dir().join("build.agents.sock").exists());
 }

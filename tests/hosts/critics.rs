@@ -1,18 +1,12 @@
 //! A critic of a session on another host runs there: as the host's user, in the
 //! session's directory on the host, bounded there by its timeout.
 
-use super::remote_sessions::{HOST, hosts_cli, short_dir, world_config};
+use super::remote_sessions::started;
 use crate::support::sshd::Sshd;
 use crate::support::tmux_server::BIN;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
-use the_loop::config;
-use the_loop::events::Source;
-use the_loop::paths::StatePaths;
-use the_loop::session::{Origin, PromptInputs, Sessions};
-use the_loop::work_item::WorkItemRef;
 
 /// `the-loop critic run NAME --work-item #15` as the operator runs it: its envelope.
 fn critic(config: &Path, state: &Path, name: &str) -> (Value, std::process::Output) {
@@ -41,20 +35,8 @@ async fn a_critic_of_a_session_on_the_host_runs_there_in_its_directory() {
         return;
     }
     let sshd = Sshd::start();
-    let dir = short_dir();
-    let state = dir.path().join("s");
-    let config_path = world_config(&sshd, dir.path(), None);
-    let installed = hosts_cli(&config_path, &state, &["install", HOST]);
-    assert!(installed.status.success(), "{installed:?}");
-    let loaded = config::load_file(&config_path).unwrap();
-    let sessions =
-        Arc::new(Sessions::open(&loaded, &StatePaths::new(&state), Source::Cli).unwrap());
-    let item = WorkItemRef::new("octo", "repo", 15);
-    sessions
-        .start(&item, &PromptInputs::manual(&item, "test"), &Origin::cli())
-        .await
-        .unwrap();
-
+    let world = started(&sshd, None).await;
+    let (config_path, state) = (world.config_path(), world.paths.root.clone());
     let (who, out) = critic(&config_path, &state, "whoami");
     assert!(out.status.success(), "{out:?}");
     assert_eq!(who["ok"], true, "{who}");
@@ -89,6 +71,5 @@ async fn a_critic_of_a_session_on_the_host_runs_there_in_its_directory() {
             .contains("runs on host `build`"),
         "{files}"
     );
-    let host = sessions.hosts().get(HOST).unwrap();
-    host.transport.disconnect().await;
+    world.host.transport.disconnect().await;
 }

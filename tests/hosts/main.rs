@@ -12,3 +12,4 @@ mod critics;
 mod health_and_attach;
 mod remote_sessions;
 mod sshd_harness;
+mod unreachable;

@@ -46,7 +46,7 @@ fn words(list: &[&str]) -> Vec<String> {
     list.iter().map(|w| w.to_string()).collect()
 }
 
-fn kill(pid: u32) {
+pub(crate) fn kill(pid: u32) {
     let _ = Command::new("kill")
         .args(["-KILL", &pid.to_string()])
         .status();
@@ -174,7 +174,7 @@ pub(crate) fn hosts_cli(config: &Path, state: &Path, args: &[&str]) -> std::proc
 }
 
 /// Alice's comment `body` on issue 15, as the poller hands it on.
-fn comment(id: u64, body: &str) -> InboundEvent {
+pub(crate) fn comment(id: u64, body: &str) -> InboundEvent {
     let mut payload: Value = fixture("issue_comment.created");
     payload["comment"]["id"] = id.into();
     payload["comment"]["body"] = body.into();
@@ -188,7 +188,7 @@ fn comment(id: u64, body: &str) -> InboundEvent {
 }
 
 /// How many times each `burst-NNN` marker reached the agent, in the order first seen.
-fn received(log: &Path) -> Vec<(String, usize)> {
+pub(crate) fn received(log: &Path) -> Vec<(String, usize)> {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let mut seen: Vec<(String, usize)> = Vec::new();
     for line in text.lines() {
@@ -317,4 +317,57 @@ async fn comments_reach_a_session_on_the_host_once_each_in_order_across_a_killed
     );
     drop(dispatcher);
     host.transport.disconnect().await;
+}
+
+/// A session on the sshd's user, started through the session module: the binary
+/// installed there by the real CLI, the agent ready in the host's own tmux server.
+pub(crate) struct Started {
+    /// The state root and config, removed with the world.
+    pub dir: tempfile::TempDir,
+    pub loaded: config::LoadedConfig,
+    pub paths: StatePaths,
+    pub sessions: Arc<Sessions>,
+    pub host: Arc<the_loop::tmux::RemoteHost>,
+    pub pane: the_loop::tmux::PaneId,
+}
+
+impl Started {
+    /// The config file the world runs on.
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.path().join("config.yaml")
+    }
+}
+
+pub(crate) async fn started(sshd: &Sshd, api: Option<&str>) -> Started {
+    let dir = short_dir();
+    let state = dir.path().join("s");
+    let config_path = world_config(sshd, dir.path(), api);
+    let installed = hosts_cli(&config_path, &state, &["install", HOST]);
+    assert!(installed.status.success(), "{installed:?}");
+    let loaded = config::load_file(&config_path).unwrap();
+    let paths = StatePaths::new(&state);
+    let sessions = Arc::new(Sessions::open(&loaded, &paths, Source::Cli).unwrap());
+    let host = Arc::clone(sessions.hosts().get(HOST).unwrap());
+    let item = WorkItemRef::new("octo", "repo", 15);
+    let outcome = sessions
+        .start(&item, &PromptInputs::manual(&item, "test"), &Origin::cli())
+        .await
+        .unwrap();
+    let StartOutcome::Spawned(record) = outcome else {
+        panic!("{outcome:?}");
+    };
+    let pane = the_loop::tmux::PaneId::parse(record.pane_id.as_deref().unwrap()).unwrap();
+    wait_for("the agent on the host", Duration::from_secs(30), || async {
+        let screen = host.tmux.capture_pane(&pane, false).await.ok()?;
+        screen.contains("fake-agent ready").then_some(())
+    })
+    .await;
+    Started {
+        dir,
+        loaded,
+        paths,
+        sessions,
+        host,
+        pane,
+    }
 }

@@ -145,6 +145,31 @@ impl Sshd {
             .count()
     }
 
+    /// The host drops off the network: sshd and every connection it serves are killed
+    /// (a master on the other end sees its connection reset). What the user runs — its
+    /// tmux server and the agents in it — goes on, as on a host that is only unreachable.
+    pub fn stop(&mut self) {
+        let _ = Command::new("pkill")
+            .args(["-KILL", "-P", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// The host is back: sshd listens again on the same port, with the same keys.
+    pub fn restart(&mut self) {
+        let mut child = spawn_sshd(self.dir.path());
+        if let Err(why) = wait_listening(&mut child, self.dir.path(), self.port) {
+            let _ = child.kill();
+            panic!(
+                "sshd did not come back on port {} ({why}):\n{}",
+                self.port,
+                self.log()
+            );
+        }
+        self.child = child;
+    }
+
     /// Runs `argv` locally as the user (`runuser`), for set-up and inspection of the
     /// "remote" side. `TMUX_TMPDIR` is removed too, so a `tmux -L` here reaches the same
     /// server a command over ssh does.
@@ -346,7 +371,12 @@ fn spawn_listening(dir: &Path, user: &str) -> (u16, Child) {
 
 /// `sshd -D -e`: in the foreground, logging to its stderr, which goes to `sshd.log`.
 fn spawn_sshd(dir: &Path) -> Child {
-    let log = fs::File::create(dir.join("sshd.log")).expect("create sshd.log");
+    // Appended: a restarted sshd keeps the count of connections let in before.
+    let log = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("sshd.log"))
+        .expect("open sshd.log");
     Command::new(SSHD)
         .args(["-D", "-e", "-f"])
         .arg(dir.join("sshd_config"))

@@ -47,7 +47,11 @@ pub fn run(command: HostsCommand, ctx: &Ctx) -> CliResult {
         }
         HostsCommand::Check { name } => {
             let host = host(&name)?;
-            runtime.block_on(check(&host, &loaded.config))
+            runtime.block_on(check(
+                &host,
+                &loaded.config,
+                &StatePaths::from_env().ssh_dir(),
+            ))
         }
         HostsCommand::Install { name } => {
             let host = host(&name)?;
@@ -102,7 +106,23 @@ fn local_platform() -> String {
 /// Words a shell would act on, sent there and back: the far side runs argv unchanged.
 const SHELL_PROBE: &[&str] = &["a b", "$HOME", "`id`", "it's", "*", "x\ny", ";|&"];
 
-async fn check(host: &RemoteHost, config: &Config) -> CliResult {
+/// Whether a socket on the host can be forwarded here, as the supervisor forwards
+/// `<stateDir>/operator.sock` to its own: tried with a probe socket, then taken down.
+async fn forwarding(host: &RemoteHost, control_dir: &std::path::Path) -> Result<(), String> {
+    crate::fsutil::create_private_dir_all(control_dir).map_err(|e| e.to_string())?;
+    let local = control_dir.join(format!("{}.probe.sock", host.name()));
+    let _ = std::fs::remove_file(&local);
+    let listener = std::os::unix::net::UnixListener::bind(&local).map_err(|e| e.to_string())?;
+    let tried = host
+        .transport
+        .try_forward(&host.in_state_dir("forward-probe.sock"), &local)
+        .await;
+    drop(listener);
+    let _ = std::fs::remove_file(&local);
+    tried
+}
+
+async fn check(host: &RemoteHost, config: &Config, control_dir: &std::path::Path) -> CliResult {
     let mut missing = 0;
     let mut line = |ok: bool, what: &str, said: String| {
         println!("{} {what:<12} {said}", if ok { "ok  " } else { "FAIL" });
@@ -202,6 +222,20 @@ async fn check(host: &RemoteHost, config: &Config) -> CliResult {
             ),
         },
         None => line(false, "the-loop", "the host did not say its HOME".into()),
+    }
+    match forwarding(host, control_dir).await {
+        Ok(()) => line(
+            true,
+            "forwarding",
+            format!("{} reaches the supervisor", host.operator_socket()),
+        ),
+        Err(why) => line(
+            false,
+            "forwarding",
+            format!(
+                "{why}: the host's agents cannot ask or comment; its sshd must allow AllowStreamLocalForwarding (and AllowTcpForwarding not `no`)"
+            ),
+        ),
     }
     if missing == 0 {
         println!("host `{}` is ready", host.name());

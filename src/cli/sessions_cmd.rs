@@ -515,6 +515,20 @@ async fn attach(
         // tmux itself will say what is wrong, if anything.
         PaneState::Live(_) | PaneState::Dead(_) | PaneState::Unknown(_) => {}
     }
+    // A session on another host: its tmux there, over `ssh -t`.
+    if let Some(name) = record.host.as_deref() {
+        let host = sessions.hosts().get(name).ok_or_else(|| {
+            failed(anyhow!(
+                "host `{name}` of {} is not in the config's hosts",
+                record.work_item
+            ))
+        })?;
+        let mut command = host
+            .attach(&record.tmux_session, read_only)
+            .map_err(failed)?;
+        use std::os::unix::process::CommandExt;
+        return Err(failed(anyhow!("could not run ssh: {}", command.exec())));
+    }
     let tmux_env = std::env::var("TMUX").ok();
     let plan = tmux::argv::attach(socket, &record.tmux_session, read_only, tmux_env.as_deref());
     exec_tmux(&plan)

@@ -93,13 +93,14 @@ impl Transport {
     }
 
     async fn forward(&self, forward: &Forward, home: Option<&str>) -> Result<(), String> {
-        let remote = match forward.remote.strip_prefix("~/") {
-            Some(rest) => format!(
-                "{}/{rest}",
-                home.filter(|h| !h.is_empty()).ok_or("no remote HOME")?
-            ),
-            None => forward.remote.clone(),
-        };
+        let remote = super::resolve_home(&forward.remote, home).ok_or("no remote HOME")?;
+        // ssh splits `-R remote:local` at the colons: a path with one (a HOME the host
+        // reported so) could name another socket here.
+        if remote.contains(':') || remote.chars().any(char::is_control) {
+            return Err(format!(
+                "{remote:?} cannot be forwarded: a path with ':' or control characters"
+            ));
+        }
         let dir = remote
             .rsplit_once('/')
             .map_or("/", |(dir, _)| dir)
@@ -123,9 +124,21 @@ impl Transport {
                 return Err(format!("`{}` failed: {}", argv.join(" "), out.stderr));
             }
         }
-        let mut spec = OsString::from(&remote);
+        self.control_forward("forward", &remote, &forward.local)
+            .await
+    }
+
+    /// `-O forward|cancel -R remote:local` on the master.
+    async fn control_forward(&self, verb: &str, remote: &str, local: &Path) -> Result<(), String> {
+        if local.to_string_lossy().contains(':') {
+            return Err(format!(
+                "{} cannot be forwarded to: a path with ':'",
+                local.display()
+            ));
+        }
+        let mut spec = OsString::from(remote);
         spec.push(":");
-        spec.push(&forward.local);
+        spec.push(local);
         // `ClearAllForwardings` would clear this request's own `-R` before it is sent
         // (the master keeps it: nothing of the config is forwarded there).
         let mut args = self.base_args(false);
@@ -134,7 +147,7 @@ impl Transport {
         }
         args.extend([
             "-O".into(),
-            "forward".into(),
+            verb.into(),
             "-R".into(),
             spec,
             self.dest.ssh.clone().into(),
@@ -151,5 +164,26 @@ impl Transport {
         } else {
             Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
         }
+    }
+
+    /// Whether the host lets a socket there be forwarded here (`hosts check`): forwards
+    /// `remote` to `local` on the running master, then cancels it and removes the file.
+    pub async fn try_forward(&self, remote: &str, local: &Path) -> Result<(), String> {
+        let forward = Forward {
+            remote: remote.to_string(),
+            local: local.to_path_buf(),
+        };
+        let home = self.remote_home();
+        self.forward(&forward, home.as_deref()).await?;
+        let resolved = super::resolve_home(remote, home.as_deref()).ok_or("no remote HOME")?;
+        let _ = self.control_forward("cancel", &resolved, local).await;
+        let _ = self
+            .exec(
+                &["rm".into(), "-f".into(), resolved],
+                None,
+                self.dest.connect_timeout,
+            )
+            .await;
+        Ok(())
     }
 }

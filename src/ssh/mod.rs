@@ -21,6 +21,19 @@ pub use transport::{Destination, Output, Stats, Transport};
 
 use std::time::Duration;
 
+/// A path on the host: `~/x` under its `home`; a path without `~` as it is; `None` when `~` needs a home not known.
+pub fn resolve_home(path: &str, home: Option<&str>) -> Option<String> {
+    if path == "~" {
+        return home.map(str::to_string);
+    }
+    match path.strip_prefix("~/") {
+        Some(rest) => home
+            .filter(|h| !h.is_empty())
+            .map(|h| format!("{}/{rest}", h.trim_end_matches('/'))),
+        None => Some(path.to_string()),
+    }
+}
+
 /// Why a host could not be used. Every message names the host and what to do.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum SshError {
@@ -77,5 +90,22 @@ impl SshError {
             self,
             Self::Connect { .. } | Self::Dropped { .. } | Self::Timeout { .. }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn home_is_resolved_on_the_far_side_only() {
+        assert_eq!(
+            resolve_home("~/.local/state/the-loop", Some("/home/dev")).as_deref(),
+            Some("/home/dev/.local/state/the-loop")
+        );
+        assert_eq!(resolve_home("~/x", None), None);
+        assert_eq!(resolve_home("~/x", Some("")), None);
+        assert_eq!(resolve_home("/srv/x", None).as_deref(), Some("/srv/x"));
+        assert_eq!(resolve_home("~", Some("/h/")).as_deref(), Some("/h/"));
     }
 }

@@ -88,7 +88,12 @@ impl RemoteHost {
     /// `<stateDir>/operator.sock` as written (`~/` resolved on the far side): where the
     /// host's agents find the supervisor, forwarded over the connection.
     pub fn operator_socket(&self) -> String {
-        format!("{}/operator.sock", self.state_dir.trim_end_matches('/'))
+        self.in_state_dir("operator.sock")
+    }
+
+    /// `<stateDir>/<name>` as written (`~/` resolved on the far side).
+    pub fn in_state_dir(&self, name: &str) -> String {
+        format!("{}/{name}", self.state_dir.trim_end_matches('/'))
     }
 
     /// A remote path with a leading `~/` resolved against the remote `HOME`.
@@ -97,18 +102,7 @@ impl RemoteHost {
     }
 }
 
-/// `~/x` under `home`; a path without `~` as it is; `None` when `~` needs a home not known.
-pub fn resolve_home(path: &str, home: Option<&str>) -> Option<String> {
-    if path == "~" {
-        return home.map(str::to_string);
-    }
-    match path.strip_prefix("~/") {
-        Some(rest) => home
-            .filter(|h| !h.is_empty())
-            .map(|h| format!("{}/{rest}", h.trim_end_matches('/'))),
-        None => Some(path.to_string()),
-    }
-}
+pub use crate::ssh::resolve_home;
 
 /// Every configured host, by name. Cheap to clone.
 #[derive(Debug, Clone, Default)]
@@ -158,22 +152,5 @@ impl Hosts {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn home_is_resolved_on_the_far_side_only() {
-        assert_eq!(
-            resolve_home("~/.local/state/the-loop", Some("/home/dev")).as_deref(),
-            Some("/home/dev/.local/state/the-loop")
-        );
-        assert_eq!(resolve_home("~/x", None), None);
-        assert_eq!(resolve_home("~/x", Some("")), None);
-        assert_eq!(resolve_home("/srv/x", None).as_deref(), Some("/srv/x"));
-        assert_eq!(resolve_home("~", Some("/h/")).as_deref(), Some("/h/"));
     }
 }

@@ -176,3 +176,25 @@ async fn an_agent_on_the_host_asks_through_the_forwarded_socket_and_the_reply_re
     drop(sim);
     assert!(!paths.ssh_dir().join("build.agents.sock").exists());
 }
+
+/// A host whose sshd refuses forwarding: `hosts check` says the agents there cannot
+/// reach the supervisor and what the host needs; the sessions still run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_check_names_a_host_whose_sshd_refuses_forwarding() {
+    if !Sshd::available() {
+        return;
+    }
+    let sshd = Sshd::start_with(&["AllowTcpForwarding no"]);
+    let world = started(&sshd, None).await;
+    let checked = super::remote_sessions::hosts_cli(
+        &world.config_path(),
+        &world.paths.root,
+        &["check", super::remote_sessions::HOST],
+    );
+    let said = text(&checked);
+    assert!(!checked.status.success(), "{said}");
+    assert!(said.contains("FAIL forwarding"), "{said}");
+    assert!(said.contains("AllowStreamLocalForwarding"), "{said}");
+    // (On a host that allows it the check says ready: remote_sessions.)
+    world.host.transport.disconnect().await;
+}

@@ -70,6 +70,12 @@ impl Sshd {
 
     /// Creates the user and keys, starts sshd, and waits until it accepts connections.
     pub fn start() -> Sshd {
+        Self::start_with(&[])
+    }
+
+    /// [`Sshd::start`] with `first` at the top of its sshd_config: sshd takes the first
+    /// value of a keyword, so these win over the harness's own (`"AllowTcpForwarding no"`).
+    pub fn start_with(first: &[&str]) -> Sshd {
         assert!(
             is_root(),
             "these tests need root: they create a unix user for sshd to log in (CI runs as root)"
@@ -99,7 +105,7 @@ impl Sshd {
 
         let account = Account::create();
         let user = account.name.clone();
-        let (port, child) = spawn_listening(dir.path(), &user);
+        let (port, child) = spawn_listening(dir.path(), &user, first);
         let ssh_config = write_client_config(dir.path(), &user, port);
         Sshd {
             child,
@@ -320,10 +326,11 @@ fn kill_user_processes(user: &str) {
     eprintln!("warning: processes of {user} survived pkill -KILL");
 }
 
-fn write_sshd_config(dir: &Path, user: &str, port: u16) {
+fn write_sshd_config(dir: &Path, user: &str, port: u16, first: &[&str]) {
     let d = dir.display();
+    let first: String = first.iter().map(|line| format!("{line}\n")).collect();
     let config = format!(
-        "ListenAddress 127.0.0.1
+        "{first}ListenAddress 127.0.0.1
 Port {port}
 HostKey {d}/host_key
 PidFile {d}/sshd.pid
@@ -349,11 +356,11 @@ Subsystem sftp internal-sftp
 
 /// Starts sshd on a free port and waits until it accepts connections; tries another
 /// port when a different process took the free one first.
-fn spawn_listening(dir: &Path, user: &str) -> (u16, Child) {
+fn spawn_listening(dir: &Path, user: &str, first: &[&str]) -> (u16, Child) {
     let mut attempt = 1;
     loop {
         let port = free_port();
-        write_sshd_config(dir, user, port);
+        write_sshd_config(dir, user, port, first);
         let mut child = spawn_sshd(dir);
         let Err(why) = wait_listening(&mut child, dir, port) else {
             return (port, child);

@@ -20,6 +20,7 @@ mod queue;
 pub mod records;
 pub mod registry;
 mod remote;
+mod remote_worktree;
 pub mod reply;
 mod respawn;
 pub mod review;

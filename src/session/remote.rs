@@ -4,7 +4,7 @@
 
 use super::registry::SessionRecord;
 use super::sessions::{SessionError, Sessions};
-use crate::config::{RepoConfig, WorkspaceMode};
+use crate::config::RepoConfig;
 use crate::harness::Harness;
 use crate::paths;
 use crate::tmux::RemoteHost;
@@ -39,19 +39,21 @@ impl Sessions {
     }
 }
 
-/// The directory a session of `repo` runs in on `host`: `repos[].path` there, which
-/// must exist. Worktrees are made on this machine only, so a remote repo runs shared.
+/// Where a session of `repo` runs on `host`: the directory, and the worktree when it
+/// has one. `repos[].path` there must exist; a worktree is the item's own
+/// ([`super::remote_worktree`]) when the repo's mode asks for one.
+pub(crate) struct RemotePlace {
+    pub cwd: PathBuf,
+    pub worktree: Option<super::remote_worktree::RemoteWorktree>,
+}
+
 pub(crate) async fn place(
     host: &RemoteHost,
     repo: &RepoConfig,
     item: &WorkItemRef,
-) -> Result<PathBuf, SessionError> {
-    if repo.workspace == WorkspaceMode::Worktree {
-        return Err(SessionError::Remote(format!(
-            "{item}: worktrees are made on this machine only; set repos[].workspace: shared for a repo on host `{}`",
-            host.name()
-        )));
-    }
+    events: &crate::events::EventLog,
+    source: crate::events::Source,
+) -> Result<RemotePlace, SessionError> {
     let Some(path) = repo.path.as_deref() else {
         return Err(SessionError::Remote(format!(
             "{item}: a repo on host `{}` needs repos[].path (a directory on that host)",
@@ -75,7 +77,17 @@ pub(crate) async fn place(
             path: PathBuf::from(format!("{}:{dir}", host.name())),
         });
     }
-    Ok(PathBuf::from(dir))
+    if !super::remote_worktree::wants_worktree(host, repo, &dir).await {
+        return Ok(RemotePlace {
+            cwd: PathBuf::from(dir),
+            worktree: None,
+        });
+    }
+    let worktree = super::remote_worktree::place(host, repo, &dir, item, events, source).await?;
+    Ok(RemotePlace {
+        cwd: PathBuf::from(&worktree.dir),
+        worktree: Some(worktree),
+    })
 }
 
 /// The release the client on `host` names (`claude --version` run there); `None` for

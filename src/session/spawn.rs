@@ -94,8 +94,14 @@ impl Sessions {
         let host = self.host_for(repo, item).await.map_err(fail)?;
         let mut record = match (&host, repo) {
             (Some(host), Some(repo)) => {
-                let cwd = super::remote::place(host, repo, item).await.map_err(fail)?;
-                let mut record = SessionRecord::new(item, harness.name(), cwd);
+                let placed = super::remote::place(host, repo, item, &self.events, source)
+                    .await
+                    .map_err(fail)?;
+                let mut record = SessionRecord::new(item, harness.name(), placed.cwd);
+                if let Some(worktree) = placed.worktree {
+                    record.workspace = Some(worktree.dir.into());
+                    record.branch = Some(worktree.branch);
+                }
                 record.host = Some(host.name().to_string());
                 record.harness_version = super::remote::client_version(host, &harness).await;
                 record

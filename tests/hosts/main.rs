@@ -13,3 +13,4 @@ mod health_and_attach;
 mod remote_sessions;
 mod sshd_harness;
 mod unreachable;
+mod worktrees;

@@ -339,9 +339,20 @@ impl Started {
 }
 
 pub(crate) async fn started(sshd: &Sshd, api: Option<&str>) -> Started {
+    started_with(sshd, api, |yaml| yaml).await
+}
+
+/// [`started`] with the config text changed by `edit` first.
+pub(crate) async fn started_with(
+    sshd: &Sshd,
+    api: Option<&str>,
+    edit: impl FnOnce(String) -> String,
+) -> Started {
     let dir = short_dir();
     let state = dir.path().join("s");
     let config_path = world_config(sshd, dir.path(), api);
+    let yaml = std::fs::read_to_string(&config_path).unwrap();
+    std::fs::write(&config_path, edit(yaml)).unwrap();
     let installed = hosts_cli(&config_path, &state, &["install", HOST]);
     assert!(installed.status.success(), "{installed:?}");
     let loaded = config::load_file(&config_path).unwrap();

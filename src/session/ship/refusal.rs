@@ -18,6 +18,10 @@ pub enum Refusal {
     )]
     Shared(WorkItemRef),
     #[error(
+        "{item} works on host `{host}`: the-loop does not push from another host yet (the token never goes there); push its branch from the host yourself"
+    )]
+    OnHost { item: WorkItemRef, host: String },
+    #[error(
         "{item} works on `{branch}`, a fork's pull request branch: the-loop has no right to push there; the fork's owner pushes"
     )]
     ForkBranch { item: WorkItemRef, branch: String },
@@ -58,6 +62,7 @@ impl Refusal {
         match self {
             Self::NoSession(_) => "no-session",
             Self::Shared(_) => "shared-workspace",
+            Self::OnHost { .. } => "on-host",
             Self::ForkBranch { .. } => "fork-branch",
             Self::Dirty { .. } => "uncommitted-changes",
             Self::NothingAhead { .. } => "nothing-ahead",

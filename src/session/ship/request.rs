@@ -137,6 +137,12 @@ pub(super) fn worktree_of(
         .flatten()
         .filter(|r| r.status.is_open())
         .ok_or_else(|| Refusal::NoSession(item.clone()))?;
+    if let Some(host) = &record.host {
+        return Err(Refusal::OnHost {
+            item: record.work_item.clone(),
+            host: host.clone(),
+        });
+    }
     let workspace = sessions
         .workspaces()
         .record(item)

@@ -188,7 +188,17 @@ async fn check(host: &RemoteHost, config: &Config, control_dir: &std::path::Path
         .map(|h| h.program().to_string());
     match harness {
         // As a pane there finds it: the-loop's bin directory first on the login's PATH.
-        Ok(program) => match ask(host, &["env", &pane_path(host), "which", &program]).await {
+        Ok(program) => match ask(
+            host,
+            &[
+                "env",
+                &format!("PATH={}", host.pane_path().unwrap_or_default()),
+                "which",
+                &program,
+            ],
+        )
+        .await
+        {
             Ok(path) if !path.is_empty() => line(true, "harness", path),
             _ => line(
                 false,
@@ -246,14 +256,6 @@ async fn check(host: &RemoteHost, config: &Config, control_dir: &std::path::Path
             host.name()
         )))
     }
-}
-
-/// `PATH=<stateDir>/bin:<the login's PATH>`.
-fn pane_path(host: &RemoteHost) -> String {
-    let bin = host.bin().unwrap_or_default();
-    let dir = bin.rsplit_once('/').map_or("", |(d, _)| d);
-    let rest = host.transport.remote_path().unwrap_or_default();
-    format!("PATH={dir}:{rest}")
 }
 
 async fn install(host: &RemoteHost) -> CliResult {

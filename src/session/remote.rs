@@ -31,10 +31,14 @@ impl Sessions {
                 "{item}: host `{name}` is not in the config's hosts"
             ))
         })?;
-        host.transport
-            .connect()
-            .await
-            .map_err(|e| SessionError::Remote(e.to_string()))?;
+        // A host already up with its HOME known needs no probe of its master here.
+        let up = matches!(host.transport.state(), crate::ssh::HostState::Up { .. });
+        if !up || host.transport.remote_home().is_none() {
+            host.transport
+                .connect()
+                .await
+                .map_err(|e| SessionError::Remote(e.to_string()))?;
+        }
         Ok(Some(host))
     }
 }
@@ -114,13 +118,7 @@ pub(crate) fn pane_env(host: &RemoteHost, record: &SessionRecord) -> Vec<(String
     if let Some(state) = host.state_dir() {
         env.push((paths::ENV_HOME.to_string(), state));
     }
-    if let Some(bin) = host.bin() {
-        let dir = bin.rsplit_once('/').map_or("", |(dir, _)| dir).to_string();
-        let rest = host.transport.remote_path().unwrap_or_default();
-        let path = std::iter::once(dir.as_str())
-            .chain(rest.split(':').filter(|p| !p.is_empty() && *p != dir))
-            .collect::<Vec<_>>()
-            .join(":");
+    if let (Some(bin), Some(path)) = (host.bin(), host.pane_path()) {
         env.push((paths::ENV_BIN.to_string(), bin));
         env.push(("PATH".to_string(), path));
     }

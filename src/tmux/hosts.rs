@@ -71,6 +71,20 @@ impl RemoteHost {
         resolve_home(&self.state_dir, self.transport.remote_home().as_deref())
     }
 
+    /// The `PATH` of a pane on the host: `<stateDir>/bin` first, then the login's own.
+    /// `None` before the host was reached.
+    pub fn pane_path(&self) -> Option<String> {
+        let bin = self.bin()?;
+        let dir = bin.rsplit_once('/').map_or("", |(dir, _)| dir).to_string();
+        let rest = self.transport.remote_path().unwrap_or_default();
+        Some(
+            std::iter::once(dir.as_str())
+                .chain(rest.split(':').filter(|p| !p.is_empty() && *p != dir))
+                .collect::<Vec<_>>()
+                .join(":"),
+        )
+    }
+
     /// `<stateDir>/bin/the-loop`: the binary `hosts install` puts there.
     pub fn bin(&self) -> Option<String> {
         self.state_dir().map(|dir| format!("{dir}/{REMOTE_BIN}"))

@@ -75,11 +75,6 @@ impl RealTmux {
         }
     }
 
-    /// The host's transport, for a server on another host.
-    pub fn transport(&self) -> Option<&Arc<Transport>> {
-        self.remote.as_ref()
-    }
-
     /// From `sessions.tmux` (its `socket` already carries `THE_LOOP_TMUX_SOCKET`), with
     /// the environment policy of `sessions.passEnv` and `server.webhookSecretEnv`.
     pub fn from_config(config: &Config) -> Self {

@@ -36,6 +36,10 @@ pub struct Timings {
     /// While a delivery is held, how often the pane is looked at again (SPEC §18.3: at
     /// most every 500 ms).
     pub hold_check: Duration,
+    /// After a key on a permission dialog, how long the dialog gets to go before the
+    /// key is taken for dropped and pressed again (`hooks::permission`); zero: pressed
+    /// once, not watched.
+    pub dialog_confirm: Duration,
 }
 
 impl Default for Timings {
@@ -50,6 +54,7 @@ impl Default for Timings {
             settle: Duration::from_millis(500),
             paste_show: Duration::from_secs(5),
             hold_check: Duration::from_millis(500),
+            dialog_confirm: Duration::from_secs(2),
         }
     }
 }

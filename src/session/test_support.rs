@@ -217,6 +217,7 @@ impl Fixture {
             settle: Duration::ZERO,
             paste_show: Duration::from_millis(200),
             hold_check: Duration::from_millis(20),
+            dialog_confirm: Duration::ZERO,
         };
         let tmux = Arc::new(TestTmux::new());
         let signals = Arc::new(FakeSignaller {

@@ -16,7 +16,7 @@ use crate::harness::{Harness, ScreenKind};
 use crate::session::activity::SessionActivity;
 use crate::session::delivery::{self, Key};
 use crate::session::registry::{RegistryError, SessionRecord};
-use crate::session::{PaneState, Sessions};
+use crate::session::{PaneState, Sessions, Timings};
 use crate::tmux::{self, Liveness};
 use crate::work_item::WorkItemRef;
 use std::time::Duration;
@@ -26,6 +26,9 @@ pub const DRAW_GRACE: Duration = Duration::from_secs(3);
 
 /// How long an answer waits for a paste in progress to the same session.
 const PASTE_WAIT: Duration = Duration::from_secs(10);
+
+/// At most this many presses of the answer's key on one dialog ([`press_until_taken`]).
+const PRESSES: u32 = 3;
 
 /// What an answer did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,22 +117,14 @@ pub async fn answer(
         }
         PaneState::Unknown(error) => return Err(unreachable(error)),
     };
-    // A dialog just drawn drops a key: Claude Code 2.1.332 ignored an Enter ~100 ms
-    // after its dialog appeared and took one ~270 ms after (2.1.197 took it at once).
-    // The key goes out once the dialog has stood `Timings::settle`, after a fresh look.
-    let dialog_settle = sessions.settings().timings.settle;
-    if let Some(at) = crate::time::parse_ts(&request.requested_at) {
-        let age = time::OffsetDateTime::now_utc() - at;
-        let age = std::time::Duration::try_from(age).unwrap_or_default();
-        if let Some(left) = dialog_settle.checked_sub(age) {
-            tokio::time::sleep(left).await;
-        }
-    }
     let tmux = sessions.tmux_of(&record).map_err(unreachable)?;
-    let shown = delivery::dialog_shown(tmux.as_ref(), &pane, screen_of(sessions, &record))
-        .await
-        .map_err(unreachable)?;
-    if !shown {
+    let dialog = Dialog {
+        tmux: tmux.as_ref(),
+        pane: &pane,
+        screen: screen_of(sessions, &record),
+        timings: sessions.settings().timings,
+    };
+    if !dialog.stands(&request).await.map_err(unreachable)? {
         return gone(sessions, &item, request, source);
     }
     // Claim the request for this answer before the key goes out: the tool it approves
@@ -150,7 +145,10 @@ pub async fn answer(
         Decision::Approved => Key::Enter,
         Decision::Denied | Decision::Elsewhere => Key::Escape,
     };
-    if let Err(error) = delivery::press_on_dialog(tmux.as_ref(), &pane, key).await {
+    let pressed = dialog
+        .press_until_taken(sessions, &item, &request, key)
+        .await;
+    if let Err(error) = pressed {
         let _ = sessions.registry().update(&item, |r| {
             if let Some(p) = r.reported.as_mut().and_then(|s| s.permission.as_mut())
                 && p.id == request.id
@@ -162,6 +160,88 @@ pub async fn answer(
     }
     settle(sessions, &item, &request.id, decision, actor, source)?;
     Ok(Answered::Sent { decision, request })
+}
+
+/// A session's pane, looked at for its harness's permission dialog.
+struct Dialog<'a> {
+    tmux: &'a dyn tmux::Tmux,
+    pane: &'a tmux::PaneId,
+    screen: ScreenKind,
+    timings: Timings,
+}
+
+impl Dialog<'_> {
+    async fn shown(&self) -> Result<bool, tmux::Error> {
+        delivery::dialog_shown(self.tmux, self.pane, self.screen).await
+    }
+
+    /// Whether the request's dialog is on screen and has stood there long enough to
+    /// take a key. Claude Code ignores keys for a moment after it draws a dialog (2.1.332
+    /// dropped an Enter ~100 ms after the dialog appeared and took one ~270 ms after; on
+    /// a loaded machine the dialog is drawn well after the hook reported it), so the key
+    /// goes out only after two looks `Timings::settle` apart both show it. A request
+    /// younger than [`DRAW_GRACE`] whose dialog is not drawn yet is waited for.
+    async fn stands(&self, request: &PermissionRequest) -> Result<bool, tmux::Error> {
+        let age = crate::time::parse_ts(&request.requested_at)
+            .and_then(|at| Duration::try_from(time::OffsetDateTime::now_utc() - at).ok());
+        let left = age.map_or(Duration::ZERO, |age| DRAW_GRACE.saturating_sub(age));
+        let deadline = tokio::time::Instant::now() + left;
+        while !self.shown().await? {
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(false);
+            }
+            tokio::time::sleep(self.timings.poll).await;
+        }
+        tokio::time::sleep(self.timings.settle).await;
+        self.shown().await
+    }
+
+    /// Presses `key` on the request's dialog and, when `Timings::dialog_confirm` is
+    /// set, watches the dialog go. A dialog still there that long after the key, with no
+    /// newer request reported, did not take it: the key goes again, at most [`PRESSES`]
+    /// times in all (a fixed keystroke on the same dialog; a newer dialog is never
+    /// pressed, since its hook reports it before it is drawn).
+    async fn press_until_taken(
+        &self,
+        sessions: &Sessions,
+        item: &WorkItemRef,
+        request: &PermissionRequest,
+        key: Key,
+    ) -> Result<(), tmux::Error> {
+        let confirm = self.timings.dialog_confirm;
+        for press in 1..=PRESSES {
+            delivery::press_on_dialog(self.tmux, self.pane, key).await?;
+            if confirm.is_zero() || press == PRESSES {
+                return Ok(());
+            }
+            let deadline = tokio::time::Instant::now() + confirm;
+            loop {
+                tokio::time::sleep(self.timings.poll).await;
+                if !self.shown().await? {
+                    return Ok(());
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    break;
+                }
+            }
+            let same = sessions
+                .registry()
+                .get(item)
+                .ok()
+                .flatten()
+                .and_then(|r| pending(&r))
+                .is_some_and(|p| p.id == request.id);
+            if !same {
+                return Ok(());
+            }
+            tracing::warn!(
+                work_item = %item,
+                request = %request.id,
+                "the permission dialog is still there {confirm:?} after the key: pressing it again"
+            );
+        }
+        Ok(())
+    }
 }
 
 /// Resolves the request as `elsewhere`: its dialog is not on screen.

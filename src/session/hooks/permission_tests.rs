@@ -5,6 +5,7 @@ use crate::session::hooks::report;
 use crate::session::test_support::{Fixture, item};
 use crate::tmux::{BufferName, PaneId, Paste, Tmux};
 use serde_json::json;
+use std::sync::Arc;
 
 /// What Claude Code 2.1.197 draws for a Bash call that needs permission (a real capture).
 const DIALOG: &str = include_str!("../delivery/screen/claude/fixtures/dialog_bash.100x30.txt");
@@ -122,6 +123,81 @@ async fn approve_sends_enter_to_the_dialog_and_resolves_the_request() {
         matches!(again, Err(AnswerError::NothingWaiting(_))),
         "{again:?}"
     );
+}
+
+/// Issue #1's fixture with `Timings::dialog_confirm` set: each key is watched.
+fn watching_keys(confirm: std::time::Duration) -> Fixture {
+    let fx = Fixture::new();
+    let mut settings = (*fx.sessions.settings()).clone();
+    settings.timings.dialog_confirm = confirm;
+    fx.sessions.set_settings(settings);
+    fx
+}
+
+/// Claude Code drops a key that lands just after its dialog is drawn: a dialog still
+/// there after the key, with no newer request, gets it again, a bounded number of times.
+#[tokio::test]
+async fn a_key_the_dialog_dropped_is_pressed_again_a_bounded_number_of_times() {
+    let fx = watching_keys(std::time::Duration::from_millis(30));
+    let pane = waiting(&fx, DIALOG).await;
+    answer(
+        &fx.sessions,
+        &item(1),
+        Decision::Approved,
+        None,
+        None,
+        Source::Cli,
+    )
+    .await
+    .unwrap();
+    // The fake pane never takes the key: the dialog stays, and the key goes out three
+    // times in all, then no more.
+    assert_eq!(input_after_screen(&fx, &pane, DIALOG), b"\r\r\r");
+    assert_eq!(fx.events_named("session.permission_resolved").len(), 1);
+}
+
+/// A dialog still on screen once a newer request was reported is that newer request's:
+/// the answer's key never goes to it.
+#[tokio::test]
+async fn a_key_is_never_pressed_again_on_a_newer_request() {
+    let fx = watching_keys(std::time::Duration::from_millis(400));
+    let pane = waiting(&fx, DIALOG).await;
+    let sessions = Arc::clone(&fx.sessions);
+    let answering = tokio::spawn(async move {
+        answer(
+            &sessions,
+            &item(1),
+            Decision::Approved,
+            None,
+            None,
+            Source::Cli,
+        )
+        .await
+    });
+    while input_after_screen(&fx, &pane, DIALOG).is_empty() {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let paths = crate::paths::StatePaths::new(fx.dir.path());
+    for payload in [
+        json!({"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_7"}),
+        json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+               "tool_input": {"command": "rm -rf dist"}, "tool_use_id": "toolu_8"}),
+        json!({"hook_event_name": "PermissionRequest", "tool_name": "Bash",
+               "tool_input": {"command": "rm -rf dist"}}),
+    ] {
+        report::record(
+            &paths,
+            &item(1),
+            Reporter::Claude,
+            payload.to_string().as_bytes(),
+        )
+        .unwrap();
+    }
+    answering.await.unwrap().unwrap();
+    assert_eq!(input_after_screen(&fx, &pane, DIALOG), b"\r", "one key");
+    let pending = pending(&fx.record(1).unwrap()).unwrap();
+    assert_eq!(pending.id, "toolu_8");
+    assert_eq!(pending.answering, None);
 }
 
 #[tokio::test]

@@ -139,6 +139,7 @@ async fn view(
         sessions.hosts().clone(),
         host_health::PING_EVERY,
         pings_stop,
+        None, // the supervisor logs the hosts' changes
     ));
     let backend = LiveBackend::start(LiveParts {
         replier: Replier::reporting(Arc::clone(&sessions), github.clone()),

@@ -118,6 +118,7 @@ event_types! {
     ShipPushed => "ship.pushed",
     ShipPrOpened => "ship.pr_opened",
     ShipFailed => "ship.failed",
+    HostStateChanged => "host.state_changed",
 }
 
 impl std::fmt::Display for EventType {

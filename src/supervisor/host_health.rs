@@ -3,10 +3,13 @@
 //! current. Every host has a loop of its own, so one that does not answer delays no
 //! other; a ping is bounded by the transport's own timeouts (the probe of the master,
 //! `ConnectTimeout`, the command's), and nobody waits on it: the screen only reads the
-//! state it leaves.
+//! state it leaves. The supervisor's loops log each change of a host's state
+//! (`host.state_changed`, with why it is unreachable), so the operator reads the reason
+//! in the events, not only a ✗ in the status bar.
 
 use super::polling::stopped;
-use crate::ssh::Transport;
+use crate::events::{Event, EventLog, EventType, Level, Source};
+use crate::ssh::{HostState, Transport};
 use crate::tmux::Hosts;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,15 +19,45 @@ use tokio::sync::watch;
 pub const PING_EVERY: Duration = Duration::from_secs(10);
 
 /// Pings every host of `hosts`, then again `every` after each answer (or failure),
-/// until `stop` is set.
-pub async fn keep_hosts_checked(hosts: Hosts, every: Duration, stop: watch::Receiver<bool>) {
-    let loops = hosts
-        .iter()
-        .map(|host| keep_pinging(Arc::clone(&host.transport), every, stop.clone()));
+/// until `stop` is set. With `log` (the supervisor's), each change of a host's state is
+/// logged there as written by that source.
+pub async fn keep_hosts_checked(
+    hosts: Hosts,
+    every: Duration,
+    stop: watch::Receiver<bool>,
+    log: Option<(EventLog, Source)>,
+) {
+    let loops = hosts.iter().map(|host| {
+        keep_pinging(
+            Arc::clone(&host.transport),
+            every,
+            stop.clone(),
+            log.clone(),
+        )
+    });
     futures::future::join_all(loops).await;
 }
 
-async fn keep_pinging(transport: Arc<Transport>, every: Duration, mut stop: watch::Receiver<bool>) {
+/// `host.state_changed` for `host` now in `state`.
+pub fn state_event(source: Source, host: &str, state: &HostState) -> Event {
+    let level = match state {
+        HostState::Unreachable { .. } => Level::Warning,
+        _ => Level::Info,
+    };
+    Event::new(source, EventType::HostStateChanged)
+        .level(level)
+        .with("host", host)
+        .with("state", state.label())
+        .with_opt("rtt_ms", state.rtt_ms())
+        .with_opt("reason", state.reason().map(str::to_string))
+}
+
+async fn keep_pinging(
+    transport: Arc<Transport>,
+    every: Duration,
+    mut stop: watch::Receiver<bool>,
+    log: Option<(EventLog, Source)>,
+) {
     loop {
         let before = transport.state();
         tokio::select! {
@@ -42,6 +75,9 @@ async fn keep_pinging(transport: Arc<Transport>, every: Duration, mut stop: watc
                     rtt_ms = after.rtt_ms(),
                     "host state"
                 ),
+            }
+            if let Some((events, source)) = &log {
+                let _ = events.emit(state_event(*source, host, &after));
             }
         }
         tokio::select! {
@@ -99,10 +135,13 @@ mod tests {
             host("hung", &hung, dir.path()),
         ]);
         let (stop_tx, stop_rx) = watch::channel(false);
+        let paths = crate::paths::StatePaths::new(dir.path());
+        let log = (EventLog::open(&paths), Source::Cli);
         let task = tokio::spawn(keep_hosts_checked(
             hosts.clone(),
             Duration::from_millis(50),
             stop_rx,
+            Some(log),
         ));
         let state = |name: &str| hosts.get(name).unwrap().transport.state();
         until("the answering host is up", || {
@@ -123,5 +162,26 @@ mod tests {
             .expect("a stop ends the pings at once, a hung one included")
             .unwrap();
         assert!(asked.elapsed() < Duration::from_secs(2));
+
+        // Each change logged once (the hosts were pinged many times), with the reason
+        // of the one that does not answer; nothing for the one never answered yet.
+        let changes = crate::events::lines::named(&paths.events(), "host.state_changed");
+        let of = |name: &str| -> Vec<&serde_json::Value> {
+            changes.iter().filter(|e| e["host"] == name).collect()
+        };
+        assert_eq!(of("up").len(), 1, "{changes:#?}");
+        assert_eq!(of("up")[0]["state"], "up");
+        assert!(of("up")[0]["rtt_ms"].is_u64());
+        assert_eq!(of("up")[0]["level"], "info");
+        assert_eq!(of("down").len(), 1, "{changes:#?}");
+        assert_eq!(of("down")[0]["state"], "unreachable");
+        assert_eq!(of("down")[0]["level"], "warning");
+        assert!(
+            of("down")[0]["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("host `down`")),
+            "{changes:#?}"
+        );
+        assert!(of("hung").is_empty(), "{changes:#?}");
     }
 }

@@ -410,6 +410,7 @@ impl Parts {
                     hosts,
                     every,
                     stop_rx.clone(),
+                    Some((self.events.clone(), mode.source())),
                 )));
             }
             match ConfigWatch::start(loaded.clone(), self.events.clone(), mode.source()) {

@@ -402,6 +402,25 @@ pub fn describe(event: &Event, offset: UtcOffset) -> EventRow {
             s("path"),
         ),
         T::ServerStarted => ("·", RowKind::Other, "webhook server".into(), s("listen")),
+        T::HostStateChanged => match event.str_field("state") {
+            Some("unreachable") => (
+                "⌁",
+                RowKind::Failed,
+                format!("host {} unreachable", s("host")),
+                s("reason"),
+            ),
+            _ => (
+                "·",
+                RowKind::Other,
+                format!("host {} {}", s("host"), s("state")),
+                event
+                    .fields
+                    .get("rtt_ms")
+                    .and_then(Value::as_u64)
+                    .map(|ms| format!("{ms} ms"))
+                    .unwrap_or_default(),
+            ),
+        },
         T::ServerFailed => ("✗", RowKind::Failed, "webhook server failed".into(), err()),
         T::WorkspaceCreated => (
             "⎇",

@@ -56,6 +56,33 @@ fn a_routed_row_warns_of_hidden_text() {
 }
 
 #[test]
+fn a_host_that_drops_says_why() {
+    let gone = crate::supervisor::host_health::state_event(
+        Source::Tui,
+        "gpu",
+        &crate::ssh::HostState::Unreachable {
+            reason: "host `gpu`: cannot connect (Connection refused)".into(),
+        },
+    );
+    let row = describe(&gone, UtcOffset::UTC);
+    assert_eq!((row.glyph, row.kind), ("⌁", RowKind::Failed));
+    assert_eq!(row.verb, "host gpu unreachable");
+    assert_eq!(row.rest, "host `gpu`: cannot connect (Connection refused)");
+    let back = crate::supervisor::host_health::state_event(
+        Source::Tui,
+        "gpu",
+        &crate::ssh::HostState::Up {
+            rtt: std::time::Duration::from_millis(12),
+        },
+    );
+    let row = describe(&back, UtcOffset::UTC);
+    assert_eq!(
+        (row.verb.as_str(), row.rest.as_str()),
+        ("host gpu up", "12 ms")
+    );
+}
+
+#[test]
 fn every_event_type_has_a_row() {
     for t in EventType::ALL {
         let row = describe(&ev(*t), UtcOffset::UTC);

@@ -7,6 +7,8 @@ use crate::support::sshd::Sshd;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use the_loop::events::{EventLog, Source};
+use the_loop::paths::StatePaths;
 use the_loop::ssh::{Destination, HostState, Transport};
 use the_loop::supervisor::host_health::keep_hosts_checked;
 use the_loop::tmux::{Hosts, RemoteHost};
@@ -48,10 +50,12 @@ async fn pings_keep_the_state_over_one_connection_and_the_terminal_command_runs_
     )]);
     let host = Arc::clone(hosts.get("build").unwrap());
     let (stop_tx, stop_rx) = watch::channel(false);
+    let paths = StatePaths::new(dir.path());
     let pings = tokio::spawn(keep_hosts_checked(
         hosts.clone(),
         Duration::from_millis(100),
         stop_rx,
+        Some((EventLog::open(&paths), Source::Tui)),
     ));
     until("the host is up", Duration::from_secs(20), || {
         matches!(host.transport.state(), HostState::Up { .. })
@@ -93,5 +97,15 @@ async fn pings_keep_the_state_over_one_connection_and_the_terminal_command_runs_
         .expect("the pings stop when asked")
         .unwrap();
     assert!(asked.elapsed() < Duration::from_secs(5));
+    // The operator reads each change and why in the events: up, then unreachable.
+    let changes = the_loop::events::lines::named(&paths.events(), "host.state_changed");
+    let states: Vec<&str> = changes
+        .iter()
+        .map(|e| e["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["up", "unreachable"], "{changes:#?}");
+    assert_eq!(changes[0]["host"], "build");
+    let reason = changes[1]["reason"].as_str().unwrap();
+    assert!(reason.contains("host `build`"), "{reason}");
     host.transport.disconnect().await;
 }

@@ -50,19 +50,23 @@ pub(crate) fn kill(pid: u32) {
     let _ = Command::new("kill")
         .args(["-KILL", &pid.to_string()])
         .status();
-    // Gone, or a zombie nobody reaped yet.
+    assert!(ended(pid), "pid {pid} outlived SIGKILL");
+}
+
+/// Whether `pid` is gone, or a zombie nobody reaped yet, within 10 s.
+fn ended(pid: u32) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            return;
+            return true;
         };
         let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
         if state.is_some_and(|s| s.starts_with('Z')) {
-            return;
+            return true;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    panic!("pid {pid} outlived SIGKILL");
+    false
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -119,6 +123,85 @@ async fn any_argv_reaches_the_host_unchanged_over_one_connection_and_a_killed_ma
         "one new master, no stray direct connections"
     );
     assert_eq!(sshd.connections(), before + 1);
+    host.disconnect().await;
+}
+
+/// sshd takes at most `MaxSessions` (10) channels on one connection: a burst of 30
+/// commands at once over one master is queued (`ssh::CHANNELS` at a time), and every
+/// one of them runs, over that one connection. (With the cap raised past 10, sshd
+/// refuses the extra channels and this fails.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_commands_over_max_sessions_queues_on_one_connection() {
+    if !Sshd::available() {
+        return;
+    }
+    let sshd = Sshd::start();
+    let dir = short_dir();
+    let host = Arc::new(transport(&sshd, dir.path()));
+    host.connect().await.unwrap();
+    let before = sshd.connections();
+    let burst: Vec<_> = (0..30)
+        .map(|n| {
+            let host = Arc::clone(&host);
+            tokio::spawn(async move {
+                let argv = words(&["sh", "-c", "sleep 0.3; echo \"$0\"", &n.to_string()]);
+                host.run(&argv, None, Duration::from_secs(60)).await
+            })
+        })
+        .collect();
+    let mut said = Vec::new();
+    for (n, task) in burst.into_iter().enumerate() {
+        let out = task
+            .await
+            .unwrap()
+            .unwrap_or_else(|e| panic!("command {n}: {e}"));
+        assert!(out.success, "command {n}: {}", out.stderr);
+        said.push(String::from_utf8(out.stdout).unwrap().trim().to_string());
+    }
+    let expected: Vec<String> = (0..30).map(|n| n.to_string()).collect();
+    assert_eq!(said, expected, "each command ran once, as asked");
+    assert_eq!(sshd.connections(), before, "no connection of its own");
+    assert_eq!(host.stats().connections, 1);
+    host.disconnect().await;
+}
+
+/// A master that hangs (stopped, its socket still there) makes a call time out, not
+/// hang; the next call probes it (`-O check`, bounded), stops it and starts another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_master_is_probed_and_replaced() {
+    if !Sshd::available() {
+        return;
+    }
+    let sshd = Sshd::start();
+    let dir = short_dir();
+    let host = transport(&sshd, dir.path());
+    host.connect().await.unwrap();
+    let hung = host.master_pid().expect("the master's pid");
+    let stopped = Command::new("kill")
+        .args(["-STOP", &hung.to_string()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    let err = host
+        .run(&words(&["echo", "hung"]), None, Duration::from_secs(2))
+        .await
+        .unwrap_err();
+    assert!(err.is_unreachable(), "{err}");
+    assert!(
+        matches!(host.state(), the_loop::ssh::HostState::Unreachable { .. }),
+        "{:?}",
+        host.state()
+    );
+    let out = host
+        .run(&words(&["echo", "back"]), None, Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "back\n");
+    assert_ne!(host.master_pid(), Some(hung), "a new master");
+    assert_eq!(host.stats().connections, 2);
+    let left_behind = !ended(hung);
+    kill(hung);
+    assert!(!left_behind, "the hung master was left behind");
     host.disconnect().await;
 }
 

@@ -135,6 +135,7 @@ pub async fn answer(
             p.answering = Some(Answer {
                 decision,
                 actor: actor.clone(),
+                source: Some(source),
             });
         })
     })?;

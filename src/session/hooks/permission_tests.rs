@@ -195,6 +195,11 @@ async fn a_key_is_never_pressed_again_on_a_newer_request() {
     }
     answering.await.unwrap().unwrap();
     assert_eq!(input_after_screen(&fx, &pane, DIALOG), b"\r", "one key");
+    // The tool's report settled the answer before its sender did: still the answer's.
+    let resolved = fx.events_named("session.permission_resolved");
+    assert_eq!(resolved.len(), 1, "{resolved:#?}");
+    assert_eq!(resolved[0]["decision"], "approved");
+    assert_eq!(resolved[0]["source"], "cli");
     let pending = pending(&fx.record(1).unwrap()).unwrap();
     assert_eq!(pending.id, "toolu_8");
     assert_eq!(pending.answering, None);

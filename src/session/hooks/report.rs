@@ -286,12 +286,20 @@ pub fn outcome_event(source: Source, item: &WorkItemRef, outcome: &Outcome) -> E
             request,
             decision,
             actor,
-        } => Event::new(source, EventType::SessionPermissionResolved)
+        } => {
+            // An answer given in the-loop and settled by the tool's report is still the
+            // answerer's.
+            let answered_by = request.answering.as_ref().and_then(|a| a.source);
+            Event::new(
+                answered_by.unwrap_or(source),
+                EventType::SessionPermissionResolved,
+            )
             .with("work_item", item.to_string())
             .with("decision", decision.as_str())
             .with_opt("actor", actor.clone())
             .with("tool", request.tool.as_str())
-            .with("request_id", request.id.as_str()),
+            .with("request_id", request.id.as_str())
+        }
         Outcome::TurnEnded => {
             Event::new(source, EventType::SessionTurnEnded).with("work_item", item.to_string())
         }

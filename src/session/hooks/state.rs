@@ -66,6 +66,10 @@ pub struct Answer {
     pub decision: Decision,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
+    /// Where the answer was given (`tui`, `cli`): the resolution is logged as theirs
+    /// when the tool's own report settles it first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::events::Source>,
 }
 
 /// A tool call as the harness described it.

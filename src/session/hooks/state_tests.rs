@@ -104,6 +104,7 @@ fn an_answer_being_sent_resolves_the_request_with_its_decision() {
     r.permission.as_mut().unwrap().answering = Some(Answer {
         decision: Decision::Approved,
         actor: Some("alice".into()),
+        source: Some(crate::events::Source::Tui),
     });
     // The approved tool reports back before the sender records its answer.
     let (r, out) = apply(

@@ -1,7 +1,10 @@
 //! `the-loop hook claude|codex` (hidden): run by a session's harness at each state
 //! change (SPEC §17.2, §17.5). Prints nothing, always exits 0, within
 //! `report::BUDGET`; what goes wrong goes to the log file. The work item and state root
-//! come from the session's environment (`THE_LOOP_WORK_ITEM`, `THE_LOOP_HOME`).
+//! come from the session's environment (`THE_LOOP_WORK_ITEM`, `THE_LOOP_HOME`). In a
+//! session on another host (`THE_LOOP_HOST`), the report is sent back to the
+//! supervisor through `<THE_LOOP_HOME>/operator.sock`, forwarded over the host's SSH
+//! connection, and recorded there; nothing is recorded on the host.
 
 use super::CliResult;
 use crate::paths::StatePaths;
@@ -54,10 +57,16 @@ pub fn run_usage(args: HookUsageArgs) -> CliResult {
 pub fn run(args: HookArgs) -> CliResult {
     let started = std::time::Instant::now();
     let harness = args.harness;
+    let on_host = std::env::var_os(crate::paths::ENV_HOST).is_some_and(|h| !h.is_empty());
     let outcome = report::bounded(BUDGET, move || {
         let item = report::work_item_from_env()?;
         let payload = report::read_payload(&args.payload, std::io::stdin().lock())?;
-        report::record(&StatePaths::from_env(), &item, harness, &payload)
+        let paths = StatePaths::from_env();
+        if on_host {
+            send_back(&paths, &item, harness, &payload)?;
+            return Ok(Vec::new());
+        }
+        report::record(&paths, &item, harness, &payload)
     });
     match outcome {
         Ok(outcomes) => tracing::debug!(
@@ -70,4 +79,22 @@ pub fn run(args: HookArgs) -> CliResult {
         Err(error) => tracing::warn!(harness = harness.as_str(), "hook: {error}"),
     }
     Ok(())
+}
+
+/// Sends a report of a session on another host to the supervisor, over the socket
+/// forwarded to `<THE_LOOP_HOME>/operator.sock`.
+fn send_back(
+    paths: &StatePaths,
+    item: &crate::work_item::WorkItemRef,
+    harness: Reporter,
+    payload: &[u8],
+) -> Result<(), report::HookError> {
+    let failed = |e: String| report::HookError::Forward(e);
+    let client = crate::operator::OperatorClient::at(&paths.operator_socket())
+        .map_err(|e| failed(e.to_string()))?;
+    let runtime = crate::runtime::build(super::Threads::One).map_err(|e| failed(e.to_string()))?;
+    let payload = report::for_forwarding(payload);
+    runtime
+        .block_on(client.hook(item, harness, &payload))
+        .map_err(|e| failed(e.to_string()))
 }

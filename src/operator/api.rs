@@ -9,9 +9,11 @@
 //!   `sessions.commentsPerMinute` (SPEC §19.2): an agent's words on its own item.
 //!
 //! Another host's agents reach the supervisor through a socket of their host's own
-//! ([`OperatorApi::host_router`], forwarded over its SSH connection): only `ask` and
-//! `comment` are served there, and only for sessions on that host — a peer's pid
-//! cannot tell its pane across a forward, so the host is the boundary.
+//! ([`OperatorApi::host_router`], forwarded over its SSH connection): only `ask`,
+//! `comment` and the harness's hook reports (`POST /api/v1/sessions/hook`
+//! `{"ref", "harness", "payload"}`, recorded as `the-loop hook` records one here) are
+//! served there, and only for sessions on that host — a peer's pid cannot tell its
+//! pane across a forward, so the host is the boundary.
 //!
 //! Bodies are `application/json` (at most [`MAX_BODY_BYTES`], unknown fields refused).
 //! Every answer is JSON: `200 {"ok": true, …}` or the error's status with `{"error":
@@ -23,6 +25,7 @@ use crate::github::Client;
 use crate::session::Sessions;
 use crate::session::ask::{self, Ask, Asked, question_text};
 use crate::session::comment::{CommentRequest, Commented, Commenter};
+use crate::session::hooks::{Reporter, report};
 use crate::session::reply::{Replied, Replier, ReplyError, ReplyRequest, Report, Via};
 use crate::work_item::WorkItemRef;
 use axum::Router;
@@ -42,6 +45,8 @@ pub const REPLY_PATH: &str = "/api/v1/sessions/reply";
 pub const ASK_PATH: &str = "/api/v1/sessions/ask";
 /// The comment route.
 pub const COMMENT_PATH: &str = "/api/v1/sessions/comment";
+/// A remote session's hook report (served only on a host's socket).
+pub const HOOK_PATH: &str = "/api/v1/sessions/hook";
 
 /// `the-loop reply` names itself with this header (value `cli`), so its reply is
 /// recorded `via: cli` whether it ran in-process or here. Audit only.
@@ -87,6 +92,7 @@ impl OperatorApi {
         Router::new()
             .route(ASK_PATH, post(ask_route))
             .route(COMMENT_PATH, post(comment_route))
+            .route(HOOK_PATH, post(hook_route))
             .layer(axum::Extension(FromHost(host.to_string())))
             .with_state(self)
     }
@@ -157,6 +163,62 @@ struct CommentBody {
     body: String,
     #[serde(default)]
     reply_to: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HookBody {
+    /// The reporting session's item.
+    #[serde(rename = "ref")]
+    work_item: String,
+    /// `claude` or `codex`.
+    harness: String,
+    /// The harness's payload, as it gave it to the hook.
+    payload: String,
+}
+
+/// A hook report from a session on the socket's host: recorded in this supervisor's
+/// state, as `the-loop hook` records one on this machine (its usage log is left out).
+async fn hook_route(
+    State(api): State<Arc<OperatorApi>>,
+    axum::Extension(host): axum::Extension<FromHost>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    const EXPECTED: &str =
+        r#"{"ref": "github:owner/repo#N", "harness": "claude|codex", "payload": "{…}"}"#;
+    let parsed: HookBody = match read_json(&headers, body, EXPECTED).await {
+        Ok(parsed) => parsed,
+        Err(refused) => return refused,
+    };
+    let item: WorkItemRef = match parsed.work_item.trim().parse() {
+        Ok(item) => item,
+        Err(e) => return error(StatusCode::BAD_REQUEST, "bad-ref", &e.to_string()),
+    };
+    let Some(reporter) = Reporter::from_name(&parsed.harness) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "bad-request",
+            &format!("unknown harness `{}`: claude or codex", parsed.harness),
+        );
+    };
+    if let Err(refused) = api.on_host(&item, &host) {
+        return *refused;
+    }
+    let paths = crate::paths::StatePaths::new(&api.sessions.settings().home);
+    let done = tokio::task::spawn_blocking(move || {
+        report::record_from_host(&paths, &item, reporter, parsed.payload.as_bytes())
+    })
+    .await;
+    match done {
+        Ok(Ok(outcomes)) => (
+            StatusCode::OK,
+            axum::Json(json!({"ok": true, "outcomes": outcomes.len()})),
+        )
+            .into_response(),
+        Ok(Err(e)) => error(StatusCode::BAD_REQUEST, "bad-report", &e.to_string()),
+        Err(e) => internal(&e),
+    }
 }
 
 async fn reply(State(api): State<Arc<OperatorApi>>, headers: HeaderMap, body: Body) -> Response {

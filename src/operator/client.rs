@@ -171,6 +171,24 @@ impl OperatorClient {
         })
     }
 
+    /// Sends a hook report of this host's session `item` back to the supervisor
+    /// (`api::HOOK_PATH`).
+    pub async fn hook(
+        &self,
+        item: &WorkItemRef,
+        reporter: crate::session::hooks::Reporter,
+        payload: &[u8],
+    ) -> Result<(), ClientError> {
+        let body = json!({
+            "ref": item.to_string(),
+            "harness": reporter.as_str(),
+            "payload": String::from_utf8_lossy(payload),
+        });
+        self.post(super::api::HOOK_PATH, &body, false)
+            .await
+            .map(|_| ())
+    }
+
     /// POSTs `body`; the JSON of a 200, or the refusal. A body over the route's limit is
     /// refused here, before anything is sent: the supervisor would answer 413 and close
     /// the socket while the rest was still being written, so the caller could see a

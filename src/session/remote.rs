@@ -5,7 +5,7 @@
 use super::registry::SessionRecord;
 use super::sessions::{SessionError, Sessions};
 use crate::config::RepoConfig;
-use crate::harness::Harness;
+use crate::harness::{Harness, HookSupport, HookWiring};
 use crate::paths;
 use crate::tmux::RemoteHost;
 use crate::work_item::WorkItemRef;
@@ -123,4 +123,73 @@ pub(crate) fn pane_env(host: &RemoteHost, record: &SessionRecord) -> Vec<(String
         env.push(("PATH".to_string(), path));
     }
     env
+}
+
+/// `harness` wired to report through the-loop installed on `host`: its hooks run
+/// `<stateDir>/bin/the-loop hook …` there, which sends each report back over the
+/// socket forwarded on the host's connection (`THE_LOOP_HOST` tells it to). Claude's
+/// settings file is written on the host (`<stateDir>/harness/<slug>/`, 0600 in 0700).
+/// Unhooked, with a warning (its state then read from its screen), when the-loop is
+/// not installed there (`the-loop hosts install`) or the file cannot be written.
+pub(crate) async fn wire_hooks(host: &RemoteHost, harness: Harness, item: &WorkItemRef) -> Harness {
+    let support = harness.hook_support();
+    if support == HookSupport::None {
+        return harness;
+    }
+    let (Some(bin), Some(state)) = (host.bin(), host.state_dir()) else {
+        return harness;
+    };
+    let unhooked = |why: String| {
+        tracing::warn!(work_item = %item, host = host.name(), "hooks not wired (the session's state will be read from its screen): {why}");
+    };
+    let run = |argv: Vec<String>, stdin: Option<Vec<u8>>| async move {
+        match host.transport.run(&argv, stdin.as_deref(), LOOKUP).await {
+            Ok(out) if out.success => Ok(()),
+            Ok(out) => Err(format!("`{}` failed there: {}", argv.join(" "), out.stderr)),
+            Err(error) => Err(error.to_string()),
+        }
+    };
+    if let Err(why) = run(vec!["test".into(), "-x".into(), bin.clone()], None).await {
+        unhooked(format!(
+            "the-loop is not installed at {bin} on host `{}` (`the-loop hosts install {}`): {why}",
+            host.name(),
+            host.name()
+        ));
+        return harness;
+    }
+    let settings_file = match support {
+        HookSupport::SettingsFile => {
+            let dir = format!("{state}/harness/{}", item.slug());
+            let file = format!("{dir}/{}", super::hooks::wiring::CLAUDE_SETTINGS);
+            let written = async {
+                let settings = super::hooks::wiring::claude_settings(std::path::Path::new(&bin))
+                    .map_err(|e| e.to_string())?;
+                let bytes = serde_json::to_vec_pretty(&settings).map_err(|e| e.to_string())?;
+                run(words(&["mkdir", "-p", "-m", "700", &dir]), None).await?;
+                run(words(&["install", "-m", "600", "/dev/null", &file]), None).await?;
+                run(
+                    words(&["dd", &format!("of={file}"), "status=none"]),
+                    Some(bytes),
+                )
+                .await
+            };
+            if let Err(why) = written.await {
+                unhooked(format!(
+                    "the settings file was not written on host `{}`: {why}",
+                    host.name()
+                ));
+                return harness;
+            }
+            Some(PathBuf::from(file))
+        }
+        _ => None,
+    };
+    harness.with_hooks(HookWiring {
+        bin: PathBuf::from(bin),
+        settings_file,
+    })
+}
+
+fn words(list: &[&str]) -> Vec<String> {
+    list.iter().map(|w| w.to_string()).collect()
 }

@@ -45,9 +45,10 @@ impl Sessions {
             .as_deref()
             .and_then(|h| self.hosts().get(h).cloned());
         let (harness, version, placed) = match &host {
-            // On another host: its own client, in the directory it ran in, unhooked.
+            // On another host: its own client, in the directory it ran in.
             Some(host) => {
                 let version = super::remote::client_version(host, &harness).await;
+                let harness = super::remote::wire_hooks(host, harness, item).await;
                 (harness, version, record.clone())
             }
             None => {

@@ -113,11 +113,10 @@ impl Sessions {
         };
         record.harness_session_id = harness.mint_session_id();
         record.permission_mode = harness.permission_mode();
-        // The hooks report through this machine's files: a remote harness runs unhooked.
-        let harness = if host.is_none() {
-            super::hooks::wire(harness, &settings, item)
-        } else {
-            harness
+        // On a host, the hooks report back over its connection.
+        let harness = match &host {
+            None => super::hooks::wire(harness, &settings, item),
+            Some(host) => super::remote::wire_hooks(host, harness, item).await,
         };
         let prompt = settings.templates.render_spawn(&inputs.vars(item));
         let argv = harness.fresh_argv(&prompt, record.harness_session_id.as_deref());

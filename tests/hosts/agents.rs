@@ -4,7 +4,7 @@
 //! into the remote pane. Only that host's sessions may ask, and only ask and comment
 //! are served there.
 
-use super::remote_sessions::started;
+use super::remote_sessions::{Started, started};
 use crate::support::sshd::Sshd;
 use crate::support::tmux_server::wait_for;
 use std::sync::Arc;
@@ -20,13 +20,52 @@ const TOKEN: &str = "ghp_remotehoststoken_0123456789abcdef";
 
 /// `the-loop ARGS` run by the host's user, as a process in a pane there would run it.
 fn on_host(sshd: &Sshd, work_item: &str, args: &[&str]) -> std::process::Output {
+    on_host_with(sshd, work_item, args, None)
+}
+
+/// [`on_host`] with `input` on its stdin.
+fn on_host_with(
+    sshd: &Sshd,
+    work_item: &str,
+    args: &[&str],
+    input: Option<&[u8]>,
+) -> std::process::Output {
     let home = sshd.home();
     let state = format!("THE_LOOP_HOME={}/.tl", home.display());
     let bin = format!("{}/.tl/bin/the-loop", home.display());
     let item = format!("THE_LOOP_WORK_ITEM={work_item}");
     let mut argv = vec!["env", &state, &item, "THE_LOOP_HOST=build", &bin];
     argv.extend(args);
-    sshd.run_as_user(&argv)
+    sshd.run_as_user_with(&argv, input)
+}
+
+/// Serves the world's host's agents (as the supervisor does) with `client` for GitHub,
+/// and has the next command over the connection set the forward up.
+async fn serve(
+    world: &Started,
+    client: Arc<Client>,
+    events: &EventLog,
+) -> the_loop::operator::OperatorSocket {
+    let api = Arc::new(OperatorApi::new(
+        Arc::clone(&world.sessions),
+        client,
+        events.clone(),
+    ));
+    let socket = serve_host(
+        api,
+        &world.host,
+        &world.paths.ssh_dir(),
+        the_loop::server::limits(&world.loaded.config.server),
+        events.clone(),
+    )
+    .unwrap();
+    world
+        .host
+        .transport
+        .run(&["true".to_string()], None, Duration::from_secs(10))
+        .await
+        .unwrap();
+    socket
 }
 
 fn text(out: &std::process::Output) -> String {
@@ -77,24 +116,7 @@ async fn an_agent_on_the_host_asks_through_the_forwarded_socket_and_the_reply_re
             .build()
             .unwrap(),
     );
-    let api = Arc::new(OperatorApi::new(
-        Arc::clone(sessions),
-        Arc::clone(&client),
-        events.clone(),
-    ));
-    let socket = serve_host(
-        api,
-        host,
-        &paths.ssh_dir(),
-        the_loop::server::limits(&world.loaded.config.server),
-        events.clone(),
-    )
-    .unwrap();
-    // The next command over the connection sets the forward up.
-    host.transport
-        .run(&["true".to_string()], None, Duration::from_secs(10))
-        .await
-        .unwrap();
+    let socket = serve(&world, Arc::clone(&client), &events).await;
     // The forwarded socket is there, owned by the host's user.
     let remote_socket = sshd.home().join(".tl/operator.sock");
     assert!(remote_socket.exists(), "no {}", remote_socket.display());
@@ -197,4 +219,156 @@ async fn hosts_check_names_a_host_whose_sshd_refuses_forwarding() {
     assert!(said.contains("AllowStreamLocalForwarding"), "{said}");
     // (On a host that allows it the check says ready: remote_sessions.)
     world.host.transport.disconnect().await;
+}
+
+/// A harness's hook on the host (`the-loop hook …` there, with `THE_LOOP_HOST`) sends
+/// its report back over the forwarded socket: the supervisor records the session's
+/// state and logs it, as for a session here. A report for an item with no session on
+/// that host is refused; with nothing serving the host, the hook still exits 0 (the
+/// harness's turn goes on) and nothing is recorded on the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hook_on_the_host_reports_through_the_forwarded_socket() {
+    if !Sshd::available() {
+        return;
+    }
+    let sshd = Sshd::start();
+    let world = started(&sshd, None).await;
+    let (sessions, host, paths) = (&world.sessions, &world.host, &world.paths);
+    let item = WorkItemRef::new("octo", "repo", 15);
+    // Claude passes its payload on stdin, Codex as the last argument.
+    let starting = serde_json::json!({
+        "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "make test"}, "tool_use_id": "call_9",
+        "tool_response": "x".repeat(2 << 20),
+    })
+    .to_string();
+    let asked = serde_json::json!({
+        "hook_event_name": "PermissionRequest", "tool_name": "Bash",
+        "tool_input": {"command": "make test"},
+    })
+    .to_string();
+    let requested = |events: &EventLog| {
+        the_loop::events::lines::named(events.path(), "session.permission_requested")
+    };
+    let events = EventLog::open(paths);
+
+    // Nothing serves the host yet: the hook says nothing, exits 0, records nothing.
+    let lonely = on_host(&sshd, "github:octo/repo#15", &["hook", "codex", &asked]);
+    assert!(lonely.status.success(), "{}", text(&lonely));
+    assert_eq!(text(&lonely), "", "a hook prints nothing");
+    assert!(requested(&events).is_empty());
+    assert!(
+        !sshd.home().join(".tl/sessions").exists(),
+        "nothing recorded on the host"
+    );
+
+    let client = Arc::new(Client::builder("http://127.0.0.1:9").build().unwrap());
+    let socket = serve(&world, client, &events).await;
+
+    // The tool's 2 MiB of output stays on the host; the report gets through.
+    let out = on_host_with(
+        &sshd,
+        "github:octo/repo#15",
+        &["hook", "claude"],
+        Some(starting.as_bytes()),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(text(&out), "");
+    let out = on_host(&sshd, "github:octo/repo#15", &["hook", "codex", &asked]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(text(&out), "");
+    let logged = requested(&events);
+    assert_eq!(logged.len(), 1, "{logged:#?}");
+    assert_eq!(logged[0]["source"], "hook");
+    assert_eq!(logged[0]["summary"], "make test");
+    assert_eq!(logged[0]["request_id"], "call_9");
+    let record = sessions.registry().get(&item).unwrap().unwrap();
+    let reported = record.reported.expect("the session's reported state");
+    assert_eq!(
+        reported.permission.map(|p| p.summary).as_deref(),
+        Some("make test")
+    );
+
+    // Another item's report from that host is refused and changes nothing.
+    let other = on_host(&sshd, "github:octo/repo#16", &["hook", "codex", &asked]);
+    assert!(other.status.success(), "{}", text(&other));
+    assert_eq!(requested(&events).len(), 1);
+    // The refusal is in the host's own log, where the hook writes what went wrong.
+    let logs = sshd.home().join(".tl/logs");
+    let logged: String = std::fs::read_dir(&logs)
+        .unwrap()
+        .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap_or_default())
+        .collect();
+    assert!(
+        logged.contains("github:octo/repo#16 has no open session on host `build`"),
+        "{logged}"
+    );
+    assert!(
+        sessions
+            .registry()
+            .get(&WorkItemRef::new("octo", "repo", 16))
+            .unwrap()
+            .is_none()
+    );
+
+    socket.shutdown().await;
+    host.transport.disconnect().await;
+}
+
+/// A Claude Code session on the host is started with its hooks wired to the-loop
+/// installed there: the settings file is written on the host (0600, in 0700), its
+/// hooks run `<stateDir>/bin/the-loop hook claude`, and the pane's command names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claude_session_on_the_host_gets_its_hooks_written_there() {
+    use super::remote_sessions::opened_with;
+    use std::os::unix::fs::PermissionsExt;
+    use the_loop::session::{Origin, PromptInputs, StartOutcome};
+    if !Sshd::available() {
+        return;
+    }
+    let sshd = Sshd::start();
+    let opened = opened_with(&sshd, None, |yaml| {
+        yaml.replace("  harness: fake\n", "  harness: claude\n")
+    });
+    let sessions = &opened.sessions;
+    let item = WorkItemRef::new("octo", "repo", 15);
+    let outcome = sessions
+        .start(&item, &PromptInputs::manual(&item, "test"), &Origin::cli())
+        .await
+        .unwrap();
+    let StartOutcome::Spawned(record) = outcome else {
+        panic!("{outcome:?}");
+    };
+    let home = sshd.home();
+    let file = home
+        .join(".tl/harness")
+        .join(item.slug())
+        .join("claude-settings.json");
+    let settings: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let bin = home.join(".tl/bin/the-loop");
+    assert_eq!(
+        settings["hooks"]["Stop"][0]["hooks"][0]["command"],
+        format!("{} hook claude", bin.display())
+    );
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&file), 0o600);
+    assert_eq!(mode(file.parent().unwrap()), 0o700);
+    // The pane was started with that file (Claude itself is not on this host: the
+    // pane's command is what is checked).
+    let listed = sshd.run_as_user(&[
+        "tmux",
+        "list-panes",
+        "-a",
+        "-F",
+        "#{session_name} #{pane_start_command}",
+    ]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    let line = listed
+        .lines()
+        .find(|l| l.starts_with(&record.tmux_session))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(line.contains("--settings"), "{line}");
+    assert!(line.contains(file.to_str().unwrap()), "{line}");
+    opened.host.transport.disconnect().await;
 }

@@ -42,6 +42,18 @@ fn transport(sshd: &Sshd, dir: &Path) -> Transport {
     )
 }
 
+/// A real sshd and a transport to it, connected; `None` where no sshd can run.
+async fn connected() -> Option<(Sshd, tempfile::TempDir, Transport)> {
+    if !Sshd::available() {
+        return None;
+    }
+    let sshd = Sshd::start();
+    let dir = short_dir();
+    let host = transport(&sshd, dir.path());
+    host.connect().await.unwrap();
+    Some((sshd, dir, host))
+}
+
 fn words(list: &[&str]) -> Vec<String> {
     list.iter().map(|w| w.to_string()).collect()
 }
@@ -71,13 +83,9 @@ fn ended(pid: u32) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn any_argv_reaches_the_host_unchanged_over_one_connection_and_a_killed_master_is_replaced() {
-    if !Sshd::available() {
+    let Some((sshd, _dir, host)) = connected().await else {
         return;
-    }
-    let sshd = Sshd::start();
-    let dir = short_dir();
-    let host = transport(&sshd, dir.path());
-    host.connect().await.unwrap();
+    };
     assert_eq!(host.remote_home().map(PathBuf::from), Some(sshd.home()));
     let before = sshd.connections();
     let hostile = words(&[
@@ -132,13 +140,10 @@ async fn any_argv_reaches_the_host_unchanged_over_one_connection_and_a_killed_ma
 /// refuses the extra channels and this fails.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_commands_over_max_sessions_queues_on_one_connection() {
-    if !Sshd::available() {
+    let Some((sshd, _dir, host)) = connected().await else {
         return;
-    }
-    let sshd = Sshd::start();
-    let dir = short_dir();
-    let host = Arc::new(transport(&sshd, dir.path()));
-    host.connect().await.unwrap();
+    };
+    let host = Arc::new(host);
     let before = sshd.connections();
     let burst: Vec<_> = (0..30)
         .map(|n| {
@@ -169,13 +174,10 @@ async fn a_burst_of_commands_over_max_sessions_queues_on_one_connection() {
 /// hang; the next call probes it (`-O check`, bounded), stops it and starts another.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_master_is_probed_and_replaced() {
-    if !Sshd::available() {
+    let Some((sshd, _dir, host)) = connected().await else {
         return;
-    }
-    let sshd = Sshd::start();
-    let dir = short_dir();
-    let host = transport(&sshd, dir.path());
-    host.connect().await.unwrap();
+    };
+    let before = sshd.connections();
     let hung = host.master_pid().expect("the master's pid");
     let stopped = Command::new("kill")
         .args(["-STOP", &hung.to_string()])
@@ -199,6 +201,11 @@ async fn a_hung_master_is_probed_and_replaced() {
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "back\n");
     assert_ne!(host.master_pid(), Some(hung), "a new master");
     assert_eq!(host.stats().connections, 2);
+    assert_eq!(
+        sshd.connections(),
+        before + 1,
+        "one new master, nothing more"
+    );
     let left_behind = !ended(hung);
     kill(hung);
     assert!(!left_behind, "the hung master was left behind");
@@ -425,12 +432,21 @@ pub(crate) async fn started(sshd: &Sshd, api: Option<&str>) -> Started {
     started_with(sshd, api, |yaml| yaml).await
 }
 
-/// [`started`] with the config text changed by `edit` first.
-pub(crate) async fn started_with(
+/// The world's config (changed by `edit`), the-loop installed on the host by the real
+/// CLI, and the sessions opened on it: no session started yet.
+pub(crate) struct Opened {
+    pub dir: tempfile::TempDir,
+    pub loaded: config::LoadedConfig,
+    pub paths: StatePaths,
+    pub sessions: Arc<Sessions>,
+    pub host: Arc<the_loop::tmux::RemoteHost>,
+}
+
+pub(crate) fn opened_with(
     sshd: &Sshd,
     api: Option<&str>,
     edit: impl FnOnce(String) -> String,
-) -> Started {
+) -> Opened {
     let dir = short_dir();
     let state = dir.path().join("s");
     let config_path = world_config(sshd, dir.path(), api);
@@ -442,6 +458,28 @@ pub(crate) async fn started_with(
     let paths = StatePaths::new(&state);
     let sessions = Arc::new(Sessions::open(&loaded, &paths, Source::Cli).unwrap());
     let host = Arc::clone(sessions.hosts().get(HOST).unwrap());
+    Opened {
+        dir,
+        loaded,
+        paths,
+        sessions,
+        host,
+    }
+}
+
+/// [`started`] with the config text changed by `edit` first.
+pub(crate) async fn started_with(
+    sshd: &Sshd,
+    api: Option<&str>,
+    edit: impl FnOnce(String) -> String,
+) -> Started {
+    let Opened {
+        dir,
+        loaded,
+        paths,
+        sessions,
+        host,
+    } = opened_with(sshd, api, edit);
     let item = WorkItemRef::new("octo", "repo", 15);
     let outcome = sessions
         .start(&item, &PromptInputs::manual(&item, "test"), &Origin::cli())

@@ -180,16 +180,32 @@ impl Sshd {
     /// "remote" side. `TMUX_TMPDIR` is removed too, so a `tmux -L` here reaches the same
     /// server a command over ssh does.
     pub fn run_as_user(&self, argv: &[&str]) -> Output {
-        Command::new("runuser")
+        self.run_as_user_with(argv, None)
+    }
+
+    /// [`Sshd::run_as_user`] with `input` on its stdin (else none).
+    pub fn run_as_user_with(&self, argv: &[&str], input: Option<&[u8]>) -> Output {
+        use std::io::Write;
+        let mut child = Command::new("runuser")
             .args(["-u", &self.account.name, "--"])
             .args(argv)
             .current_dir(&self.account.home)
             .env_remove("TMUX")
             .env_remove("TMUX_PANE")
             .env_remove("TMUX_TMPDIR")
-            .stdin(Stdio::null())
-            .output()
-            .expect("run runuser")
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run runuser");
+        if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+            stdin.write_all(input).expect("write runuser's stdin");
+        }
+        child.wait_with_output().expect("wait for runuser")
     }
 }
 

@@ -26,6 +26,12 @@ impl Reporter {
             Self::Codex => "codex",
         }
     }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Claude, Self::Codex]
+            .into_iter()
+            .find(|r| r.as_str() == name)
+    }
 }
 
 /// One report: its name and what it means, `None` for reports that change nothing.

@@ -10,6 +10,20 @@ use std::sync::Arc;
 /// What Claude Code 2.1.197 draws for a Bash call that needs permission (a real capture).
 const DIALOG: &str = include_str!("../delivery/screen/claude/fixtures/dialog_bash.100x30.txt");
 
+/// Records Claude's hook `payloads` for issue #1's session, in order.
+fn report_claude(fx: &Fixture, payloads: &[serde_json::Value]) {
+    let paths = crate::paths::StatePaths::new(fx.dir.path());
+    for payload in payloads {
+        report::record(
+            &paths,
+            &item(1),
+            Reporter::Claude,
+            payload.to_string().as_bytes(),
+        )
+        .unwrap();
+    }
+}
+
 /// Issue #1's session, whose harness reported a Bash call waiting for permission.
 async fn waiting(fx: &Fixture, screen: &str) -> PaneId {
     waiting_in(fx, screen, "claude").await
@@ -22,21 +36,15 @@ async fn waiting_in(fx: &Fixture, screen: &str, harness: &str) -> PaneId {
         .registry()
         .update(&item(1), |r| r.harness = harness.into())
         .unwrap();
-    let paths = crate::paths::StatePaths::new(fx.dir.path());
-    for payload in [
-        json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
-               "tool_input": {"command": "rm -rf build"}, "tool_use_id": "toolu_7"}),
-        json!({"hook_event_name": "PermissionRequest", "tool_name": "Bash",
-               "tool_input": {"command": "rm -rf build"}}),
-    ] {
-        report::record(
-            &paths,
-            &item(1),
-            Reporter::Claude,
-            payload.to_string().as_bytes(),
-        )
-        .unwrap();
-    }
+    report_claude(
+        fx,
+        &[
+            json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                   "tool_input": {"command": "rm -rf build"}, "tool_use_id": "toolu_7"}),
+            json!({"hook_event_name": "PermissionRequest", "tool_name": "Bash",
+                   "tool_input": {"command": "rm -rf build"}}),
+        ],
+    );
     fx.tmux
         .paste_text(
             &BufferName::unique(),
@@ -98,16 +106,10 @@ async fn approve_sends_enter_to_the_dialog_and_resolves_the_request() {
     assert_eq!(reported.permission, None);
 
     // The tool's own report afterwards resolves nothing a second time.
-    let paths = crate::paths::StatePaths::new(fx.dir.path());
-    let post =
-        json!({"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_7"});
-    report::record(
-        &paths,
-        &item(1),
-        Reporter::Claude,
-        post.to_string().as_bytes(),
-    )
-    .unwrap();
+    report_claude(
+        &fx,
+        &[json!({"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_7"})],
+    );
     assert_eq!(fx.events_named("session.permission_resolved").len(), 1);
 
     let again = answer(
@@ -177,22 +179,16 @@ async fn a_key_is_never_pressed_again_on_a_newer_request() {
     while input_after_screen(&fx, &pane, DIALOG).is_empty() {
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
-    let paths = crate::paths::StatePaths::new(fx.dir.path());
-    for payload in [
-        json!({"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_7"}),
-        json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
-               "tool_input": {"command": "rm -rf dist"}, "tool_use_id": "toolu_8"}),
-        json!({"hook_event_name": "PermissionRequest", "tool_name": "Bash",
-               "tool_input": {"command": "rm -rf dist"}}),
-    ] {
-        report::record(
-            &paths,
-            &item(1),
-            Reporter::Claude,
-            payload.to_string().as_bytes(),
-        )
-        .unwrap();
-    }
+    report_claude(
+        &fx,
+        &[
+            json!({"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_7"}),
+            json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                   "tool_input": {"command": "rm -rf dist"}, "tool_use_id": "toolu_8"}),
+            json!({"hook_event_name": "PermissionRequest", "tool_name": "Bash",
+                   "tool_input": {"command": "rm -rf dist"}}),
+        ],
+    );
     answering.await.unwrap().unwrap();
     assert_eq!(input_after_screen(&fx, &pane, DIALOG), b"\r", "one key");
     // The tool's report settled the answer before its sender did: still the answer's.
@@ -387,16 +383,13 @@ async fn a_dialog_answered_in_the_pane_is_reconciled_as_elsewhere() {
     );
 
     // A fresh request is given time to be drawn.
-    let paths = crate::paths::StatePaths::new(fx.dir.path());
-    let again = json!({"hook_event_name": "PermissionRequest", "tool_name": "Bash",
-                       "tool_input": {"command": "make"}});
-    report::record(
-        &paths,
-        &item(1),
-        Reporter::Claude,
-        again.to_string().as_bytes(),
-    )
-    .unwrap();
+    report_claude(
+        &fx,
+        &[
+            json!({"hook_event_name": "PermissionRequest", "tool_name": "Bash",
+                 "tool_input": {"command": "make"}}),
+        ],
+    );
     let records = fx.sessions.registry().list().unwrap();
     reconcile(&fx.sessions, &records, &seen, Source::Tui).await;
     assert_eq!(fx.events_named("session.permission_resolved").len(), 1);

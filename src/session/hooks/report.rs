@@ -44,6 +44,9 @@ pub enum HookError {
     NoSession(WorkItemRef),
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    /// A session on another host: the report did not reach the supervisor.
+    #[error("the report was not sent back to the supervisor: {0}")]
+    Forward(String),
     #[error("did not finish within {}ms (the registry lock or the disk is slow); the report is dropped", .0.as_millis())]
     TooSlow(Duration),
 }
@@ -86,6 +89,39 @@ pub fn record(
     reporter: Reporter,
     payload: &[u8],
 ) -> Result<Vec<Outcome>, HookError> {
+    record_report(paths, item, reporter, payload, true)
+}
+
+/// [`record`] for a report sent back from a session on another host (issue 32), by the
+/// supervisor: its usage log is a file on that host, never read here.
+pub fn record_from_host(
+    paths: &StatePaths,
+    item: &WorkItemRef,
+    reporter: Reporter,
+    payload: &[u8],
+) -> Result<Vec<Outcome>, HookError> {
+    record_report(paths, item, reporter, payload, false)
+}
+
+/// The payload of a hook on another host as sent back: Claude's tool output
+/// (`tool_response`), which nothing here reads and which can be megabytes, left out.
+pub fn for_forwarding(payload: &[u8]) -> Vec<u8> {
+    match serde_json::from_slice::<serde_json::Value>(payload) {
+        Ok(serde_json::Value::Object(mut fields)) => {
+            fields.remove("tool_response");
+            serde_json::to_vec(&fields).unwrap_or_else(|_| payload.to_vec())
+        }
+        _ => payload.to_vec(),
+    }
+}
+
+fn record_report(
+    paths: &StatePaths,
+    item: &WorkItemRef,
+    reporter: Reporter,
+    payload: &[u8],
+    usage: bool,
+) -> Result<Vec<Outcome>, HookError> {
     let Some(report) = payload::parse(reporter, payload)? else {
         return Ok(Vec::new()); // an event that changes nothing
     };
@@ -112,7 +148,7 @@ pub fn record(
     for outcome in &outcomes {
         let _ = events.emit(outcome_event(Source::Hook, item, outcome));
     }
-    if let Some(log) = report.log.as_ref().filter(|_| turn_over) {
+    if let Some(log) = report.log.as_ref().filter(|_| turn_over && usage) {
         // What the turn used (SPEC §20): Claude Code 2.1.197 writes the turn's last
         // response to its transcript after its `Stop` hooks return, so it is found,
         // checked and read by a detached process once the file settles, never by this

@@ -126,3 +126,19 @@ fn work_that_does_not_finish_in_time_is_given_up() {
     assert!(matches!(slow, Err(HookError::TooSlow(_))), "{slow:?}");
     assert_eq!(bounded(Duration::from_secs(5), || Ok(7)).unwrap(), 7);
 }
+
+#[test]
+fn a_report_sent_back_from_a_host_leaves_the_tool_output_behind_and_keeps_the_rest() {
+    let payload = json!({"hook_event_name": "PostToolUse", "tool_name": "Bash",
+                         "tool_use_id": "toolu_1", "tool_response": {"stdout": "x".repeat(4096)}});
+    let sent: serde_json::Value =
+        serde_json::from_slice(&for_forwarding(payload.to_string().as_bytes())).unwrap();
+    assert_eq!(
+        sent,
+        json!({"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_1"})
+    );
+    // Not JSON: sent as it is, for the supervisor to refuse.
+    assert_eq!(for_forwarding(b"not json"), b"not json");
+    assert_eq!(Reporter::from_name("codex"), Some(Reporter::Codex));
+    assert_eq!(Reporter::from_name("sh"), None);
+}

@@ -172,7 +172,7 @@ struct HookBody {
     #[serde(rename = "ref")]
     work_item: String,
     /// `claude` or `codex`.
-    harness: String,
+    harness: Reporter,
     /// The harness's payload, as it gave it to the hook.
     payload: String,
 }
@@ -195,19 +195,12 @@ async fn hook_route(
         Ok(item) => item,
         Err(e) => return error(StatusCode::BAD_REQUEST, "bad-ref", &e.to_string()),
     };
-    let Some(reporter) = Reporter::from_name(&parsed.harness) else {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "bad-request",
-            &format!("unknown harness `{}`: claude or codex", parsed.harness),
-        );
-    };
     if let Err(refused) = api.on_host(&item, &host) {
         return *refused;
     }
     let paths = crate::paths::StatePaths::new(&api.sessions.settings().home);
     let done = tokio::task::spawn_blocking(move || {
-        report::record_from_host(&paths, &item, reporter, parsed.payload.as_bytes())
+        report::record_from_host(&paths, &item, parsed.harness, parsed.payload.as_bytes())
     })
     .await;
     match done {

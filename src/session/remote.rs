@@ -142,14 +142,17 @@ pub(crate) async fn wire_hooks(host: &RemoteHost, harness: Harness, item: &WorkI
     let unhooked = |why: String| {
         tracing::warn!(work_item = %item, host = host.name(), "hooks not wired (the session's state will be read from its screen): {why}");
     };
-    let run = |argv: Vec<String>, stdin: Option<Vec<u8>>| async move {
-        match host.transport.run(&argv, stdin.as_deref(), LOOKUP).await {
-            Ok(out) if out.success => Ok(()),
-            Ok(out) => Err(format!("`{}` failed there: {}", argv.join(" "), out.stderr)),
-            Err(error) => Err(error.to_string()),
+    let run = |argv: &[&str], stdin: Option<Vec<u8>>| {
+        let argv: Vec<String> = argv.iter().map(|w| w.to_string()).collect();
+        async move {
+            match host.transport.run(&argv, stdin.as_deref(), LOOKUP).await {
+                Ok(out) if out.success => Ok(()),
+                Ok(out) => Err(format!("`{}` failed there: {}", argv.join(" "), out.stderr)),
+                Err(error) => Err(error.to_string()),
+            }
         }
     };
-    if let Err(why) = run(vec!["test".into(), "-x".into(), bin.clone()], None).await {
+    if let Err(why) = run(&["test", "-x", &bin], None).await {
         unhooked(format!(
             "the-loop is not installed at {bin} on host `{}` (`the-loop hosts install {}`): {why}",
             host.name(),
@@ -165,13 +168,9 @@ pub(crate) async fn wire_hooks(host: &RemoteHost, harness: Harness, item: &WorkI
                 let settings = super::hooks::wiring::claude_settings(std::path::Path::new(&bin))
                     .map_err(|e| e.to_string())?;
                 let bytes = serde_json::to_vec_pretty(&settings).map_err(|e| e.to_string())?;
-                run(words(&["mkdir", "-p", "-m", "700", &dir]), None).await?;
-                run(words(&["install", "-m", "600", "/dev/null", &file]), None).await?;
-                run(
-                    words(&["dd", &format!("of={file}"), "status=none"]),
-                    Some(bytes),
-                )
-                .await
+                run(&["mkdir", "-p", "-m", "700", &dir], None).await?;
+                run(&["install", "-m", "600", "/dev/null", &file], None).await?;
+                run(&["dd", &format!("of={file}"), "status=none"], Some(bytes)).await
             };
             if let Err(why) = written.await {
                 unhooked(format!(
@@ -188,8 +187,4 @@ pub(crate) async fn wire_hooks(host: &RemoteHost, harness: Harness, item: &WorkI
         bin: PathBuf::from(bin),
         settings_file,
     })
-}
-
-fn words(list: &[&str]) -> Vec<String> {
-    list.iter().map(|w| w.to_string()).collect()
 }

@@ -13,7 +13,8 @@ use super::state::{Signal, ToolCall, summarize};
 use serde_json::Value;
 
 /// Which harness is reporting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Reporter {
     Claude,
     Codex,
@@ -25,12 +26,6 @@ impl Reporter {
             Self::Claude => "claude",
             Self::Codex => "codex",
         }
-    }
-
-    pub fn from_name(name: &str) -> Option<Self> {
-        [Self::Claude, Self::Codex]
-            .into_iter()
-            .find(|r| r.as_str() == name)
     }
 }
 

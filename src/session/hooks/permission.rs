@@ -180,8 +180,9 @@ impl Dialog<'_> {
     /// take a key. Claude Code ignores keys for a moment after it draws a dialog (2.1.332
     /// dropped an Enter ~100 ms after the dialog appeared and took one ~270 ms after; on
     /// a loaded machine the dialog is drawn well after the hook reported it), so the key
-    /// goes out only after two looks `Timings::settle` apart both show it. A request
-    /// younger than [`DRAW_GRACE`] whose dialog is not drawn yet is waited for.
+    /// goes out only after two looks `Timings::settle` apart both show it — unless the
+    /// request is already [`DRAW_GRACE`] old. A younger request whose dialog is not
+    /// drawn yet is waited for.
     async fn stands(&self, request: &PermissionRequest) -> Result<bool, tmux::Error> {
         let age = crate::time::parse_ts(&request.requested_at)
             .and_then(|at| Duration::try_from(time::OffsetDateTime::now_utc() - at).ok());
@@ -192,6 +193,11 @@ impl Dialog<'_> {
                 return Ok(false);
             }
             tokio::time::sleep(self.timings.poll).await;
+        }
+        if left.is_zero() {
+            // Reported DRAW_GRACE ago and on screen now: drawn long enough (a key it
+            // still drops is pressed again, `press_until_taken`).
+            return Ok(true);
         }
         tokio::time::sleep(self.timings.settle).await;
         self.shown().await

@@ -139,6 +139,7 @@ fn a_report_sent_back_from_a_host_leaves_the_tool_output_behind_and_keeps_the_re
     );
     // Not JSON: sent as it is, for the supervisor to refuse.
     assert_eq!(for_forwarding(b"not json"), b"not json");
-    assert_eq!(Reporter::from_name("codex"), Some(Reporter::Codex));
-    assert_eq!(Reporter::from_name("sh"), None);
+    let named = |name: &str| serde_json::from_value::<Reporter>(json!(name)).ok();
+    assert_eq!(named("codex"), Some(Reporter::Codex));
+    assert_eq!(named("sh"), None);
 }

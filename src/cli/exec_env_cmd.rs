@@ -3,7 +3,9 @@
 //! private. It takes the values from the private file the spawner wrote, so they never
 //! appear in a process's argv; with `--private` it sets the umask to 077 (a session in
 //! a worktree the-loop made, SPEC §18.5); then it replaces itself with the harness
-//! (same process id). See `tmux::env_handoff`.
+//! (same process id). See `tmux::env_handoff`. With `--stdin` the values come from its
+//! stdin instead: a git push the supervisor starts on another host over SSH (issue 32),
+//! its token carried in the connection's stream and written nowhere there.
 
 use super::{CliError, CliResult, failed};
 use crate::tmux::env_handoff;
@@ -16,6 +18,10 @@ pub struct ExecEnvArgs {
     /// Run the program under umask 077: what it creates is the user's alone.
     #[arg(long)]
     pub private: bool,
+    /// Take the values from stdin instead (a process started over SSH on another host:
+    /// nothing is written there).
+    #[arg(long, conflicts_with = "file")]
+    pub stdin: bool,
     /// The hand-off file (removed once read), when values are passed.
     pub file: Option<PathBuf>,
     /// The harness and its arguments, after `--`.
@@ -26,6 +32,7 @@ pub struct ExecEnvArgs {
 pub fn run(args: ExecEnvArgs) -> CliResult {
     let env = match &args.file {
         Some(file) => env_handoff::take(file).map_err(failed)?,
+        None if args.stdin => env_handoff::read(std::io::stdin().lock()).map_err(failed)?,
         None => Vec::new(),
     };
     let Some((program, rest)) = args.argv.split_first() else {
@@ -96,5 +103,23 @@ mod tests {
         let args = parsed(&[("A".into(), "1".into())], true, &HARNESS);
         assert!(args.private && args.file.is_some());
         assert_eq!(args.argv, HARNESS);
+    }
+
+    /// What a git command on another host is started with (`Git::with_relay`): the
+    /// values on stdin, so neither a file nor argv holds them; never both.
+    #[test]
+    fn the_stdin_argv_parses_and_a_file_with_it_is_refused() {
+        use crate::tmux::env_handoff::{STDIN_FLAG, SUBCOMMAND};
+        let cli = Cli::try_parse_from([
+            "the-loop", SUBCOMMAND, STDIN_FLAG, "--", "env", "git", "push",
+        ])
+        .unwrap();
+        let Command::ExecEnv(args) = cli.command else {
+            panic!("not exec-env");
+        };
+        assert!(args.stdin && args.file.is_none());
+        assert_eq!(args.argv, ["env", "git", "push"]);
+        let both = Cli::try_parse_from(["the-loop", SUBCOMMAND, STDIN_FLAG, "/f", "--", "git"]);
+        assert!(both.is_err());
     }
 }

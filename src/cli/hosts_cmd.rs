@@ -208,30 +208,9 @@ async fn check(host: &RemoteHost, config: &Config, control_dir: &std::path::Path
         },
         Err(error) => line(false, "harness", error.to_string()),
     }
-    let ours = env!("CARGO_PKG_VERSION");
-    match host.bin() {
-        Some(bin) => match ask(host, &[&bin, "--version"]).await {
-            Ok(said) if said.split_whitespace().any(|w| w == ours) => {
-                line(true, "the-loop", format!("{bin}: {said}"))
-            }
-            Ok(said) => line(
-                false,
-                "the-loop",
-                format!(
-                    "{bin} is {said}, this is {ours}: run `the-loop hosts install {}`",
-                    host.name()
-                ),
-            ),
-            Err(_) => line(
-                false,
-                "the-loop",
-                format!(
-                    "{bin} is missing: run `the-loop hosts install {}`",
-                    host.name()
-                ),
-            ),
-        },
-        None => line(false, "the-loop", "the host did not say its HOME".into()),
+    match host.installed().await {
+        Ok((bin, said)) => line(true, "the-loop", format!("{bin}: {said}")),
+        Err(why) => line(false, "the-loop", why),
     }
     match forwarding(host, control_dir).await {
         Ok(()) => line(

@@ -293,15 +293,17 @@ fn confirm_discard(sessions: &Sessions, item: &WorkItemRef) -> Result<(), CliErr
     let Some(record) = sessions.workspaces().record(item).map_err(failed)? else {
         return Ok(()); // no worktree: nothing to lose
     };
+    let place = match &record.host {
+        Some(host) => format!("{} on host `{host}`", record.dir.display()),
+        None => record.dir.display().to_string(),
+    };
     super::confirm(
         &format!(
-            "Remove the worktree {} and branch {}, with every uncommitted change and unpushed commit in them?",
-            record.dir.display(),
+            "Remove the worktree {place} and branch {}, with every uncommitted change and unpushed commit in them?",
             record.branch
         ),
         format!(
-            "--discard-workspace removes {} and branch {} whatever they hold; pass --yes to confirm without a terminal",
-            record.dir.display(),
+            "--discard-workspace removes {place} and branch {} whatever they hold; pass --yes to confirm without a terminal",
             record.branch
         ),
         "not discarded: nothing was changed",

@@ -10,10 +10,12 @@
 //!
 //! Another host's agents reach the supervisor through a socket of their host's own
 //! ([`OperatorApi::host_router`], forwarded over its SSH connection): only `ask`,
-//! `comment` and the harness's hook reports (`POST /api/v1/sessions/hook`
-//! `{"ref", "harness", "payload"}`, recorded as `the-loop hook` records one here) are
-//! served there, and only for sessions on that host — a peer's pid cannot tell its
-//! pane across a forward, so the host is the boundary.
+//! `comment`, the harness's hook reports (`POST /api/v1/sessions/hook`
+//! `{"ref", "harness", "payload"}`, recorded as `the-loop hook` records one here) and
+//! ship requests (`POST /api/v1/sessions/propose` `{"ref", "title", "body", "draft"?}`,
+//! [`ship::propose_from_host`], the worktree read there) are served there, and only for
+//! sessions on that host — a peer's pid cannot tell its pane across a forward, so the
+//! host is the boundary.
 //!
 //! Bodies are `application/json` (at most [`MAX_BODY_BYTES`], unknown fields refused).
 //! Every answer is JSON: `200 {"ok": true, …}` or the error's status with `{"error":
@@ -21,12 +23,14 @@
 //! does not cut a paste short.
 
 use crate::events::EventLog;
+use crate::events::Source;
 use crate::github::Client;
 use crate::session::Sessions;
 use crate::session::ask::{self, Ask, Asked, question_text};
 use crate::session::comment::{CommentRequest, Commented, Commenter};
 use crate::session::hooks::{Reporter, report};
 use crate::session::reply::{Replied, Replier, ReplyError, ReplyRequest, Report, Via};
+use crate::session::ship;
 use crate::work_item::WorkItemRef;
 use axum::Router;
 use axum::body::{Body, to_bytes};
@@ -47,6 +51,9 @@ pub const ASK_PATH: &str = "/api/v1/sessions/ask";
 pub const COMMENT_PATH: &str = "/api/v1/sessions/comment";
 /// A remote session's hook report (served only on a host's socket).
 pub const HOOK_PATH: &str = "/api/v1/sessions/hook";
+/// A remote session's ship request, `the-loop propose` there (only on a host's socket:
+/// here the command records it itself, its pane checked by its process).
+pub const PROPOSE_PATH: &str = "/api/v1/sessions/propose";
 
 /// `the-loop reply` names itself with this header (value `cli`), so its reply is
 /// recorded `via: cli` whether it ran in-process or here. Audit only.
@@ -93,6 +100,7 @@ impl OperatorApi {
             .route(ASK_PATH, post(ask_route))
             .route(COMMENT_PATH, post(comment_route))
             .route(HOOK_PATH, post(hook_route))
+            .route(PROPOSE_PATH, post(propose_route))
             .layer(axum::Extension(FromHost(host.to_string())))
             .with_state(self)
     }
@@ -175,6 +183,74 @@ struct HookBody {
     harness: Reporter,
     /// The harness's payload, as it gave it to the hook.
     payload: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProposeBody {
+    /// The proposing session's own item.
+    #[serde(rename = "ref")]
+    work_item: String,
+    title: String,
+    #[serde(default)]
+    body: String,
+    #[serde(default)]
+    draft: Option<bool>,
+}
+
+/// A ship request from a session on the socket's host (`the-loop propose` there).
+async fn propose_route(
+    State(api): State<Arc<OperatorApi>>,
+    axum::Extension(host): axum::Extension<FromHost>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    const EXPECTED: &str =
+        r#"{"ref": "github:owner/repo#N", "title": "…", "body"?: "…", "draft"?: true}"#;
+    let parsed: ProposeBody = match read_json(&headers, body, EXPECTED).await {
+        Ok(parsed) => parsed,
+        Err(refused) => return refused,
+    };
+    let item: WorkItemRef = match parsed.work_item.trim().parse() {
+        Ok(item) => item,
+        Err(e) => return error(StatusCode::BAD_REQUEST, "bad-ref", &e.to_string()),
+    };
+    if let Err(refused) = api.on_host(&item, &host) {
+        return *refused;
+    }
+    let proposal = ship::Proposal {
+        title: parsed.title,
+        body: parsed.body,
+        draft: parsed.draft,
+    };
+    let task = Arc::clone(&api);
+    let done = tokio::spawn(async move {
+        ship::propose_from_host(&task.sessions, &item, &proposal, Source::Cli).await
+    })
+    .await;
+    match done {
+        Ok(Ok((request, shown))) => {
+            let proposed = ship::Proposed::new(&request, &shown);
+            let body = json!({
+                "ok": true,
+                "request_id": proposed.id,
+                "branch": proposed.branch,
+                "head": proposed.head,
+                "summary": proposed.summary,
+            });
+            (StatusCode::OK, axum::Json(body)).into_response()
+        }
+        Ok(Err(refusal)) => error(
+            if refusal.is_usage() {
+                StatusCode::BAD_REQUEST
+            } else {
+                StatusCode::CONFLICT
+            },
+            refusal.code(),
+            &refusal.to_string(),
+        ),
+        Err(e) => internal(&e),
+    }
 }
 
 /// A hook report from a session on the socket's host: recorded in this supervisor's

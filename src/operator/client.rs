@@ -171,6 +171,41 @@ impl OperatorClient {
         })
     }
 
+    /// Asks the supervisor to record this host's session's ship request (`the-loop
+    /// propose` on another host, `api::PROPOSE_PATH`).
+    pub async fn propose(
+        &self,
+        item: &WorkItemRef,
+        proposal: &crate::session::ship::Proposal,
+    ) -> Result<crate::session::ship::Proposed, ClientError> {
+        let body = json!({
+            "ref": item.to_string(),
+            "title": proposal.title,
+            "body": proposal.body,
+            "draft": proposal.draft,
+        });
+        let answer = self.post(super::api::PROPOSE_PATH, &body, true).await?;
+        let text = |key: &str| answer.get(key).and_then(Value::as_str).map(str::to_string);
+        match (
+            text("request_id"),
+            text("branch"),
+            text("head"),
+            text("summary"),
+        ) {
+            (Some(id), Some(branch), Some(head), Some(summary)) => {
+                Ok(crate::session::ship::Proposed {
+                    id,
+                    branch,
+                    head,
+                    summary,
+                })
+            }
+            _ => Err(ClientError::NoAnswer {
+                error: format!("an answer this the-loop does not understand: {answer}"),
+            }),
+        }
+    }
+
     /// Sends a hook report of this host's session `item` back to the supervisor
     /// (`api::HOOK_PATH`).
     pub async fn hook(

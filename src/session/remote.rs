@@ -48,14 +48,14 @@ impl Sessions {
 /// ([`super::remote_worktree`]) when the repo's mode asks for one.
 pub(crate) struct RemotePlace {
     pub cwd: PathBuf,
-    pub worktree: Option<super::remote_worktree::RemoteWorktree>,
+    pub worktree: Option<crate::workspace::WorkspaceRecord>,
 }
 
 pub(crate) async fn place(
     host: &RemoteHost,
     repo: &RepoConfig,
     item: &WorkItemRef,
-    events: &crate::events::EventLog,
+    workspaces: &crate::workspace::Workspaces,
     source: crate::events::Source,
 ) -> Result<RemotePlace, SessionError> {
     let Some(path) = repo.path.as_deref() else {
@@ -87,9 +87,10 @@ pub(crate) async fn place(
             worktree: None,
         });
     }
-    let worktree = super::remote_worktree::place(host, repo, &dir, item, events, source).await?;
+    let worktree =
+        super::remote_worktree::place(host, repo, &dir, item, workspaces, source).await?;
     Ok(RemotePlace {
-        cwd: PathBuf::from(&worktree.dir),
+        cwd: worktree.cwd.clone(),
         worktree: Some(worktree),
     })
 }

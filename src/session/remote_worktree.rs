@@ -5,24 +5,20 @@
 //! same rules as here: the operator's checkout is never touched, an existing directory
 //! that is not the item's worktree is never written over, setup is argv only.
 //!
-//! A worktree on a host is kept when its session ends (nothing of it is judged from
-//! here); `sessions reset --discard-workspace` does not reach it either.
+//! Each is recorded in this machine's workspace store with its host
+//! ([`WorkspaceRecord::host`]): the ending rule judges it there (removed when nothing
+//! would be lost, kept with why otherwise or when the host cannot be asked), `sessions
+//! reset --discard-workspace` removes it there, and a ship pushes from it there.
 
 use super::sessions::SessionError;
 use crate::config::{RepoConfig, WorkspaceMode};
 use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::tmux::RemoteHost;
 use crate::work_item::WorkItemRef;
-use crate::workspace::{Git, issue_branch};
-use std::path::PathBuf;
+use crate::workspace::{Git, GitError, Kind, WorkspaceRecord, Workspaces, issue_branch};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// A worktree made (or found) on the host.
-pub(crate) struct RemoteWorktree {
-    pub dir: String,
-    pub branch: String,
-}
 
 fn refused(reason: String) -> SessionError {
     SessionError::Remote(reason)
@@ -34,11 +30,9 @@ pub(crate) async fn wants_worktree(host: &RemoteHost, repo: &RepoConfig, path: &
     match repo.workspace {
         WorkspaceMode::Shared => false,
         WorkspaceMode::Worktree => true,
-        WorkspaceMode::Auto => git(host)
-            .line(
-                std::path::Path::new(path),
-                &["rev-parse", "--show-toplevel"],
-            )
+        WorkspaceMode::Auto => Git::default()
+            .on(Arc::clone(&host.transport))
+            .line(Path::new(path), &["rev-parse", "--show-toplevel"])
             .await
             .ok()
             .flatten()
@@ -46,79 +40,84 @@ pub(crate) async fn wants_worktree(host: &RemoteHost, repo: &RepoConfig, path: &
     }
 }
 
-fn git(host: &RemoteHost) -> Git {
-    Git::default().on(Arc::clone(&host.transport))
-}
-
 /// The item's worktree on `host`: the existing one, or a new one from the base, with
-/// setup run in it. Only issues: a pull request's head is fetched here, not there.
+/// setup run in it; recorded here (`workspaces`' store, naming the host) so shipping,
+/// the Sessions pane and the ending rule reach it there. Only issues: a pull request's
+/// head is fetched here, not there.
 pub(crate) async fn place(
     host: &RemoteHost,
     repo: &RepoConfig,
     repo_dir: &str,
     item: &WorkItemRef,
-    events: &EventLog,
+    workspaces: &Workspaces,
     source: Source,
-) -> Result<RemoteWorktree, SessionError> {
-    let git = git(host);
-    let at = |p: &str| PathBuf::from(p);
+) -> Result<WorkspaceRecord, SessionError> {
+    let there = workspaces.on(Arc::clone(&host.transport));
+    let _lock = there.lock(item).await?;
+    let git = there.git().clone();
+    let failed = |e: GitError| refused(e.to_string());
     let top = git
-        .line(&at(repo_dir), &["rev-parse", "--show-toplevel"])
+        .line(Path::new(repo_dir), &["rev-parse", "--show-toplevel"])
         .await
-        .map_err(|e| refused(e.to_string()))?
+        .map_err(failed)?
         .ok_or_else(|| {
             refused(format!(
                 "{repo_dir} on host `{}` is not a git repository: set repos[].workspace: shared to run sessions there without worktrees",
                 host.name()
             ))
         })?;
+    let top = PathBuf::from(top);
     let relative = format!("worktrees/{}/{}", item.repo_dir_name(), item.number);
     let dir = host
         .resolve(&host.in_state_dir(&relative))
         .ok_or_else(|| refused(format!("host `{}` did not say its HOME", host.name())))?;
+    let dir = PathBuf::from(dir);
     let branch = issue_branch(item.number);
-    let setup_done = format!("{dir}.setup-done");
-    let exists = run(host, &["test", "-e", &dir], Duration::from_secs(15)).await?;
-    if exists {
+    let known = there
+        .record(item)
+        .map_err(crate::workspace::WorkspaceError::from)?
+        .filter(|r| r.host.as_deref() == Some(host.name()) && r.dir == dir);
+    if there.dir_exists(&dir).await? {
         let on = git
-            .line(&at(&dir), &["symbolic-ref", "--quiet", "--short", "HEAD"])
+            .line(&dir, &["symbolic-ref", "--quiet", "--short", "HEAD"])
             .await
-            .map_err(|e| refused(e.to_string()))?;
+            .map_err(failed)?;
         if on.as_deref() != Some(branch.as_str()) {
             return Err(refused(format!(
-                "{dir} on host `{}` exists but is not the worktree of {item} (on {}); the-loop never writes over it: move it away, then start again",
+                "{} on host `{}` exists but is not the worktree of {item} (on {}); the-loop never writes over it: move it away, then start again",
+                dir.display(),
                 host.name(),
                 on.as_deref().unwrap_or("no branch")
             )));
         }
-        let _ = events.emit(
+        there.emit(
             Event::new(source, EventType::WorkspaceReused)
                 .with("work_item", item.to_string())
-                .with("workspace", dir.as_str())
+                .with("workspace", dir.display().to_string())
                 .with("branch", branch.as_str())
                 .with("host", host.name()),
         );
+        // One without a record (state lost) is taken over: its branch is never deleted.
+        let record = match known {
+            Some(record) => record,
+            None => describe(&there, host, repo, item, &top, &dir, &branch, false).await?,
+        };
         // A setup that failed last time runs again.
-        if !run(host, &["test", "-e", &setup_done], Duration::from_secs(15)).await? {
-            setup(host, repo, &top, &dir, &branch, item, events, source).await?;
-            run(host, &["touch", &setup_done], Duration::from_secs(15)).await?;
-        }
-        return Ok(RemoteWorktree { dir, branch });
+        return set_up(&there, host, repo, record, source).await;
     }
     // A pull request works on its head branch, which is fetched on this machine only.
     let pull = format!("refs/pull/{}/head", item.number);
     let listed = git
-        .capped(&at(&top), &["ls-remote", "origin", &pull], 4096)
+        .capped(&top, &["ls-remote", "origin", &pull], 4096)
         .await
-        .map_err(|e| refused(e.to_string()))?;
+        .map_err(failed)?;
     if listed.success && listed.stdout.contains(&pull) {
         return Err(refused(format!(
             "{item} is a pull request, and worktrees on host `{}` are made for issues only: set repos[].workspace: shared for this repo",
             host.name()
         )));
     }
-    let base = base_of(&git, repo, &top).await?;
-    let parent = dir.rsplit_once('/').map_or("/", |(p, _)| p).to_string();
+    let parent = dir.parent().unwrap_or(Path::new("/")).display().to_string();
     if !run(
         host,
         &["mkdir", "-p", "-m", "700", &parent],
@@ -133,7 +132,7 @@ pub(crate) async fn place(
     }
     let existed = git
         .line(
-            &at(&top),
+            &top,
             &[
                 "rev-parse",
                 "--verify",
@@ -142,77 +141,103 @@ pub(crate) async fn place(
             ],
         )
         .await
-        .map_err(|e| refused(e.to_string()))?
+        .map_err(failed)?
         .is_some();
+    let record = describe(&there, host, repo, item, &top, &dir, &branch, !existed).await?;
+    let dir_arg = dir.display().to_string();
     let add: Vec<&str> = if existed {
-        vec!["worktree", "add", &dir, &branch]
+        vec!["worktree", "add", &dir_arg, &branch]
     } else {
-        vec!["worktree", "add", "-b", &branch, &dir, &base]
+        vec!["worktree", "add", "-b", &branch, &dir_arg, &record.base]
     };
-    git.ok(&at(&top), &add)
-        .await
-        .map_err(|e| refused(e.to_string()))?;
-    let _ = events.emit(
+    git.ok(&top, &add).await.map_err(failed)?;
+    there.emit(
         Event::new(source, EventType::WorkspaceCreated)
             .with("work_item", item.to_string())
-            .with("workspace", dir.as_str())
+            .with("workspace", dir_arg.as_str())
             .with("branch", branch.as_str())
-            .with("base", base.as_str())
+            .with("base", record.base_label())
             .with("kind", "issue")
-            .with("repo", top.as_str())
+            .with("repo", top.display().to_string())
             .with("branch_existed", existed)
             .with("host", host.name()),
     );
-    setup(host, repo, &top, &dir, &branch, item, events, source).await?;
-    run(host, &["touch", &setup_done], Duration::from_secs(15)).await?;
-    Ok(RemoteWorktree { dir, branch })
+    there.keep(&record)?;
+    set_up(&there, host, repo, record, source).await
 }
 
-/// `repos[].baseBranch`, else the remote's default branch, else the current branch.
-async fn base_of(git: &Git, repo: &RepoConfig, top: &str) -> Result<String, SessionError> {
-    if !repo.base_branch.is_empty() {
-        return Ok(repo.base_branch.clone());
+/// The record of `item`'s worktree `dir` on `host`: its base (`repos[].baseBranch`,
+/// else the remote's default branch, else the current one, as a full ref) and the
+/// remote's URL as it is now, before any agent ran there — a ship pushes there only.
+#[allow(clippy::too_many_arguments)]
+async fn describe(
+    there: &Workspaces,
+    host: &RemoteHost,
+    repo: &RepoConfig,
+    item: &WorkItemRef,
+    top: &Path,
+    dir: &Path,
+    branch: &str,
+    branch_created: bool,
+) -> Result<WorkspaceRecord, SessionError> {
+    let remote = there.remote(top).await?;
+    let base_name = there.base_name(top, remote.as_deref(), repo).await?;
+    let base = there.base_ref(top, remote.as_deref(), &base_name).await?;
+    Ok(WorkspaceRecord {
+        work_item: item.clone(),
+        kind: Kind::Issue,
+        dir: dir.to_path_buf(),
+        cwd: dir.to_path_buf(),
+        repo: top.to_path_buf(),
+        branch: branch.to_string(),
+        branch_created,
+        base,
+        upstream: None,
+        remote_url: there.remote_url(top, remote.as_deref()).await,
+        remote,
+        setup_done: false,
+        created_at: crate::time::now_ts(),
+        kept: None,
+        host: Some(host.name().to_string()),
+        extra: Default::default(),
+    })
+}
+
+/// Runs setup in `record`'s worktree unless it finished before; the record kept with
+/// the outcome.
+async fn set_up(
+    there: &Workspaces,
+    host: &RemoteHost,
+    repo: &RepoConfig,
+    mut record: WorkspaceRecord,
+    source: Source,
+) -> Result<WorkspaceRecord, SessionError> {
+    if !record.setup_done {
+        there.keep(&record)?;
+        setup(host, repo, &record, there.events(), source).await?;
+        record.setup_done = true;
     }
-    let top = std::path::Path::new(top);
-    let remote_head = git
-        .line(
-            top,
-            &[
-                "symbolic-ref",
-                "--quiet",
-                "--short",
-                "refs/remotes/origin/HEAD",
-            ],
-        )
-        .await
-        .map_err(|e| refused(e.to_string()))?;
-    if let Some(head) = remote_head {
-        return Ok(head);
-    }
-    git.line(top, &["symbolic-ref", "--quiet", "--short", "HEAD"])
-        .await
-        .map_err(|e| refused(e.to_string()))?
-        .ok_or_else(|| {
-            refused("cannot tell which branch new work starts from (no origin/HEAD, and the checkout is on no branch): set repos[].baseBranch".into())
-        })
+    there.keep(&record)?;
+    Ok(record)
 }
 
 /// `repos[].setup` in the worktree on the host: each an argv, placeholders replaced
 /// inside their argument, run there under `timeout`. The first failure stops the start.
-#[allow(clippy::too_many_arguments)]
 async fn setup(
     host: &RemoteHost,
     repo: &RepoConfig,
-    repo_dir: &str,
-    dir: &str,
-    branch: &str,
-    item: &WorkItemRef,
+    record: &WorkspaceRecord,
     events: &EventLog,
     source: Source,
 ) -> Result<(), SessionError> {
+    let (dir, repo_dir) = (
+        record.dir.display().to_string(),
+        record.repo.display().to_string(),
+    );
+    let (dir, item, branch) = (dir.as_str(), &record.work_item, record.branch.as_str());
     let table = [
         ("{worktree}", Some(dir)),
-        ("{repoPath}", Some(repo_dir)),
+        ("{repoPath}", Some(repo_dir.as_str())),
         ("{branch}", Some(branch)),
     ];
     let limit = Duration::from_secs(repo.setup_timeout_seconds.max(1));

@@ -257,6 +257,7 @@ impl Sessions {
             self.events.clone(),
         )
         .with_child_env(settings.child_env.clone())
+        .with_hosts(self.hosts.iter().map(|h| Arc::clone(&h.transport)))
     }
 
     pub fn settings(&self) -> Arc<Settings> {

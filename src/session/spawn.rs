@@ -94,12 +94,12 @@ impl Sessions {
         let host = self.host_for(repo, item).await.map_err(fail)?;
         let mut record = match (&host, repo) {
             (Some(host), Some(repo)) => {
-                let placed = super::remote::place(host, repo, item, &self.events, source)
+                let placed = super::remote::place(host, repo, item, &self.workspaces(), source)
                     .await
                     .map_err(fail)?;
                 let mut record = SessionRecord::new(item, harness.name(), placed.cwd);
                 if let Some(worktree) = placed.worktree {
-                    record.workspace = Some(worktree.dir.into());
+                    record.workspace = Some(worktree.dir);
                     record.branch = Some(worktree.branch);
                 }
                 record.host = Some(host.name().to_string());

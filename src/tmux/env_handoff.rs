@@ -28,6 +28,14 @@ pub const SUBCOMMAND: &str = "exec-env";
 /// Its flag for a harness whose files are to be private (umask 077).
 pub const PRIVATE_FLAG: &str = "--private";
 
+/// Its flag for values read from its stdin instead of a file: a process started on
+/// another host over SSH (issue 32: a push's askpass and token), whose values travel in
+/// the connection's stream and are never written there. See [`encode`] and [`read`].
+pub const STDIN_FLAG: &str = "--stdin";
+
+/// The most `exec-env --stdin` reads.
+const MAX_STDIN: u64 = 64 * 1024;
+
 /// A file older than this was never taken: its shim is not coming.
 pub const STALE_AFTER: Duration = Duration::from_secs(600);
 
@@ -62,6 +70,12 @@ pub enum TakeError {
     NotPrivate { path: PathBuf },
     #[error("the session's environment file {} is not one this the-loop writes", path.display())]
     Malformed { path: PathBuf },
+    #[error(
+        "the values on exec-env's stdin are not ones this the-loop writes (at most 64 KiB of its format); is the-loop here the same version as the one that sent them?"
+    )]
+    MalformedStdin,
+    #[error("cannot read exec-env's stdin: {0}")]
+    ReadStdin(std::io::Error),
 }
 
 impl EnvHandoff {
@@ -169,14 +183,38 @@ pub fn take(path: &Path) -> Result<Vec<(String, String)>, TakeError> {
     let mut body = Vec::new();
     file.read_to_end(&mut body).map_err(read_error)?;
     std::fs::remove_file(path).map_err(read_error)?;
-    match serde_json::from_slice::<HandoffFile>(&body) {
-        Ok(handed) if handed.version == VERSION && handed.env.iter().all(|(k, _)| valid(k)) => {
-            Ok(handed.env)
-        }
-        _ => Err(TakeError::Malformed {
-            path: path.to_path_buf(),
-        }),
+    parse(&body).ok_or_else(|| TakeError::Malformed {
+        path: path.to_path_buf(),
+    })
+}
+
+/// `values` as [`read`] takes them (`exec-env --stdin` on another host).
+pub fn encode(values: &[(String, String)]) -> Vec<u8> {
+    serde_json::to_vec(&HandoffFile {
+        version: VERSION,
+        env: values.to_vec(),
+    })
+    .unwrap_or_default()
+}
+
+/// The values [`encode`] wrote to `input` (at most [`MAX_STDIN`] bytes of it).
+pub fn read(input: impl Read) -> Result<Vec<(String, String)>, TakeError> {
+    let mut body = Vec::new();
+    input
+        .take(MAX_STDIN + 1)
+        .read_to_end(&mut body)
+        .map_err(TakeError::ReadStdin)?;
+    if body.len() as u64 > MAX_STDIN {
+        return Err(TakeError::MalformedStdin);
     }
+    parse(&body).ok_or(TakeError::MalformedStdin)
+}
+
+fn parse(body: &[u8]) -> Option<Vec<(String, String)>> {
+    serde_json::from_slice::<HandoffFile>(body)
+        .ok()
+        .filter(|handed| handed.version == VERSION && handed.env.iter().all(|(k, _)| valid(k)))
+        .map(|handed| handed.env)
 }
 
 /// A name `Command::env` can set.
@@ -303,5 +341,34 @@ mod tests {
         let third = wrap();
         assert!(!first.exists(), "the stale file is removed");
         assert!(second.exists() && third.exists());
+    }
+
+    #[test]
+    fn values_on_stdin_read_back_and_anything_else_is_refused() {
+        let values = vec![
+            ("THE_LOOP_PUSH_TOKEN".to_string(), "ghp_x\n y=z".to_string()),
+            ("GIT_ASKPASS".to_string(), "/h/.tl/bin/the-loop".to_string()),
+        ];
+        assert_eq!(read(&encode(&values)[..]).unwrap(), values);
+        assert_eq!(read(&encode(&[])[..]).unwrap(), Vec::new());
+        for bad in [
+            &b""[..],
+            b"A=B",
+            br#"{"version":2,"env":[]}"#,
+            br#"{"version":1,"env":[["A=B","x"]]}"#,
+            br#"{"version":1,"env":[["","x"]]}"#,
+        ] {
+            assert!(
+                matches!(read(bad), Err(TakeError::MalformedStdin)),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        // More than the cap is refused whole, not cut into a shorter value.
+        let long = vec![("A".to_string(), "x".repeat(MAX_STDIN as usize))];
+        assert!(matches!(
+            read(&encode(&long)[..]),
+            Err(TakeError::MalformedStdin)
+        ));
     }
 }

@@ -90,6 +90,39 @@ impl RemoteHost {
         self.state_dir().map(|dir| format!("{dir}/{REMOTE_BIN}"))
     }
 
+    /// the-loop installed on the host, when it is this very version: its path and what
+    /// it said (`the-loop 0.1.0`). Else why not, saying what to run.
+    pub async fn installed(&self) -> Result<(String, String), String> {
+        let name = self.name();
+        let bin = self
+            .bin()
+            .ok_or_else(|| format!("host `{name}` did not say its HOME"))?;
+        let argv = [bin.clone(), "--version".to_string()];
+        let out = self
+            .transport
+            .run(&argv, None, Duration::from_secs(15))
+            .await
+            .map_err(|e| e.to_string())?;
+        let said = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        let ours = env!("CARGO_PKG_VERSION");
+        if !out.success {
+            Err(format!(
+                "{bin} is missing: run `the-loop hosts install {name}`"
+            ))
+        } else if said.split_whitespace().any(|w| w == ours) {
+            Ok((bin, said))
+        } else {
+            Err(format!(
+                "{bin} is {said}, this is {ours}: run `the-loop hosts install {name}`"
+            ))
+        }
+    }
+
     /// The operator's terminal attached to session `name` in this host's tmux:
     /// `ssh … -t <dest> -- tmux attach-session -t =NAME [-r]` (no `TMUX` there, so
     /// never `switch-client`).

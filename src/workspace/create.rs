@@ -193,6 +193,7 @@ impl Workspaces {
             setup_done: true,
             created_at: crate::time::now_ts(),
             kept: None,
+            host: None,
             extra: Default::default(),
         })
     }
@@ -325,6 +326,7 @@ impl Workspaces {
             setup_done: false,
             created_at: crate::time::now_ts(),
             kept: None,
+            host: None,
             extra: Default::default(),
         })
     }
@@ -392,7 +394,7 @@ impl Workspaces {
     }
 
     /// `remote`'s URL as configured (`None` without a remote, or when git cannot say).
-    async fn remote_url(&self, top: &Path, remote: Option<&str>) -> Option<String> {
+    pub(crate) async fn remote_url(&self, top: &Path, remote: Option<&str>) -> Option<String> {
         self.git
             .line(top, &["remote", "get-url", "--push", remote?])
             .await
@@ -401,7 +403,7 @@ impl Workspaces {
     }
 
     /// `origin` when the repository has it, else its only remote.
-    async fn remote(&self, top: &Path) -> Result<Option<String>, WorkspaceError> {
+    pub(crate) async fn remote(&self, top: &Path) -> Result<Option<String>, WorkspaceError> {
         let out = self.git.ok(top, &["remote"]).await?;
         let remotes: Vec<&str> = out
             .lines()
@@ -418,7 +420,7 @@ impl Workspaces {
     }
 
     /// `repos[].baseBranch`, else the remote's default branch, else the current one.
-    async fn base_name(
+    pub(crate) async fn base_name(
         &self,
         top: &Path,
         remote: Option<&str>,
@@ -454,7 +456,7 @@ impl Workspaces {
 
     /// The full ref of the base: the remote's copy when there is one, else the local
     /// branch.
-    async fn base_ref(
+    pub(crate) async fn base_ref(
         &self,
         top: &Path,
         remote: Option<&str>,

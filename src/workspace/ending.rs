@@ -132,18 +132,31 @@ impl Workspaces {
         let Some(mut record) = self.store.get(item)? else {
             return Ok(Finished::NoWorkspace);
         };
-        if !record.dir.exists() {
-            // Removed by hand: forget it, and keep its branch (it may hold the work).
-            let _ = self.git.ok(&record.repo, &["worktree", "prune"]).await;
-            self.store.remove(item)?;
-            self.emit_removed(&record, false, false, source, None);
-            return Ok(Finished::Removed {
-                record,
-                branch_deleted: false,
-            });
-        }
-        let reason = match self.assess(&record).await {
-            Ok(a) if a.is_clean() => match self.remove(&record, false).await {
+        // A worktree on a host is judged there; a host that cannot be asked keeps it.
+        let there = self.reaching(&record);
+        let there = match &there {
+            Ok(there) => match there.dir_exists(&record.dir).await {
+                Ok(true) => Ok(there),
+                Ok(false) => {
+                    // Removed by hand: forget it, and keep its branch (it may hold the work).
+                    let _ = there.git.ok(&record.repo, &["worktree", "prune"]).await;
+                    self.store.remove(item)?;
+                    self.emit_removed(&record, false, false, source, None);
+                    return Ok(Finished::Removed {
+                        record,
+                        branch_deleted: false,
+                    });
+                }
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(WorkspaceError::Refused(e.to_string())),
+        };
+        let assessed = match there {
+            Ok(there) => there.assess(&record).await.map(|a| (there, a)),
+            Err(e) => Err(e),
+        };
+        let reason = match assessed {
+            Ok((there, a)) if a.is_clean() => match there.remove(&record, false).await {
                 Ok(branch_deleted) => {
                     self.emit_removed(&record, branch_deleted, false, source, None);
                     return Ok(Finished::Removed {
@@ -153,7 +166,7 @@ impl Workspaces {
                 }
                 Err(e) => (format!("git refused to remove it: {}", stderr_or(&e)), None),
             },
-            Ok(a) => (a.reason(), Some(a)),
+            Ok((_, a)) => (a.reason(), Some(a)),
             Err(e) => (format!("could not check it: {e}"), None),
         };
         let (reason, assessment) = reason;
@@ -167,7 +180,8 @@ impl Workspaces {
                 .with("branch", record.branch.as_str())
                 .with_opt("changed_files", assessment.map(|a| a.changed_files))
                 .with_opt("unpushed_commits", assessment.map(|a| a.unpushed_commits))
-                .with("reason", reason.as_str()),
+                .with("reason", reason.as_str())
+                .with_opt("host", record.host.as_deref()),
         );
         Ok(Finished::Kept { record, reason })
     }
@@ -183,12 +197,13 @@ impl Workspaces {
         let Some(record) = self.store.get(item)? else {
             return Ok(Finished::NoWorkspace);
         };
-        let lost = if record.dir.exists() {
-            self.assess(&record).await.ok()
+        let there = self.reaching(&record)?;
+        let lost = if there.dir_exists(&record.dir).await? {
+            there.assess(&record).await.ok()
         } else {
             None
         };
-        let branch_deleted = self.remove(&record, true).await?;
+        let branch_deleted = there.remove(&record, true).await?;
         self.emit_removed(&record, branch_deleted, true, source, lost);
         Ok(Finished::Removed {
             record,
@@ -201,7 +216,7 @@ impl Workspaces {
     async fn remove(&self, record: &WorkspaceRecord, force: bool) -> Result<bool, WorkspaceError> {
         let top = &record.repo;
         let dir = record.dir.display().to_string();
-        if record.dir.exists() {
+        if self.dir_exists(&record.dir).await? {
             let mut args = vec!["worktree", "remove"];
             if force {
                 args.extend(["--force", "--force"]);
@@ -230,7 +245,7 @@ impl Workspaces {
         }
         self.store.remove(&record.work_item)?;
         if let Some(parent) = record.dir.parent() {
-            let _ = std::fs::remove_dir(parent); // only when empty
+            self.remove_empty_dir(parent).await;
         }
         Ok(branch_deleted)
     }
@@ -255,13 +270,14 @@ impl Workspaces {
                 .with("branch", record.branch.as_str())
                 .with("branch_deleted", branch_deleted)
                 .with("discarded", discarded)
-                .with_opt("discarded_changes", lost.map(|a| a.reason())),
+                .with_opt("discarded_changes", lost.map(|a| a.reason()))
+                .with_opt("host", record.host.as_deref()),
         );
     }
 
     /// Holds `item`'s workspace lock (taken off the runtime: it blocks while another
     /// process works on the same worktree).
-    pub(super) async fn lock(
+    pub(crate) async fn lock(
         &self,
         item: &WorkItemRef,
     ) -> Result<nix::fcntl::Flock<std::fs::File>, WorkspaceError> {

@@ -87,6 +87,8 @@ pub struct Git {
     timeout: Duration,
     /// Runs on this host instead (its git, over its SSH connection).
     remote: Option<std::sync::Arc<crate::ssh::Transport>>,
+    /// the-loop installed on that host: what a command's own values go through there.
+    relay: Option<String>,
 }
 
 impl Default for Git {
@@ -95,6 +97,7 @@ impl Default for Git {
             program: PathBuf::from("git"),
             timeout: LOCAL_TIMEOUT,
             remote: None,
+            relay: None,
         }
     }
 }
@@ -106,11 +109,20 @@ impl Git {
         self
     }
 
-    /// git on another host, over its connection: `dir` is a path there. What a command
-    /// would get in its environment for this one process (a push's token) never goes
-    /// there: such a command is refused.
+    /// git on another host, over its connection: `dir` is a path there. A command
+    /// given values for itself alone (a push's askpass and token) is refused there
+    /// unless [`Git::with_relay`] names the-loop installed on that host.
     pub fn on(mut self, transport: std::sync::Arc<crate::ssh::Transport>) -> Self {
         self.remote = Some(transport);
+        self
+    }
+
+    /// On another host, a command's own values go to `bin` (the-loop installed there)
+    /// on the connection's stdin: `bin exec-env --stdin -- env … git …` reads them and
+    /// replaces itself with git, so they are in that one git's environment (and its
+    /// askpass child's) and nowhere else there: never argv, never a file.
+    pub fn with_relay(mut self, bin: impl Into<String>) -> Self {
+        self.relay = Some(bin.into());
         self
     }
 
@@ -206,7 +218,8 @@ impl Git {
     ) -> Result<Output, GitError> {
         let command = describe(dir, args);
         if let Some(transport) = &self.remote {
-            return run_remote(transport, &command, dir, args, timeout, cap, env).await;
+            let relay = self.relay.as_deref();
+            return run_remote(transport, relay, &command, dir, args, timeout, cap, env).await;
         }
         let mut argv: Vec<OsString> = vec!["-C".into(), dir.as_os_str().to_owned()];
         for fixed in FIXED {
@@ -266,9 +279,11 @@ const FIXED: [&str; 7] = [
 ];
 
 /// `git -C dir ARGS` on another host: the same options and environment, stdout cut at
-/// a line end after `cap` bytes.
+/// a line end after `cap` bytes; `env` through `relay` (see [`Git::with_relay`]).
+#[allow(clippy::too_many_arguments)]
 async fn run_remote(
     transport: &crate::ssh::Transport,
+    relay: Option<&str>,
     command: &str,
     dir: &Path,
     args: &[&str],
@@ -276,30 +291,43 @@ async fn run_remote(
     cap: usize,
     env: &[(String, String)],
 ) -> Result<Output, GitError> {
+    let mut argv: Vec<String> = Vec::new();
+    let mut stdin = None;
     if !env.is_empty() {
-        return Err(GitError::Io {
-            command: command.to_string(),
-            error: format!(
-                "host `{}`: this git command needs values passed to it alone (a token), which never go to another host",
-                transport.name()
-            ),
-        });
+        let Some(relay) = relay else {
+            return Err(GitError::Io {
+                command: command.to_string(),
+                error: format!(
+                    "host `{}`: this git command needs values passed to it alone (a token), and no the-loop there to take them",
+                    transport.name()
+                ),
+            });
+        };
+        use crate::tmux::env_handoff;
+        argv.extend([
+            relay.to_string(),
+            env_handoff::SUBCOMMAND.into(),
+            env_handoff::STDIN_FLAG.into(),
+            "--".into(),
+        ]);
+        stdin = Some(env_handoff::encode(env));
     }
-    let mut argv: Vec<String> = [
-        "env",
-        "GIT_TERMINAL_PROMPT=0",
-        "GIT_OPTIONAL_LOCKS=0",
-        "LC_ALL=C",
-        "git",
-        "-C",
-    ]
-    .map(str::to_string)
-    .to_vec();
+    argv.extend(
+        [
+            "env",
+            "GIT_TERMINAL_PROMPT=0",
+            "GIT_OPTIONAL_LOCKS=0",
+            "LC_ALL=C",
+            "git",
+            "-C",
+        ]
+        .map(str::to_string),
+    );
     argv.push(dir.to_string_lossy().into_owned());
     argv.extend(FIXED.map(str::to_string));
     argv.extend(args.iter().map(|a| a.to_string()));
     let out = transport
-        .run(&argv, None, timeout)
+        .run(&argv, stdin.as_deref(), timeout)
         .await
         .map_err(|e| match e {
             crate::ssh::SshError::Timeout { after, .. } => GitError::Timeout {

@@ -41,8 +41,11 @@ pub use store::{Kind, StoreError, WorkspaceRecord};
 use crate::config::{RepoConfig, WorkspaceMode, WorkspacesConfig};
 use crate::events::{EventLog, Source};
 use crate::paths::StatePaths;
+use crate::ssh::Transport;
 use crate::work_item::WorkItemRef;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use store::Store;
 
 /// The branch prefix of every branch the-loop creates (`the-loop/issue-15`,
@@ -144,6 +147,11 @@ pub struct Workspaces {
     events: EventLog,
     /// What setup commands get of the environment (SPEC §14.4).
     child_env: crate::secrets::ChildEnv,
+    /// The connections to the config's hosts, by name: a record that names one is
+    /// reached there ([`Workspaces::reaching`]).
+    hosts: Arc<BTreeMap<String, Arc<Transport>>>,
+    /// The host these workspaces' git and files are on; `None`: this machine.
+    host: Option<Arc<Transport>>,
 }
 
 impl Workspaces {
@@ -160,7 +168,103 @@ impl Workspaces {
             store: Store::new(paths.workspaces_dir()),
             events,
             child_env: crate::secrets::ChildEnv::default(),
+            hosts: Arc::default(),
+            host: None,
         }
+    }
+
+    /// With the connections to the config's hosts, for worktrees made there.
+    pub fn with_hosts(mut self, hosts: impl IntoIterator<Item = Arc<Transport>>) -> Self {
+        self.hosts = Arc::new(
+            hosts
+                .into_iter()
+                .map(|t| (t.name().to_string(), t))
+                .collect(),
+        );
+        self
+    }
+
+    /// These workspaces as seen on `host`: its git and its files, over its connection
+    /// (the store stays this machine's).
+    pub fn on(&self, host: Arc<Transport>) -> Self {
+        Self {
+            git: self.git.clone().on(Arc::clone(&host)),
+            host: Some(host),
+            ..self.clone()
+        }
+    }
+
+    /// Where `record`'s worktree is reached: here, or on its host. A host no longer in
+    /// the config is refused, saying so.
+    pub fn reaching(&self, record: &WorkspaceRecord) -> Result<Self, WorkspaceError> {
+        let Some(name) = &record.host else {
+            return Ok(Self {
+                host: None,
+                git: if self.host.is_some() {
+                    Git::default()
+                } else {
+                    self.git.clone()
+                },
+                ..self.clone()
+            });
+        };
+        match self.hosts.get(name) {
+            Some(host) => Ok(self.on(Arc::clone(host))),
+            None => Err(WorkspaceError::Refused(format!(
+                "the worktree {} of {} is on host `{name}`, which is not in the config's hosts: add it back to reach it",
+                record.dir.display(),
+                record.work_item
+            ))),
+        }
+    }
+
+    /// Whether these workspaces can be asked now: this machine, or a host that is up
+    /// (a host that dropped would make each look wait for its connect timeout).
+    pub fn reachable(&self) -> bool {
+        self.host
+            .as_ref()
+            .is_none_or(|h| matches!(h.state(), crate::ssh::HostState::Up { .. }))
+    }
+
+    /// The host these workspaces are on (`None`: this machine).
+    pub fn host(&self) -> Option<&str> {
+        self.host.as_deref().map(Transport::name)
+    }
+
+    /// Whether directory `dir` exists (asked on the host for a worktree there).
+    pub(crate) async fn dir_exists(&self, dir: &Path) -> Result<bool, WorkspaceError> {
+        match &self.host {
+            None => Ok(dir.is_dir()),
+            Some(host) => self.on_host(host, &["test", "-d"], dir).await,
+        }
+    }
+
+    /// Removes directory `dir` if it is empty (best effort: a parent left behind is
+    /// harmless).
+    async fn remove_empty_dir(&self, dir: &Path) {
+        match &self.host {
+            None => {
+                let _ = std::fs::remove_dir(dir);
+            }
+            Some(host) => {
+                let _ = self.on_host(host, &["rmdir"], dir).await;
+            }
+        }
+    }
+
+    /// `argv… dir` on `host`: whether it succeeded.
+    async fn on_host(
+        &self,
+        host: &Transport,
+        argv: &[&str],
+        dir: &Path,
+    ) -> Result<bool, WorkspaceError> {
+        let mut words: Vec<String> = argv.iter().map(|w| w.to_string()).collect();
+        words.push(dir.to_string_lossy().into_owned());
+        host.run(&words, None, git::LOCAL_TIMEOUT)
+            .await
+            .map(|out| out.success)
+            .map_err(|e| WorkspaceError::Refused(e.to_string()))
     }
 
     /// The environment policy for setup commands (the default withholds the token
@@ -195,6 +299,11 @@ impl Workspaces {
         self.store.get(item)
     }
 
+    /// Records a worktree made elsewhere (on a host, `session::remote_worktree`).
+    pub(crate) fn keep(&self, record: &WorkspaceRecord) -> Result<(), WorkspaceError> {
+        Ok(self.store.put(record)?)
+    }
+
     /// Every workspace record.
     pub fn records(&self) -> Vec<WorkspaceRecord> {
         self.store.list()
@@ -204,6 +313,10 @@ impl Workspaces {
     pub fn owns(&self, dir: &Path) -> bool {
         let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         canon(dir).starts_with(canon(&self.root))
+    }
+
+    pub(crate) fn events(&self) -> &EventLog {
+        &self.events
     }
 
     pub(crate) fn emit(&self, event: crate::events::Event) {

@@ -154,6 +154,7 @@ mod tests {
             setup_done: false,
             created_at: String::new(),
             kept: None,
+            host: None,
             extra: Default::default(),
         };
         assert_eq!(

@@ -74,6 +74,10 @@ pub struct WorkspaceRecord {
     /// Why the worktree was kept when its session ended (`2 changed files, …`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kept: Option<String>,
+    /// The host (`hosts[].name`) the worktree is on; `dir`, `cwd` and `repo` are paths
+    /// there, and its git runs there. `None`: this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// Fields written by another version, kept untouched.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -204,6 +208,7 @@ mod tests {
             setup_done: false,
             created_at: "2026-12-01T00:00:00.000Z".into(),
             kept: None,
+            host: None,
             extra: Map::new(),
         }
     }

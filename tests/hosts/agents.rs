@@ -19,7 +19,7 @@ use the_loop::work_item::WorkItemRef;
 const TOKEN: &str = "ghp_remotehoststoken_0123456789abcdef";
 
 /// `the-loop ARGS` run by the host's user, as a process in a pane there would run it.
-fn on_host(sshd: &Sshd, work_item: &str, args: &[&str]) -> std::process::Output {
+pub(crate) fn on_host(sshd: &Sshd, work_item: &str, args: &[&str]) -> std::process::Output {
     on_host_with(sshd, work_item, args, None)
 }
 
@@ -41,7 +41,7 @@ fn on_host_with(
 
 /// Serves the world's host's agents (as the supervisor does) with `client` for GitHub,
 /// and has the next command over the connection set the forward up.
-async fn serve(
+pub(crate) async fn serve(
     world: &Started,
     client: Arc<Client>,
     events: &EventLog,
@@ -68,7 +68,7 @@ async fn serve(
     socket
 }
 
-fn text(out: &std::process::Output) -> String {
+pub(crate) fn text(out: &std::process::Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -9,6 +9,7 @@
 
 use crate::support::e2e::{LABEL, Setup, TOKEN, World, item};
 use crate::support::git_remote::{Auth, GitRemote};
+use crate::support::leaks::sample_cmdlines;
 use crate::support::workspaces::workspace_of;
 use std::path::Path;
 use std::process::Command;
@@ -31,30 +32,6 @@ fn git(dir: &Path, args: &[&str], env: &[(String, String)]) -> String {
         .unwrap();
     assert!(out.status.success(), "git {args:?}: {out:?}");
     String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-/// Every process's argv that holds `needle`, sampled until `stop`.
-fn sample_cmdlines(
-    needle: &'static str,
-    stop: Arc<AtomicBool>,
-) -> std::thread::JoinHandle<(usize, Vec<String>)> {
-    std::thread::spawn(move || {
-        let mut seen = Vec::new();
-        let mut samples = 0;
-        while !stop.load(Ordering::SeqCst) {
-            for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-                if let Ok(raw) = std::fs::read(entry.path().join("cmdline")) {
-                    let line = String::from_utf8_lossy(&raw).replace('\0', " ");
-                    if line.contains(needle) {
-                        seen.push(line);
-                    }
-                }
-            }
-            samples += 1;
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
-        (samples, seen)
-    })
 }
 
 /// A world whose repository is a clone of the real remote, with a session on issue 7

@@ -21,6 +21,8 @@ pub mod fake_model;
 pub mod fake_openai;
 /// A real git remote over HTTP (`git http-backend`) that requires the token.
 pub mod git_remote;
+/// Where a secret could show: processes' argv, files under a directory.
+pub mod leaks;
 /// The poller against the simulated GitHub, with a recording `Ingest`.
 pub mod poller;
 /// The walk that finds any path under a state root open to group or others.

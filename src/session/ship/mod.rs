@@ -15,6 +15,10 @@
 //! - A failed step (`ship.failed`) changes nothing that came before it: a retry does
 //!   not push again what was pushed (`pushed` in the record), nor open a second pull
 //!   request (it finds the open one).
+//! - A worktree on another host (issue 32) is read and pushed there, over its
+//!   connection: git there asks the-loop installed there (this version, or the ship is
+//!   refused `on-host` with what to run) for the token, which it got on that one
+//!   push's stdin (`Git::with_relay`): never argv, never a file there.
 
 use super::Sessions;
 use super::registry::SessionRecord;
@@ -31,7 +35,7 @@ mod request;
 mod text;
 pub use super::records::{LinkedPull, Pushed, ShipRequest};
 pub use refusal::{MAX_BODY_CHARS, MAX_TITLE_CHARS, Refusal};
-pub use request::{Preview, Proposal, propose};
+pub use request::{Preview, Proposal, Proposed, propose, propose_from_host};
 use request::{preview, worktree_of};
 use text::{base_branch, linked, one_line, plural, short};
 pub use text::{framed_note, pull_body};
@@ -131,15 +135,11 @@ impl Shipper {
         }
     }
 
-    fn git(&self) -> Git {
-        self.sessions.workspaces().git().clone()
-    }
-
     /// What shipping `item` would push now, or why it cannot.
     pub async fn preview(&self, item: &WorkItemRef) -> Result<Preview, Refusal> {
         let (record, workspace) = self.worktree_of(item)?;
         preview(
-            &self.git(),
+            &request::git_of(&self.sessions, &workspace)?,
             self.sessions.events().path(),
             &record,
             &workspace,
@@ -180,7 +180,7 @@ impl Shipper {
     async fn ship_steps(&self, order: &Order) -> Result<Shipped, ShipError> {
         let item = &order.work_item;
         let (record, workspace) = self.worktree_of(item)?;
-        let git = self.git();
+        let git = request::git_of(&self.sessions, &workspace)?;
         let shown = preview(&git, self.sessions.events().path(), &record, &workspace).await?;
         if shown.dirty > 0 {
             return Err(Refusal::Dirty { count: shown.dirty }.into());
@@ -202,7 +202,7 @@ impl Shipper {
         let sha = shown.head.clone();
         let branch = shown.branch.clone();
         let pushed_now = self
-            .push_once(order, &record, &workspace, &branch, &sha, shown.ahead)
+            .push_once(order, &record, &workspace, git, &branch, &sha, shown.ahead)
             .await?;
         let (pull, pull_opened) = self
             .pull_request(order, &record, &workspace, &shown)
@@ -232,11 +232,16 @@ impl Shipper {
     }
 
     /// Step 2: the push, unless the record says this very commit went out already.
+    /// From a worktree on a host the push runs there, its askpass the-loop installed
+    /// there (this version, or the push is refused), the token on that one push's
+    /// stdin over the connection ([`Git::with_relay`]).
+    #[allow(clippy::too_many_arguments)]
     async fn push_once(
         &self,
         order: &Order,
         record: &SessionRecord,
         workspace: &WorkspaceRecord,
+        git: Git,
         branch: &str,
         sha: &str,
         commits: usize,
@@ -248,11 +253,26 @@ impl Shipper {
         if done {
             return Ok(false);
         }
+        let (git, askpass) = match &workspace.host {
+            None => (git, self.askpass.clone()),
+            Some(name) => {
+                let refused = |why: String| Refusal::OnHost {
+                    host: name.clone(),
+                    why,
+                };
+                let host =
+                    self.sessions.hosts().get(name).ok_or_else(|| {
+                        refused("the host is not in the config's hosts".to_string())
+                    })?;
+                let (bin, _) = host.installed().await.map_err(refused)?;
+                (git.with_relay(bin.clone()), PathBuf::from(bin))
+            }
+        };
         let credentials = self.github.token().await.map(|token| Credentials {
             token,
-            askpass: &self.askpass,
+            askpass: &askpass,
         });
-        if let Err(error) = push::push(&self.git(), workspace, sha, branch, credentials).await {
+        if let Err(error) = push::push(&git, workspace, sha, branch, credentials).await {
             let message = match &error {
                 PushError::Git(git) => git.to_string(),
                 other => other.to_string(),

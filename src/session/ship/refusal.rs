@@ -17,10 +17,8 @@ pub enum Refusal {
         "{0} works in a shared workspace (the repository's own checkout): the-loop ships only a worktree's branch of its own"
     )]
     Shared(WorkItemRef),
-    #[error(
-        "{item} works on host `{host}`: the-loop does not push from another host yet (the token never goes there); push its branch from the host yourself"
-    )]
-    OnHost { item: WorkItemRef, host: String },
+    #[error("the worktree is on host `{host}`, which cannot ship now: {why}")]
+    OnHost { host: String, why: String },
     #[error(
         "{item} works on `{branch}`, a fork's pull request branch: the-loop has no right to push there; the fork's owner pushes"
     )]

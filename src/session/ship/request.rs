@@ -58,12 +58,59 @@ impl Preview {
     }
 }
 
-/// Records `proposal` as `item`'s ship request (replacing any), `ship.requested`.
+/// What `the-loop propose` prints of a recorded request, whether it was recorded here
+/// or by the supervisor for a session on another host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proposed {
+    pub id: String,
+    pub branch: String,
+    pub head: String,
+    /// [`Preview::summary`].
+    pub summary: String,
+}
+
+impl Proposed {
+    pub fn new(request: &ShipRequest, shown: &Preview) -> Self {
+        Self {
+            id: request.id.clone(),
+            branch: request.branch.clone(),
+            head: request.head.clone(),
+            summary: shown.summary(),
+        }
+    }
+}
+
+/// Records `proposal` as `item`'s ship request (replacing any), `ship.requested`. Only
+/// the process of `item`'s own session may (its pane's process tree).
 pub async fn propose(
     sessions: &Sessions,
     item: &WorkItemRef,
     proposal: &Proposal,
     source: Source,
+) -> Result<(ShipRequest, Preview), Refusal> {
+    record_proposal(sessions, item, proposal, source, Some(std::process::id())).await
+}
+
+/// [`propose`] for a session on another host, asked over that host's forwarded socket:
+/// the caller (`operator::api`) has checked that `item`'s open session is on that host,
+/// which is all a forward can tell of who asked.
+pub async fn propose_from_host(
+    sessions: &Sessions,
+    item: &WorkItemRef,
+    proposal: &Proposal,
+    source: Source,
+) -> Result<(ShipRequest, Preview), Refusal> {
+    record_proposal(sessions, item, proposal, source, None).await
+}
+
+/// `caller`: the process whose session must be `item`'s; `None` when the host was
+/// checked instead.
+async fn record_proposal(
+    sessions: &Sessions,
+    item: &WorkItemRef,
+    proposal: &Proposal,
+    source: Source,
+    caller: Option<u32>,
 ) -> Result<(ShipRequest, Preview), Refusal> {
     let title = one_line(&crate::guard::sanitize(&proposal.title));
     let chars = title.chars().count();
@@ -79,14 +126,16 @@ pub async fn propose(
         return Err(Refusal::BodyTooLong { chars });
     }
     // An agent proposes only its own work, whatever `$THE_LOOP_WORK_ITEM` says.
-    if let Err(own) = crate::session::caller::check(sessions, item, std::process::id()).await {
+    if let Some(pid) = caller
+        && let Err(own) = crate::session::caller::check(sessions, item, pid).await
+    {
         return Err(Refusal::OtherSession {
             own: own.to_string(),
             item: item.to_string(),
         });
     }
     let (record, workspace) = worktree_of(sessions, item)?;
-    let git = sessions.workspaces().git().clone();
+    let git = git_of(sessions, &workspace)?;
     let shown = preview(&git, sessions.events().path(), &record, &workspace).await?;
     let request = ShipRequest {
         id: uuid::Uuid::new_v4().simple().to_string()[..12].to_string(),
@@ -137,12 +186,6 @@ pub(super) fn worktree_of(
         .flatten()
         .filter(|r| r.status.is_open())
         .ok_or_else(|| Refusal::NoSession(item.clone()))?;
-    if let Some(host) = &record.host {
-        return Err(Refusal::OnHost {
-            item: record.work_item.clone(),
-            host: host.clone(),
-        });
-    }
     let workspace = sessions
         .workspaces()
         .record(item)
@@ -157,6 +200,18 @@ pub(super) fn worktree_of(
         });
     }
     Ok((record, workspace))
+}
+
+/// The git that reaches `workspace`: this machine's, or its host's over the connection.
+pub(super) fn git_of(sessions: &Sessions, workspace: &WorkspaceRecord) -> Result<Git, Refusal> {
+    sessions
+        .workspaces()
+        .reaching(workspace)
+        .map(|there| there.git().clone())
+        .map_err(|e| Refusal::OnHost {
+            host: workspace.host.clone().unwrap_or_default(),
+            why: e.to_string(),
+        })
 }
 
 /// The worktree as it is now: branch, head, ahead, diffstat, dirt, request, verdict.

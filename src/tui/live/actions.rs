@@ -92,14 +92,29 @@ impl LiveBackend {
                     short_ref(item)
                 ))
             })?;
+            // Its worktree there, when it has one, is diffed against the base it started from.
+            let base = self
+                .sessions
+                .workspaces()
+                .record(item)
+                .ok()
+                .flatten()
+                .filter(|ws| ws.host.as_deref() == Some(name) && record.cwd.starts_with(&ws.dir))
+                .map(|ws| ws.base);
             return Ok(Place {
                 cwd: record.cwd,
-                base: None,
+                base,
                 git: crate::workspace::Git::default().on(Arc::clone(&host.transport)),
                 host: Some(host),
             });
         }
-        let workspace = self.sessions.workspaces().record(item).ok().flatten();
+        let workspace = self
+            .sessions
+            .workspaces()
+            .record(item)
+            .ok()
+            .flatten()
+            .filter(|ws| ws.host.is_none());
         let cwd = match (self.record(item)?, &workspace) {
             (Some(record), _) if record.cwd.is_dir() => record.cwd,
             (_, Some(ws)) => ws.cwd.clone(),

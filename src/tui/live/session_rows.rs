@@ -21,8 +21,8 @@ use crate::session::{OpenQuestions, SessionRecord, Sessions, Status};
 use crate::tmux::PaneId;
 use crate::tui::backend::{ModeView, PermissionView, SessionState, SessionView, WorkspaceView};
 use crate::work_item::WorkItemRef;
-use crate::workspace::WorkspaceRecord;
 use crate::workspace::status::Status as TreeStatus;
+use crate::workspace::{WorkspaceRecord, Workspaces};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -170,11 +170,14 @@ impl SessionRows {
                 .map(|(_, ws)| ws)
                 .collect()
         };
-        let git = workspaces.git().clone();
         let fresh = futures::future::join_all(stale.iter().map(|ws| {
-            let git = git.clone();
+            // A worktree on a host is counted there, while the host is up.
+            let there = workspaces.reaching(ws).ok().filter(Workspaces::reachable);
             async move {
-                let status = crate::workspace::status::status(&git, ws).await.ok();
+                let status = match there {
+                    Some(there) => crate::workspace::status::status(there.git(), ws).await.ok(),
+                    None => None,
+                };
                 (ws.work_item.clone(), status)
             }
         }))

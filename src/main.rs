@@ -19,9 +19,11 @@ fn main() -> ExitCode {
     // for a harness inside a pane: neither should write the operator's log. Nor should
     // the demo: its children log into its private state root, which the demo removes.
     // `exec-env` becomes the harness (`exec`), which would drop buffered log lines.
+    // `claude-trust` runs on another host for the supervisor, whose log is here.
     let _log_guard = match cli.command {
         Command::Completions(_)
         | Command::ExecEnv(_)
+        | Command::ClaudeTrust(_)
         | Command::FakeAgent(_)
         | Command::Demo(_)
         | Command::DemoCritic(_) => None,

@@ -2,6 +2,7 @@
 //! One file per subcommand; each exposes `run(args, &Ctx) -> CliResult`.
 
 pub mod ask_cmd;
+mod claude_trust_cmd;
 pub mod comment_cmd;
 pub mod completions;
 pub mod config_cmd;
@@ -96,6 +97,10 @@ pub enum Command {
     /// A session's first process when it is handed passed values: runs the harness.
     #[command(hide = true, name = "exec-env")]
     ExecEnv(exec_env_cmd::ExecEnvArgs),
+    /// Marks a directory trusted in Claude Code's config here (run on another host by
+    /// the supervisor before Claude Code starts there); prints nothing.
+    #[command(hide = true, name = "claude-trust")]
+    ClaudeTrust(claude_trust_cmd::ClaudeTrustArgs),
 }
 
 /// What every command gets besides its own arguments.
@@ -212,6 +217,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Hook(args) => hook_cmd::run(args),
         Command::HookUsage(args) => hook_cmd::run_usage(args),
         Command::ExecEnv(args) => exec_env_cmd::run(args),
+        Command::ClaudeTrust(args) => claude_trust_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

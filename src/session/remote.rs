@@ -126,6 +126,55 @@ pub(crate) fn pane_env(host: &RemoteHost, record: &SessionRecord) -> Vec<(String
     env
 }
 
+impl Sessions {
+    /// [`Sessions::mark_trusted`] on `host`: the-loop installed there marks `dir` in
+    /// that host's Claude Code config (`the-loop claude-trust DIR`, under Claude Code's
+    /// own lock), for a directory the-loop made there (`worktree`) or the repo's
+    /// configured path. A failure is a warning event: the agent still starts, and its
+    /// trust dialog then waits for the operator.
+    pub(crate) async fn mark_trusted_on(
+        &self,
+        host: &RemoteHost,
+        harness: &Harness,
+        dir: &std::path::Path,
+        item: &WorkItemRef,
+        source: crate::events::Source,
+    ) {
+        use crate::events::{Event, EventType, Level};
+        if !harness.is_claude() || !self.settings().sessions.trust_workspaces {
+            return;
+        }
+        let Some(bin) = host.bin() else {
+            return;
+        };
+        let argv = [
+            bin.clone(),
+            "claude-trust".to_string(),
+            dir.display().to_string(),
+        ];
+        let error = match host.transport.run(&argv, None, LOOKUP).await {
+            Ok(out) if out.success => return,
+            Ok(out) if out.stderr.trim().is_empty() => format!(
+                "`{}` exited {} there (is the-loop installed there? `the-loop hosts install {}`)",
+                argv.join(" "),
+                out.code.unwrap_or(-1),
+                host.name()
+            ),
+            Ok(out) => out.stderr.trim().to_string(),
+            Err(error) => error.to_string(),
+        };
+        self.emit(
+            Event::new(source, EventType::WorkspaceTrustFailed)
+                .level(Level::Warning)
+                .with("work_item", item.to_string())
+                .with("dir", dir.display().to_string())
+                .with("file", "~/.claude.json")
+                .with("error", error)
+                .with("host", host.name()),
+        );
+    }
+}
+
 /// `harness` wired to report through the-loop installed on `host`: its hooks run
 /// `<stateDir>/bin/the-loop hook …` there, which sends each report back over the
 /// socket forwarded on the host's connection (`THE_LOOP_HOST` tells it to). Claude's

@@ -48,6 +48,8 @@ impl Sessions {
             // On another host: its own client, in the directory it ran in.
             Some(host) => {
                 let version = super::remote::client_version(host, &harness).await;
+                self.mark_trusted_on(host, &harness, &record.cwd, item, Source::Dispatch)
+                    .await;
                 let harness = super::remote::wire_hooks(host, harness, item).await;
                 (harness, version, record.clone())
             }

@@ -104,6 +104,8 @@ impl Sessions {
                 }
                 record.host = Some(host.name().to_string());
                 record.harness_version = super::remote::client_version(host, &harness).await;
+                self.mark_trusted_on(host, &harness, &record.cwd, item, source)
+                    .await;
                 record
             }
             _ => self

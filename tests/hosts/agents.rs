@@ -317,7 +317,8 @@ async fn a_hook_on_the_host_reports_through_the_forwarded_socket() {
 
 /// A Claude Code session on the host is started with its hooks wired to the-loop
 /// installed there: the settings file is written on the host (0600, in 0700), its
-/// hooks run `<stateDir>/bin/the-loop hook claude`, and the pane's command names it.
+/// hooks run `<stateDir>/bin/the-loop hook claude`, and the pane's command names it;
+/// its directory is trusted in the host's Claude Code config.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claude_session_on_the_host_gets_its_hooks_written_there() {
     use super::remote_sessions::opened_with;
@@ -370,5 +371,19 @@ async fn a_claude_session_on_the_host_gets_its_hooks_written_there() {
         .unwrap_or_else(|| panic!("{listed}"));
     assert!(line.contains("--settings"), "{line}");
     assert!(line.contains(file.to_str().unwrap()), "{line}");
+    // Its directory there was marked trusted in the host's Claude Code config (by
+    // the-loop installed there), so the trust dialog does not take the first prompt.
+    let claude: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(home.join(".claude.json")).unwrap()).unwrap();
+    let dir = std::fs::canonicalize(&home).unwrap();
+    assert_eq!(
+        claude["projects"][dir.to_str().unwrap()]["hasTrustDialogAccepted"],
+        true,
+        "{claude}"
+    );
+    assert!(
+        the_loop::events::lines::named(sessions.events().path(), "workspace.trust_failed")
+            .is_empty()
+    );
     opened.host.transport.disconnect().await;
 }

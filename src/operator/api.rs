@@ -105,6 +105,18 @@ impl OperatorApi {
             .with_state(self)
     }
 
+    /// The work item a request from `host` names, when it has an open session there.
+    fn host_item(&self, text: &str, host: &FromHost) -> Result<WorkItemRef, Box<Response>> {
+        let item: WorkItemRef = text
+            .trim()
+            .parse()
+            .map_err(|e: crate::work_item::RefError| {
+                Box::new(error(StatusCode::BAD_REQUEST, "bad-ref", &e.to_string()))
+            })?;
+        self.on_host(&item, host)?;
+        Ok(item)
+    }
+
     /// `Err(refusal)` unless `item` has an open session on `host`.
     fn on_host(&self, item: &WorkItemRef, host: &FromHost) -> Result<(), Box<Response>> {
         let record = self.sessions.registry().get(item).ok().flatten();
@@ -211,13 +223,10 @@ async fn propose_route(
         Ok(parsed) => parsed,
         Err(refused) => return refused,
     };
-    let item: WorkItemRef = match parsed.work_item.trim().parse() {
+    let item = match api.host_item(&parsed.work_item, &host) {
         Ok(item) => item,
-        Err(e) => return error(StatusCode::BAD_REQUEST, "bad-ref", &e.to_string()),
+        Err(refused) => return *refused,
     };
-    if let Err(refused) = api.on_host(&item, &host) {
-        return *refused;
-    }
     let proposal = ship::Proposal {
         title: parsed.title,
         body: parsed.body,
@@ -267,13 +276,10 @@ async fn hook_route(
         Ok(parsed) => parsed,
         Err(refused) => return refused,
     };
-    let item: WorkItemRef = match parsed.work_item.trim().parse() {
+    let item = match api.host_item(&parsed.work_item, &host) {
         Ok(item) => item,
-        Err(e) => return error(StatusCode::BAD_REQUEST, "bad-ref", &e.to_string()),
+        Err(refused) => return *refused,
     };
-    if let Err(refused) = api.on_host(&item, &host) {
-        return *refused;
-    }
     let paths = crate::paths::StatePaths::new(&api.sessions.settings().home);
     let done = tokio::task::spawn_blocking(move || {
         report::record_from_host(&paths, &item, parsed.harness, parsed.payload.as_bytes())

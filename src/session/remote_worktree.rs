@@ -162,7 +162,6 @@ pub(crate) async fn place(
             .with("branch_existed", existed)
             .with("host", host.name()),
     );
-    there.keep(&record)?;
     set_up(&there, host, repo, record, source).await
 }
 
@@ -203,8 +202,8 @@ async fn describe(
     })
 }
 
-/// Runs setup in `record`'s worktree unless it finished before; the record kept with
-/// the outcome.
+/// Keeps `record` (before setup: a failing setup leaves it known), runs setup in its
+/// worktree unless it finished before, and keeps the outcome.
 async fn set_up(
     there: &Workspaces,
     host: &RemoteHost,

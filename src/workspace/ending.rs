@@ -133,10 +133,9 @@ impl Workspaces {
             return Ok(Finished::NoWorkspace);
         };
         // A worktree on a host is judged there; a host that cannot be asked keeps it.
-        let there = self.reaching(&record);
-        let there = match &there {
+        let assessed = match self.reaching(&record) {
             Ok(there) => match there.dir_exists(&record.dir).await {
-                Ok(true) => Ok(there),
+                Ok(true) => there.assess(&record).await.map(|a| (there, a)),
                 Ok(false) => {
                     // Removed by hand: forget it, and keep its branch (it may hold the work).
                     let _ = there.git.ok(&record.repo, &["worktree", "prune"]).await;
@@ -149,10 +148,6 @@ impl Workspaces {
                 }
                 Err(e) => Err(e),
             },
-            Err(e) => Err(WorkspaceError::Refused(e.to_string())),
-        };
-        let assessed = match there {
-            Ok(there) => there.assess(&record).await.map(|a| (there, a)),
             Err(e) => Err(e),
         };
         let reason = match assessed {

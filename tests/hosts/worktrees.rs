@@ -7,7 +7,7 @@
 
 use super::agents::{on_host, serve, text};
 use super::remote_sessions::started_with;
-use crate::support::git_remote::{Auth, GitRemote};
+use crate::support::git_remote::GitRemote;
 use crate::support::leaks::{files_holding, sample_cmdlines};
 use crate::support::sshd::Sshd;
 use std::sync::Arc;
@@ -279,17 +279,7 @@ async fn work_on_the_host_ships_from_there_with_the_token_on_the_push_alone() {
         remote.branch_sha("octo/repo", "the-loop/issue-15"),
         Some(head.clone())
     );
-    let pushes: Vec<_> = remote
-        .requests()
-        .into_iter()
-        .filter(|r| r.is_push())
-        .collect();
-    assert!(
-        pushes
-            .iter()
-            .any(|r| r.auth == Auth::Valid && r.status == 200),
-        "{pushes:#?}"
-    );
+    assert!(remote.pushed_with_the_token(), "{:#?}", remote.requests());
     let pulls = sim.control().pulls("octo/repo");
     assert_eq!(pulls.len(), 1, "{pulls:#?}");
     assert_eq!(pulls[0].head, "the-loop/issue-15");

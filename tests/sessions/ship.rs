@@ -8,7 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support::e2e::{LABEL, Setup, TOKEN, World, item};
-use crate::support::git_remote::{Auth, GitRemote};
+use crate::support::git_remote::GitRemote;
 use crate::support::leaks::sample_cmdlines;
 use crate::support::workspaces::workspace_of;
 use std::path::Path;
@@ -124,17 +124,7 @@ async fn a_proposal_ships_through_the_token_only_and_opens_one_draft() {
         remote.branch_sha("octo/repo", "the-loop/issue-7"),
         Some(head.clone())
     );
-    let pushes: Vec<_> = remote
-        .requests()
-        .into_iter()
-        .filter(|r| r.is_push())
-        .collect();
-    assert!(
-        pushes
-            .iter()
-            .any(|r| r.auth == Auth::Valid && r.status == 200),
-        "{pushes:#?}"
-    );
+    assert!(remote.pushed_with_the_token(), "{:#?}", remote.requests());
     let pulls = w.sim.control().pulls("octo/repo");
     assert_eq!(pulls.len(), 1, "{pulls:#?}");
     let pull = &pulls[0];

@@ -220,6 +220,14 @@ impl GitRemote {
         self.shared.log.lock().unwrap().clone()
     }
 
+    /// Whether a push's pack was accepted with valid credentials (only the token that
+    /// reached the pushing git can have made it).
+    pub fn pushed_with_the_token(&self) -> bool {
+        self.requests()
+            .iter()
+            .any(|r| r.is_push() && r.auth == Auth::Valid && r.status == 200)
+    }
+
     /// Forgets the request log (e.g. after a test's setup).
     pub fn clear_requests(&self) {
         self.shared.log.lock().unwrap().clear();

@@ -79,6 +79,10 @@ impl StatePaths {
     pub fn operator_socket(&self) -> PathBuf {
         self.root.join("operator.sock")
     }
+    /// On another host: each session's usage as the-loop there keeps it (issue 32).
+    pub fn usage_dir(&self) -> PathBuf {
+        self.root.join("usage")
+    }
     /// One record per workspace the-loop made (SPEC §16).
     pub fn workspaces_dir(&self) -> PathBuf {
         self.root.join("workspaces")

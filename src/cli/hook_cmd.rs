@@ -4,7 +4,9 @@
 //! come from the session's environment (`THE_LOOP_WORK_ITEM`, `THE_LOOP_HOME`). In a
 //! session on another host (`THE_LOOP_HOST`), the report is sent back to the
 //! supervisor through `<THE_LOOP_HOME>/operator.sock`, forwarded over the host's SSH
-//! connection, and recorded there; nothing is recorded on the host.
+//! connection, and recorded there; nothing of it is recorded on the host. What a turn
+//! used is read there (`hook-usage`: the logs are files there), kept there and sent
+//! back the same way.
 
 use super::CliResult;
 use crate::paths::StatePaths;
@@ -64,6 +66,7 @@ pub fn run(args: HookArgs) -> CliResult {
         let paths = StatePaths::from_env();
         if on_host {
             send_back(&paths, &item, harness, &payload)?;
+            report::usage_on_host_later(harness, &payload);
             return Ok(Vec::new());
         }
         report::record(&paths, &item, harness, &payload)

@@ -13,7 +13,9 @@
 //! `comment`, the harness's hook reports (`POST /api/v1/sessions/hook`
 //! `{"ref", "harness", "payload"}`, recorded as `the-loop hook` records one here) and
 //! ship requests (`POST /api/v1/sessions/propose` `{"ref", "title", "body", "draft"?}`,
-//! [`ship::propose_from_host`], the worktree read there) are served there, and only for
+//! [`ship::propose_from_host`], the worktree read there) and a session's usage as
+//! the-loop there keeps it (`POST /api/v1/sessions/usage` `{"ref", "usage"}`,
+//! `session::usage::take_from_host`) are served there, and only for
 //! sessions on that host — a peer's pid cannot tell its pane across a forward, so the
 //! host is the boundary.
 //!
@@ -54,6 +56,8 @@ pub const HOOK_PATH: &str = "/api/v1/sessions/hook";
 /// A remote session's ship request, `the-loop propose` there (only on a host's socket:
 /// here the command records it itself, its pane checked by its process).
 pub const PROPOSE_PATH: &str = "/api/v1/sessions/propose";
+/// A remote session's usage as the-loop there keeps it (only on a host's socket).
+pub const USAGE_PATH: &str = "/api/v1/sessions/usage";
 
 /// `the-loop reply` names itself with this header (value `cli`), so its reply is
 /// recorded `via: cli` whether it ran in-process or here. Audit only.
@@ -101,6 +105,7 @@ impl OperatorApi {
             .route(COMMENT_PATH, post(comment_route))
             .route(HOOK_PATH, post(hook_route))
             .route(PROPOSE_PATH, post(propose_route))
+            .route(USAGE_PATH, post(usage_route))
             .layer(axum::Extension(FromHost(host.to_string())))
             .with_state(self)
     }
@@ -208,6 +213,50 @@ struct ProposeBody {
     body: String,
     #[serde(default)]
     draft: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UsageBody {
+    /// The session's item.
+    #[serde(rename = "ref")]
+    work_item: String,
+    usage: crate::usage::SessionUsage,
+}
+
+/// A session's usage from the socket's host (`hook-usage` there, after a turn).
+async fn usage_route(
+    State(api): State<Arc<OperatorApi>>,
+    axum::Extension(host): axum::Extension<FromHost>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    const EXPECTED: &str = r#"{"ref": "github:owner/repo#N", "usage": {…}}"#;
+    let parsed: UsageBody = match read_json(&headers, body, EXPECTED).await {
+        Ok(parsed) => parsed,
+        Err(refused) => return refused,
+    };
+    let item = match api.host_item(&parsed.work_item, &host) {
+        Ok(item) => item,
+        Err(refused) => return *refused,
+    };
+    let task = Arc::clone(&api);
+    let done = tokio::task::spawn_blocking(move || {
+        let budgets = task.sessions.settings().budgets.clone();
+        crate::session::usage::take_from_host(
+            task.sessions.registry(),
+            &task.events,
+            &item,
+            parsed.usage,
+            &budgets,
+        )
+    })
+    .await;
+    match done {
+        Ok(Ok(_)) => (StatusCode::OK, axum::Json(json!({"ok": true}))).into_response(),
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, "state", &e.to_string()),
+        Err(e) => internal(&e),
+    }
 }
 
 /// A ship request from a session on the socket's host (`the-loop propose` there).

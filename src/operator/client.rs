@@ -206,6 +206,19 @@ impl OperatorClient {
         }
     }
 
+    /// Sends this host's session's usage, as the-loop here keeps it, to the supervisor
+    /// (`api::USAGE_PATH`).
+    pub async fn usage(
+        &self,
+        item: &WorkItemRef,
+        usage: &crate::usage::SessionUsage,
+    ) -> Result<(), ClientError> {
+        let body = json!({"ref": item.to_string(), "usage": usage});
+        self.post(super::api::USAGE_PATH, &body, false)
+            .await
+            .map(|_| ())
+    }
+
     /// Sends a hook report of this host's session `item` back to the supervisor
     /// (`api::HOOK_PATH`).
     pub async fn hook(

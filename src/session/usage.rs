@@ -9,7 +9,7 @@ use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::usage::budget::{Crossing, Scope};
 use crate::usage::codex::{self, RolloutError};
 use crate::usage::reader::{Format, ReadStats};
-use crate::usage::track::{self, TranscriptError};
+use crate::usage::track::{self, SessionUsage, TranscriptError};
 use crate::usage::{Budgets, Standing, Tally};
 use crate::work_item::WorkItemRef;
 use std::path::{Path, PathBuf};
@@ -48,13 +48,12 @@ pub enum NotAccepted {
     Rollout(#[from] RolloutError),
 }
 
-/// The log named, with how it is read, if it is the session's: a Claude transcript in
-/// the session's project directory (`<claude dir>/projects/<encoded cwd>`), a codex
-/// rollout under `<codex home>/sessions` of a session in the session's directory; else
-/// why not.
-pub fn accept(record: &SessionRecord, named: Named<'_>) -> Result<(PathBuf, Format), NotAccepted> {
+/// The log named, with how it is read, if it is that of a session in `cwd`: a Claude
+/// transcript in its project directory (`<claude dir>/projects/<encoded cwd>`), a codex
+/// rollout under `<codex home>/sessions` of a session in that directory; else why not.
+pub fn accept(cwd: &Path, named: Named<'_>) -> Result<(PathBuf, Format), NotAccepted> {
     let transcript = named.transcript;
-    let cwds: Vec<PathBuf> = [Some(record.cwd.clone()), record.cwd.canonicalize().ok()]
+    let cwds: Vec<PathBuf> = [Some(cwd.to_path_buf()), cwd.canonicalize().ok()]
         .into_iter()
         .flatten()
         .collect();
@@ -79,33 +78,81 @@ pub fn accept(record: &SessionRecord, named: Named<'_>) -> Result<(PathBuf, Form
 }
 
 /// Follows `transcript` (when given and accepted) and reads what `item`'s transcripts
-/// gained, under the record's lock. `None`: no record.
+/// gained, under the record's lock. `None`: no record. A session on another host is
+/// never read here (its logs are files there): its figures are what the-loop there
+/// sent ([`take_from_host`]).
 pub fn refresh(
     registry: &Registry,
     item: &WorkItemRef,
     transcript: Option<Named<'_>>,
 ) -> Result<Option<Refreshed>, RegistryError> {
-    let today = crate::usage::today();
-    let offset = crate::time::local_offset();
     registry.update(item, |record| {
-        if let Some(named) = transcript {
-            match accept(record, named) {
-                Ok((path, format)) => record.usage.follow(path, format),
-                Err(e) => tracing::warn!(%item, "usage: {e}; not read"),
-            }
+        if record.host.is_some() {
+            let now = record.usage.tally();
+            return Refreshed {
+                before: now.clone(),
+                after: now,
+                stats: ReadStats::default(),
+            };
         }
+        let cwd = record.cwd.clone();
+        read_more(&mut record.usage, &cwd, transcript, item)
+    })
+}
+
+/// Follows `transcript` (when given and accepted for a session in `cwd`) and reads what
+/// `usage`'s logs gained: the one reading, whoever keeps `usage` (a record here, or
+/// the-loop on another host for a session there).
+pub fn read_more(
+    usage: &mut SessionUsage,
+    cwd: &Path,
+    transcript: Option<Named<'_>>,
+    item: &WorkItemRef,
+) -> Refreshed {
+    if let Some(named) = transcript {
+        match accept(cwd, named) {
+            Ok((path, format)) => usage.follow(path, format),
+            Err(e) => tracing::warn!(%item, "usage: {e}; not read"),
+        }
+    }
+    let before = usage.tally();
+    let stats = if usage.transcript.is_some() {
+        usage.refresh(&crate::usage::today(), crate::time::local_offset())
+    } else {
+        ReadStats::default()
+    };
+    Refreshed {
+        before,
+        after: usage.tally(),
+        stats,
+    }
+}
+
+/// A session on another host: `usage` as the-loop there keeps it (sent back over the
+/// host's connection after each turn, whole, so a report lost on the way is made good
+/// by the next) becomes the record's, and what changed is told as a turn's end here
+/// tells it. `None`: no record.
+pub fn take_from_host(
+    registry: &Registry,
+    events: &EventLog,
+    item: &WorkItemRef,
+    usage: SessionUsage,
+    budgets: &Budgets,
+) -> Result<Option<Refreshed>, RegistryError> {
+    let Some(found) = registry.update(item, |record| {
         let before = record.usage.tally();
-        let stats = if record.usage.transcript.is_some() {
-            record.usage.refresh(&today, offset)
-        } else {
-            ReadStats::default()
-        };
+        record.usage = usage;
         Refreshed {
             before,
             after: record.usage.tally(),
-            stats,
+            stats: ReadStats::default(),
         }
-    })
+    })?
+    else {
+        return Ok(None);
+    };
+    tell(registry, events, item, &found, budgets)?;
+    Ok(Some(found))
 }
 
 /// Every session's usage today except `except`'s.
@@ -139,6 +186,19 @@ pub fn read_and_tell(
     let Some(found) = refresh(registry, item, transcript)? else {
         return Ok(None);
     };
+    tell(registry, events, item, &found, budgets)?;
+    Ok(Some(found))
+}
+
+/// Tells what a refresh found: `session.usage` when something new was counted, and any
+/// budget it crossed.
+fn tell(
+    registry: &Registry,
+    events: &EventLog,
+    item: &WorkItemRef,
+    found: &Refreshed,
+    budgets: &Budgets,
+) -> Result<(), RegistryError> {
     if found.after != found.before {
         let costed = budgets.prices.cost(&found.after);
         let tokens = costed.tokens;
@@ -173,7 +233,7 @@ pub fn read_and_tell(
             let _ = events.emit(crossing_event(item, &crossing));
         }
     }
-    Ok(Some(found))
+    Ok(())
 }
 
 fn crossing_event(item: &WorkItemRef, crossing: &Crossing) -> Event {

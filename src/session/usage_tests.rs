@@ -172,6 +172,45 @@ async fn crossing_a_budget_warns_then_tells_over_budget_once_each() {
     );
 }
 
+/// A session on another host: its figures are what the-loop there sent, whole each time
+/// (a report lost on the way is made good by the next); what changed is told, budgets
+/// crossed as for a session here; nothing here reads the host's paths.
+#[tokio::test]
+async fn a_host_sessions_usage_is_taken_whole_and_never_read_here() {
+    let f = Fixture::new();
+    f.live_session(1);
+    f.sessions
+        .registry()
+        .update(&item(1), |r| r.host = Some("build".into()))
+        .unwrap();
+    // Kept "there": a transcript this test reads the way the-loop on the host does.
+    let t = Transcript::new(&f, 1);
+    let cwd = f.record(1).unwrap().cwd;
+    let mut there = crate::usage::SessionUsage::default();
+    t.respond("msg_1", 100_000, 0); // $0.30
+    read_more(&mut there, &cwd, Some(t.named()), &item(1));
+    t.respond("msg_2", 250_000, 0); // $1.05 in all
+    read_more(&mut there, &cwd, Some(t.named()), &item(1));
+    let b = budgets(Some(1.0), None);
+    let registry = f.sessions.registry();
+    let taken = take_from_host(registry, &f.sessions.events, &item(1), there.clone(), &b)
+        .unwrap()
+        .unwrap();
+    assert_eq!(taken.after.tokens().input, 350_000);
+    // The same figures again tell nothing new.
+    take_from_host(registry, &f.sessions.events, &item(1), there, &b).unwrap();
+    let told = f.events_named("session.usage");
+    assert_eq!(told.len(), 1, "{told:#?}");
+    assert_eq!(told[0]["input"], 350_000);
+    assert_eq!(f.events_named("session.over_budget").len(), 1);
+    // A turn end here, even naming a transcript, reads nothing for it.
+    t.respond("msg_3", 1_000, 0);
+    let here = turn_end(&f, &t, &budgets(None, None));
+    assert_eq!(here.after, here.before);
+    assert_eq!(f.record(1).unwrap().usage.tally().tokens().input, 350_000);
+    assert_eq!(f.events_named("session.usage").len(), 1);
+}
+
 fn event(id: &str) -> PromptInputs {
     PromptInputs {
         delivery_id: id.into(),

@@ -315,6 +315,98 @@ async fn a_hook_on_the_host_reports_through_the_forwarded_socket() {
     host.transport.disconnect().await;
 }
 
+/// An assistant line of a Claude Code transcript (2.1.197's shape) that used `input`
+/// and `output` tokens.
+fn assistant_line(id: &str, input: u64, output: u64) -> String {
+    format!(
+        r#"{{"type":"assistant","requestId":"req_{id}","message":{{"id":"msg_{id}","type":"message","role":"assistant","model":"claude-opus-4-8","content":[{{"type":"text","text":"ok"}}],"usage":{{"input_tokens":{input},"output_tokens":{output},"cache_creation_input_tokens":0,"cache_read_input_tokens":0}}}},"timestamp":"2026-12-05T09:00:00.000Z","sessionId":"0fdc","version":"2.1.197"}}"#
+    ) + "\n"
+}
+
+/// What a turn of a session on the host used is read there (its transcript is a file
+/// there), kept there, and sent back over the forwarded socket: the record here shows
+/// it and `session.usage` tells it; nothing here ever reads the host's path itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_on_the_host_tells_what_it_used_through_the_forwarded_socket() {
+    if !Sshd::available() {
+        return;
+    }
+    let sshd = Sshd::start();
+    let world = started(&sshd, None).await;
+    let (sessions, host, paths) = (&world.sessions, &world.host, &world.paths);
+    let item = WorkItemRef::new("octo", "repo", 15);
+    let events = EventLog::open(paths);
+    let client = Arc::new(Client::builder("http://127.0.0.1:9").build().unwrap());
+    let socket = serve(&world, client, &events).await;
+
+    // The transcript, where Claude Code on the host keeps it for the session's directory.
+    let home = sshd.home();
+    let project = the_loop::usage::track::claude_project_dir(&home.join(".claude"), &home);
+    let transcript = project.join("0fdc.jsonl");
+    let made = sshd.run_as_user(&["mkdir", "-p", project.to_str().unwrap()]);
+    assert!(made.status.success(), "{made:?}");
+    let write = |line: String| {
+        let of = format!("of={}", transcript.display());
+        let out = sshd.run_as_user_with(
+            &["dd", &of, "oflag=append", "conv=notrunc", "status=none"],
+            Some(line.as_bytes()),
+        );
+        assert!(out.status.success(), "{out:?}");
+    };
+    write(assistant_line("1", 100, 20));
+    let stop = serde_json::json!({
+        "hook_event_name": "Stop", "session_id": "0fdc",
+        "transcript_path": transcript.display().to_string(),
+    })
+    .to_string();
+    let out = on_host_with(
+        &sshd,
+        "github:octo/repo#15",
+        &["hook", "claude"],
+        Some(stop.as_bytes()),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(text(&out), "");
+    // Claude Code writes the turn's last response after its Stop hook.
+    std::thread::sleep(Duration::from_millis(100));
+    write(assistant_line("2", 3, 4));
+
+    let told = wait_for(
+        "session.usage from the host",
+        Duration::from_secs(20),
+        || {
+            let told = the_loop::events::lines::named(events.path(), "session.usage");
+            async move { told.into_iter().next() }
+        },
+    )
+    .await;
+    assert_eq!(told["work_item"], "github:octo/repo#15");
+    assert_eq!(told["input"], 103);
+    assert_eq!(told["output"], 24);
+    let record = sessions.registry().get(&item).unwrap().unwrap();
+    let tokens = record.usage.tally().tokens();
+    assert_eq!((tokens.input, tokens.output), (103, 24));
+    // Kept on the host, private, for the next turn to read on from.
+    let kept = home
+        .join(".tl/usage")
+        .join(format!("{}.json", item.slug().to_ascii_lowercase()));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&kept)
+        .unwrap_or_else(|e| panic!("{}: {e}", kept.display()))
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o077, 0, "{mode:o}");
+    // Reading here does not touch the host's figures (its path means nothing here).
+    let again = the_loop::session::usage::refresh(sessions.registry(), &item, None)
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.after, again.before);
+    assert_eq!(again.after.tokens().input, 103);
+
+    socket.shutdown().await;
+    host.transport.disconnect().await;
+}
+
 /// A Claude Code session on the host is started with its hooks wired to the-loop
 /// installed there: the settings file is written on the host (0600, in 0700), its
 /// hooks run `<stateDir>/bin/the-loop hook claude`, and the pane's command names it;

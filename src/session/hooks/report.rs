@@ -158,6 +158,22 @@ fn record_report(
     Ok(outcomes)
 }
 
+/// A session on another host, its report sent back: what a turn that ended used is read
+/// there (its logs are files there), as here, by a detached `hook-usage`
+/// ([`record_usage`]), which sends the figures back.
+pub fn usage_on_host_later(reporter: Reporter, payload: &[u8]) {
+    let Ok(Some(report)) = payload::parse(reporter, payload) else {
+        return;
+    };
+    let turn_over = matches!(
+        report.signal,
+        state::Signal::TurnEnded | state::Signal::SessionEnded
+    );
+    if let Some(log) = report.log.as_ref().filter(|_| turn_over) {
+        usage_later(log, reporter);
+    }
+}
+
 /// A harness's log of usage and where that harness keeps its logs, both owned.
 #[derive(Debug, Clone)]
 pub struct UsageSource {
@@ -251,12 +267,9 @@ pub fn record_usage(
     let Some(source) = UsageSource::find(reporter, log) else {
         return Ok(());
     };
-    let transcript = source.path.as_path();
-    let size = || std::fs::symlink_metadata(transcript).map_or(0, |m| m.len());
-    let start = std::time::Instant::now();
-    // Claude Code writes the turn's last response after its `Stop` hooks: its
-    // transcript must grow first. Codex's rollout is complete when it notifies.
-    let must_grow = reporter == Reporter::Claude;
+    if std::env::var_os(crate::paths::ENV_HOST).is_some_and(|h| !h.is_empty()) {
+        return read_settled(&source, reporter, || read_on_host(paths, item, &source));
+    }
     let budgets = match crate::config::load(None) {
         Ok(loaded) => crate::usage::Budgets::from_config(&loaded.config),
         Err(e) => {
@@ -266,8 +279,7 @@ pub fn record_usage(
     };
     let events = EventLog::open(paths);
     let registry = Registry::new(paths, events.clone(), Source::Hook);
-    loop {
-        settle(size, must_grow, start);
+    read_settled(&source, reporter, || {
         let found = crate::session::usage::read_and_tell(
             &registry,
             &events,
@@ -275,14 +287,66 @@ pub fn record_usage(
             Some(source.named()),
             &budgets,
         )?;
-        // What grew may be the lines around the response (Claude Code 2.1.332 under
-        // load wrote the usage line after a pause): read again once it grows more,
-        // within the limit. A read that counts nothing tells nothing, so this is safe.
-        let counted = found.is_some_and(|f| f.after != f.before);
+        Ok(found.is_some_and(|f| f.after != f.before))
+    })
+}
+
+/// Reads (`read`: whether it counted anything) once the log settled. What grew may be
+/// the lines around the response (Claude Code 2.1.332 under load wrote the usage line
+/// after a pause): read again once it grows more, within the limit. A read that counts
+/// nothing tells nothing, so this is safe.
+fn read_settled(
+    source: &UsageSource,
+    reporter: Reporter,
+    mut read: impl FnMut() -> Result<bool, HookError>,
+) -> Result<(), HookError> {
+    let transcript = source.path.as_path();
+    let size = || std::fs::symlink_metadata(transcript).map_or(0, |m| m.len());
+    let start = std::time::Instant::now();
+    // Claude Code writes the turn's last response after its `Stop` hooks: its
+    // transcript must grow first. Codex's rollout is complete when it notifies.
+    let must_grow = reporter == Reporter::Claude;
+    loop {
+        settle(size, must_grow, start);
+        let counted = read()?;
         if counted || !must_grow || start.elapsed() >= SETTLE_LIMIT {
             return Ok(());
         }
     }
+}
+
+/// On another host: the session's figures as the-loop there keeps them,
+/// `<THE_LOOP_HOME>/usage/<slug>.json` (private, one reader at a time), read further
+/// from its logs for a session in this process's directory (the harness's), then sent
+/// back whole to the supervisor over the forwarded socket. Whether anything new was
+/// counted.
+fn read_on_host(
+    paths: &StatePaths,
+    item: &WorkItemRef,
+    source: &UsageSource,
+) -> Result<bool, HookError> {
+    let failed =
+        |e: std::io::Error| HookError::Forward(format!("the usage kept on this host: {e}"));
+    let dir = paths.usage_dir();
+    let name = item.slug().to_ascii_lowercase();
+    let _lock = crate::fsutil::lock_exclusive(&dir.join(format!("{name}.lock"))).map_err(failed)?;
+    let file = dir.join(format!("{name}.json"));
+    let mut usage = match crate::fsutil::read_json_state(&file).map_err(failed)? {
+        crate::fsutil::StateRead::Ok(usage) => usage,
+        _ => crate::usage::SessionUsage::default(),
+    };
+    let cwd = std::env::current_dir().map_err(failed)?;
+    let found = crate::session::usage::read_more(&mut usage, &cwd, Some(source.named()), item);
+    crate::fsutil::atomic_write_json(&file, &usage).map_err(failed)?;
+    let forward = |e: String| HookError::Forward(e);
+    let client = crate::operator::OperatorClient::at(&paths.operator_socket())
+        .map_err(|e| forward(e.to_string()))?;
+    let runtime =
+        crate::runtime::build(crate::runtime::Threads::One).map_err(|e| forward(e.to_string()))?;
+    runtime
+        .block_on(client.usage(item, &usage))
+        .map_err(|e| forward(e.to_string()))?;
+    Ok(found.after != found.before)
 }
 
 /// Waits, within [`SETTLE_LIMIT`] of `start`, until the log has stood unchanged for

@@ -48,7 +48,16 @@ pub fn run_usage(args: HookUsageArgs) -> CliResult {
             (None, Some(id)) => UsageLog::CodexThread(id),
             (None, None) => return Ok(()),
         };
-        report::record_usage(&paths, &item, args.harness, &log)
+        if !on_host() {
+            return report::record_usage(&paths, &item, args.harness, &log);
+        }
+        report::keep_usage_on_host(&paths, &item, args.harness, &log, |usage| {
+            let item = &item;
+            to_supervisor(
+                &paths,
+                |client| async move { client.usage(item, usage).await },
+            )
+        })
     });
     if let Err(error) = outcome {
         tracing::warn!("hook-usage: {error}");
@@ -59,7 +68,7 @@ pub fn run_usage(args: HookUsageArgs) -> CliResult {
 pub fn run(args: HookArgs) -> CliResult {
     let started = std::time::Instant::now();
     let harness = args.harness;
-    let on_host = std::env::var_os(crate::paths::ENV_HOST).is_some_and(|h| !h.is_empty());
+    let on_host = on_host();
     let outcome = report::bounded(BUDGET, move || {
         let item = report::work_item_from_env()?;
         let payload = report::read_payload(&args.payload, std::io::stdin().lock())?;
@@ -84,20 +93,36 @@ pub fn run(args: HookArgs) -> CliResult {
     Ok(())
 }
 
-/// Sends a report of a session on another host to the supervisor, over the socket
-/// forwarded to `<THE_LOOP_HOME>/operator.sock`.
+/// Whether this runs in a session on another host (`THE_LOOP_HOST`).
+fn on_host() -> bool {
+    std::env::var_os(crate::paths::ENV_HOST).is_some_and(|h| !h.is_empty())
+}
+
+/// Sends a report of a session on another host to the supervisor.
 fn send_back(
     paths: &StatePaths,
     item: &crate::work_item::WorkItemRef,
     harness: Reporter,
     payload: &[u8],
 ) -> Result<(), report::HookError> {
+    let payload = report::for_forwarding(payload);
+    to_supervisor(paths, |client| async move {
+        client.hook(item, harness, &payload).await
+    })
+}
+
+/// Runs `call` against the supervisor, over the socket forwarded to
+/// `<THE_LOOP_HOME>/operator.sock`.
+fn to_supervisor<F, Fut>(paths: &StatePaths, call: F) -> Result<(), report::HookError>
+where
+    F: FnOnce(crate::operator::OperatorClient) -> Fut,
+    Fut: std::future::Future<Output = Result<(), crate::operator::ClientError>>,
+{
     let failed = |e: String| report::HookError::Forward(e);
     let client = crate::operator::OperatorClient::at(&paths.operator_socket())
         .map_err(|e| failed(e.to_string()))?;
     let runtime = crate::runtime::build(super::Threads::One).map_err(|e| failed(e.to_string()))?;
-    let payload = report::for_forwarding(payload);
     runtime
-        .block_on(client.hook(item, harness, &payload))
+        .block_on(call(client))
         .map_err(|e| failed(e.to_string()))
 }

@@ -9,15 +9,9 @@
 //!   `sessions.commentsPerMinute` (SPEC §19.2): an agent's words on its own item.
 //!
 //! Another host's agents reach the supervisor through a socket of their host's own
-//! ([`OperatorApi::host_router`], forwarded over its SSH connection): only `ask`,
-//! `comment`, the harness's hook reports (`POST /api/v1/sessions/hook`
-//! `{"ref", "harness", "payload"}`, recorded as `the-loop hook` records one here) and
-//! ship requests (`POST /api/v1/sessions/propose` `{"ref", "title", "body", "draft"?}`,
-//! [`ship::propose_from_host`], the worktree read there) and a session's usage as
-//! the-loop there keeps it (`POST /api/v1/sessions/usage` `{"ref", "usage"}`,
-//! `session::usage::take_from_host`) are served there, and only for
-//! sessions on that host — a peer's pid cannot tell its pane across a forward, so the
-//! host is the boundary.
+//! ([`OperatorApi::host_router`], forwarded over its SSH connection): `ask`, `comment`
+//! and the routes only a host has ([`super::host_api`]), only for sessions on that
+//! host.
 //!
 //! Bodies are `application/json` (at most [`MAX_BODY_BYTES`], unknown fields refused).
 //! Every answer is JSON: `200 {"ok": true, …}` or the error's status with `{"error":
@@ -25,14 +19,11 @@
 //! does not cut a paste short.
 
 use crate::events::EventLog;
-use crate::events::Source;
 use crate::github::Client;
 use crate::session::Sessions;
 use crate::session::ask::{self, Ask, Asked, question_text};
 use crate::session::comment::{CommentRequest, Commented, Commenter};
-use crate::session::hooks::{Reporter, report};
 use crate::session::reply::{Replied, Replier, ReplyError, ReplyRequest, Report, Via};
-use crate::session::ship;
 use crate::work_item::WorkItemRef;
 use axum::Router;
 use axum::body::{Body, to_bytes};
@@ -68,14 +59,14 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// A request came in on the socket of this host (`hosts[].name`).
 #[derive(Debug, Clone)]
-struct FromHost(String);
+pub(super) struct FromHost(pub(super) String);
 
 /// What the routes act with: the supervisor's own sessions, client and event log.
 pub struct OperatorApi {
     replier: Replier,
-    sessions: Arc<Sessions>,
+    pub(super) sessions: Arc<Sessions>,
     github: Arc<Client>,
-    events: EventLog,
+    pub(super) events: EventLog,
 }
 
 impl OperatorApi {
@@ -95,47 +86,6 @@ impl OperatorApi {
             .route(ASK_PATH, post(ask_route))
             .route(COMMENT_PATH, post(comment_route))
             .with_state(self)
-    }
-
-    /// The routes an agent on `host` may use (`ask`, `comment`), for that host's
-    /// socket. Everything there is taken as coming from some process on `host`.
-    pub fn host_router(self: Arc<Self>, host: &str) -> Router {
-        Router::new()
-            .route(ASK_PATH, post(ask_route))
-            .route(COMMENT_PATH, post(comment_route))
-            .route(HOOK_PATH, post(hook_route))
-            .route(PROPOSE_PATH, post(propose_route))
-            .route(USAGE_PATH, post(usage_route))
-            .layer(axum::Extension(FromHost(host.to_string())))
-            .with_state(self)
-    }
-
-    /// The work item a request from `host` names, when it has an open session there.
-    fn host_item(&self, text: &str, host: &FromHost) -> Result<WorkItemRef, Box<Response>> {
-        let item: WorkItemRef = text
-            .trim()
-            .parse()
-            .map_err(|e: crate::work_item::RefError| {
-                Box::new(error(StatusCode::BAD_REQUEST, "bad-ref", &e.to_string()))
-            })?;
-        self.on_host(&item, host)?;
-        Ok(item)
-    }
-
-    /// `Err(refusal)` unless `item` has an open session on `host`.
-    fn on_host(&self, item: &WorkItemRef, host: &FromHost) -> Result<(), Box<Response>> {
-        let record = self.sessions.registry().get(item).ok().flatten();
-        match record {
-            Some(r) if r.status.is_open() && r.host.as_deref() == Some(host.0.as_str()) => Ok(()),
-            _ => Err(Box::new(error(
-                StatusCode::FORBIDDEN,
-                "other-host",
-                &format!(
-                    "{item} has no open session on host `{}`: an agent there acts only for its host's sessions",
-                    host.0
-                ),
-            ))),
-        }
     }
 
     /// Whether the supervisor posts on `item` for an agent: a configured repository,
@@ -190,161 +140,6 @@ struct CommentBody {
     reply_to: Option<u64>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HookBody {
-    /// The reporting session's item.
-    #[serde(rename = "ref")]
-    work_item: String,
-    /// `claude` or `codex`.
-    harness: Reporter,
-    /// The harness's payload, as it gave it to the hook.
-    payload: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ProposeBody {
-    /// The proposing session's own item.
-    #[serde(rename = "ref")]
-    work_item: String,
-    title: String,
-    #[serde(default)]
-    body: String,
-    #[serde(default)]
-    draft: Option<bool>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct UsageBody {
-    /// The session's item.
-    #[serde(rename = "ref")]
-    work_item: String,
-    usage: crate::usage::SessionUsage,
-}
-
-/// A session's usage from the socket's host (`hook-usage` there, after a turn).
-async fn usage_route(
-    State(api): State<Arc<OperatorApi>>,
-    axum::Extension(host): axum::Extension<FromHost>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    const EXPECTED: &str = r#"{"ref": "github:owner/repo#N", "usage": {…}}"#;
-    let parsed: UsageBody = match read_json(&headers, body, EXPECTED).await {
-        Ok(parsed) => parsed,
-        Err(refused) => return refused,
-    };
-    let item = match api.host_item(&parsed.work_item, &host) {
-        Ok(item) => item,
-        Err(refused) => return *refused,
-    };
-    let task = Arc::clone(&api);
-    let done = tokio::task::spawn_blocking(move || {
-        let budgets = task.sessions.settings().budgets.clone();
-        crate::session::usage::take_from_host(
-            task.sessions.registry(),
-            &task.events,
-            &item,
-            parsed.usage,
-            &budgets,
-        )
-    })
-    .await;
-    match done {
-        Ok(Ok(_)) => (StatusCode::OK, axum::Json(json!({"ok": true}))).into_response(),
-        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, "state", &e.to_string()),
-        Err(e) => internal(&e),
-    }
-}
-
-/// A ship request from a session on the socket's host (`the-loop propose` there).
-async fn propose_route(
-    State(api): State<Arc<OperatorApi>>,
-    axum::Extension(host): axum::Extension<FromHost>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    const EXPECTED: &str =
-        r#"{"ref": "github:owner/repo#N", "title": "…", "body"?: "…", "draft"?: true}"#;
-    let parsed: ProposeBody = match read_json(&headers, body, EXPECTED).await {
-        Ok(parsed) => parsed,
-        Err(refused) => return refused,
-    };
-    let item = match api.host_item(&parsed.work_item, &host) {
-        Ok(item) => item,
-        Err(refused) => return *refused,
-    };
-    let proposal = ship::Proposal {
-        title: parsed.title,
-        body: parsed.body,
-        draft: parsed.draft,
-    };
-    let task = Arc::clone(&api);
-    let done = tokio::spawn(async move {
-        ship::propose_from_host(&task.sessions, &item, &proposal, Source::Cli).await
-    })
-    .await;
-    match done {
-        Ok(Ok((request, shown))) => {
-            let proposed = ship::Proposed::new(&request, &shown);
-            let body = json!({
-                "ok": true,
-                "request_id": proposed.id,
-                "branch": proposed.branch,
-                "head": proposed.head,
-                "summary": proposed.summary,
-            });
-            (StatusCode::OK, axum::Json(body)).into_response()
-        }
-        Ok(Err(refusal)) => error(
-            if refusal.is_usage() {
-                StatusCode::BAD_REQUEST
-            } else {
-                StatusCode::CONFLICT
-            },
-            refusal.code(),
-            &refusal.to_string(),
-        ),
-        Err(e) => internal(&e),
-    }
-}
-
-/// A hook report from a session on the socket's host: recorded in this supervisor's
-/// state, as `the-loop hook` records one on this machine (its usage log is left out).
-async fn hook_route(
-    State(api): State<Arc<OperatorApi>>,
-    axum::Extension(host): axum::Extension<FromHost>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    const EXPECTED: &str =
-        r#"{"ref": "github:owner/repo#N", "harness": "claude|codex", "payload": "{…}"}"#;
-    let parsed: HookBody = match read_json(&headers, body, EXPECTED).await {
-        Ok(parsed) => parsed,
-        Err(refused) => return refused,
-    };
-    let item = match api.host_item(&parsed.work_item, &host) {
-        Ok(item) => item,
-        Err(refused) => return *refused,
-    };
-    let paths = crate::paths::StatePaths::new(&api.sessions.settings().home);
-    let done = tokio::task::spawn_blocking(move || {
-        report::record_from_host(&paths, &item, parsed.harness, parsed.payload.as_bytes())
-    })
-    .await;
-    match done {
-        Ok(Ok(outcomes)) => (
-            StatusCode::OK,
-            axum::Json(json!({"ok": true, "outcomes": outcomes.len()})),
-        )
-            .into_response(),
-        Ok(Err(e)) => error(StatusCode::BAD_REQUEST, "bad-report", &e.to_string()),
-        Err(e) => internal(&e),
-    }
-}
-
 async fn reply(State(api): State<Arc<OperatorApi>>, headers: HeaderMap, body: Body) -> Response {
     const EXPECTED: &str = r#"{"ref": "github:owner/repo#N", "text": "…", "actor"?: "name", "comment"?: true, "overBudget"?: false}"#;
     let parsed: ReplyBody = match read_json(&headers, body, EXPECTED).await {
@@ -393,7 +188,7 @@ async fn reply(State(api): State<Arc<OperatorApi>>, headers: HeaderMap, body: Bo
     }
 }
 
-async fn ask_route(
+pub(super) async fn ask_route(
     State(api): State<Arc<OperatorApi>>,
     host: Option<axum::Extension<FromHost>>,
     headers: HeaderMap,
@@ -453,7 +248,7 @@ async fn ask_route(
     }
 }
 
-async fn comment_route(
+pub(super) async fn comment_route(
     State(api): State<Arc<OperatorApi>>,
     host: Option<axum::Extension<FromHost>>,
     peer: Option<axum::Extension<crate::server::PeerPid>>,
@@ -514,7 +309,7 @@ async fn comment_route(
 }
 
 /// The body as `T`, or the refusal to answer with.
-async fn read_json<T: DeserializeOwned>(
+pub(super) async fn read_json<T: DeserializeOwned>(
     headers: &HeaderMap,
     body: Body,
     expected: &str,
@@ -591,7 +386,7 @@ fn commented_json(commented: &Commented) -> Value {
     })
 }
 
-fn internal(e: &tokio::task::JoinError) -> Response {
+pub(super) fn internal(e: &tokio::task::JoinError) -> Response {
     error(
         StatusCode::INTERNAL_SERVER_ERROR,
         "internal",
@@ -599,7 +394,7 @@ fn internal(e: &tokio::task::JoinError) -> Response {
     )
 }
 
-fn error(status: StatusCode, reason: &str, message: &str) -> Response {
+pub(super) fn error(status: StatusCode, reason: &str, message: &str) -> Response {
     (
         status,
         axum::Json(json!({ "error": message, "reason": reason })),

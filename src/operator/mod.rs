@@ -22,6 +22,7 @@
 
 pub mod api;
 pub mod client;
+mod host_api;
 pub mod socket;
 
 pub use api::{COMMENT_PATH, OperatorApi, REPLY_PATH};

@@ -267,9 +267,6 @@ pub fn record_usage(
     let Some(source) = UsageSource::find(reporter, log) else {
         return Ok(());
     };
-    if std::env::var_os(crate::paths::ENV_HOST).is_some_and(|h| !h.is_empty()) {
-        return read_settled(&source, reporter, || read_on_host(paths, item, &source));
-    }
     let budgets = match crate::config::load(None) {
         Ok(loaded) => crate::usage::Budgets::from_config(&loaded.config),
         Err(e) => {
@@ -315,38 +312,39 @@ fn read_settled(
     }
 }
 
-/// On another host: the session's figures as the-loop there keeps them,
-/// `<THE_LOOP_HOME>/usage/<slug>.json` (private, one reader at a time), read further
-/// from its logs for a session in this process's directory (the harness's), then sent
-/// back whole to the supervisor over the forwarded socket. Whether anything new was
-/// counted.
-fn read_on_host(
+/// [`record_usage`] in a session on another host: the session's figures as the-loop
+/// there keeps them, `<THE_LOOP_HOME>/usage/<slug>.json` (private, one reader at a
+/// time), read further from its logs for a session in this process's directory (the
+/// harness's), and handed whole to `send` (the caller's way back to the supervisor)
+/// after each read. Nothing is told here.
+pub fn keep_usage_on_host(
     paths: &StatePaths,
     item: &WorkItemRef,
-    source: &UsageSource,
-) -> Result<bool, HookError> {
+    reporter: Reporter,
+    log: &UsageLog,
+    mut send: impl FnMut(&crate::usage::SessionUsage) -> Result<(), HookError>,
+) -> Result<(), HookError> {
+    let Some(source) = UsageSource::find(reporter, log) else {
+        return Ok(());
+    };
     let failed =
         |e: std::io::Error| HookError::Forward(format!("the usage kept on this host: {e}"));
     let dir = paths.usage_dir();
     let name = item.slug().to_ascii_lowercase();
-    let _lock = crate::fsutil::lock_exclusive(&dir.join(format!("{name}.lock"))).map_err(failed)?;
     let file = dir.join(format!("{name}.json"));
-    let mut usage = match crate::fsutil::read_json_state(&file).map_err(failed)? {
-        crate::fsutil::StateRead::Ok(usage) => usage,
-        _ => crate::usage::SessionUsage::default(),
-    };
-    let cwd = std::env::current_dir().map_err(failed)?;
-    let found = crate::session::usage::read_more(&mut usage, &cwd, Some(source.named()), item);
-    crate::fsutil::atomic_write_json(&file, &usage).map_err(failed)?;
-    let forward = |e: String| HookError::Forward(e);
-    let client = crate::operator::OperatorClient::at(&paths.operator_socket())
-        .map_err(|e| forward(e.to_string()))?;
-    let runtime =
-        crate::runtime::build(crate::runtime::Threads::One).map_err(|e| forward(e.to_string()))?;
-    runtime
-        .block_on(client.usage(item, &usage))
-        .map_err(|e| forward(e.to_string()))?;
-    Ok(found.after != found.before)
+    read_settled(&source, reporter, || {
+        let _lock =
+            crate::fsutil::lock_exclusive(&dir.join(format!("{name}.lock"))).map_err(failed)?;
+        let mut usage = match crate::fsutil::read_json_state(&file).map_err(failed)? {
+            crate::fsutil::StateRead::Ok(usage) => usage,
+            _ => crate::usage::SessionUsage::default(),
+        };
+        let cwd = std::env::current_dir().map_err(failed)?;
+        let found = crate::session::usage::read_more(&mut usage, &cwd, Some(source.named()), item);
+        crate::fsutil::atomic_write_json(&file, &usage).map_err(failed)?;
+        send(&usage)?;
+        Ok(found.after != found.before)
+    })
 }
 
 /// Waits, within [`SETTLE_LIMIT`] of `start`, until the log has stood unchanged for

@@ -20,7 +20,6 @@ mod queue;
 pub mod records;
 pub mod registry;
 mod remote;
-mod remote_worktree;
 pub mod reply;
 mod respawn;
 pub mod review;

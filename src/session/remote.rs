@@ -43,33 +43,30 @@ impl Sessions {
     }
 }
 
-/// Where a session of `repo` runs on `host`: the directory, and the worktree when it
-/// has one. `repos[].path` there must exist; a worktree is the item's own
-/// ([`super::remote_worktree`]) when the repo's mode asks for one.
-pub(crate) struct RemotePlace {
-    pub cwd: PathBuf,
-    pub worktree: Option<crate::workspace::WorkspaceRecord>,
-}
-
+/// Where a session of `repo` runs on `host`: `repos[].path` there, which must exist,
+/// or the item's own worktree there when the repo's mode asks for one — made, reused,
+/// set up, recorded and judged by the same workspace code as here, over the host's
+/// connection, under `<stateDir>/worktrees` there.
 pub(crate) async fn place(
     host: &RemoteHost,
     repo: &RepoConfig,
     item: &WorkItemRef,
     workspaces: &crate::workspace::Workspaces,
     source: crate::events::Source,
-) -> Result<RemotePlace, SessionError> {
+) -> Result<crate::workspace::Placement, SessionError> {
     let Some(path) = repo.path.as_deref() else {
         return Err(SessionError::Remote(format!(
             "{item}: a repo on host `{}` needs repos[].path (a directory on that host)",
             host.name()
         )));
     };
-    let dir = host.resolve(path).ok_or_else(|| {
+    let no_home = || {
         SessionError::Remote(format!(
             "{item}: host `{}` did not say its HOME",
             host.name()
         ))
-    })?;
+    };
+    let dir = host.resolve(path).ok_or_else(no_home)?;
     let exists = host
         .transport
         .run(&["test".into(), "-d".into(), dir.clone()], None, LOOKUP)
@@ -81,18 +78,18 @@ pub(crate) async fn place(
             path: PathBuf::from(format!("{}:{dir}", host.name())),
         });
     }
-    if !super::remote_worktree::wants_worktree(host, repo, &dir).await {
-        return Ok(RemotePlace {
-            cwd: PathBuf::from(dir),
-            worktree: None,
-        });
-    }
-    let worktree =
-        super::remote_worktree::place(host, repo, &dir, item, workspaces, source).await?;
-    Ok(RemotePlace {
-        cwd: worktree.cwd.clone(),
-        worktree: Some(worktree),
-    })
+    let root = host
+        .resolve(&host.in_state_dir("worktrees"))
+        .ok_or_else(no_home)?;
+    workspaces
+        .on(Arc::clone(&host.transport))
+        .rooted(PathBuf::from(root))
+        .place_at(item, repo, PathBuf::from(dir), source)
+        .await
+        .map_err(|source| SessionError::WorkspaceOnHost {
+            host: host.name().to_string(),
+            source,
+        })
 }
 
 /// The release the client on `host` names (`claude --version` run there); `None` for

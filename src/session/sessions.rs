@@ -103,6 +103,13 @@ pub enum SessionError {
     UnwatchedRepo { item: String },
     #[error(transparent)]
     Workspace(#[from] WorkspaceError),
+    /// A session's workspace on its host (paths in the message are paths there).
+    #[error("on host `{host}`: {source}")]
+    WorkspaceOnHost {
+        host: String,
+        #[source]
+        source: WorkspaceError,
+    },
     #[error(transparent)]
     Tmux(#[from] tmux::Error),
     #[error(transparent)]
@@ -128,7 +135,11 @@ impl SessionError {
             | Self::UnwatchedRepo { .. }
             | Self::Workspace(
                 WorkspaceError::NotARepository { .. } | WorkspaceError::InvalidBranch { .. },
-            ) => 2,
+            )
+            | Self::WorkspaceOnHost {
+                source: WorkspaceError::NotARepository { .. } | WorkspaceError::InvalidBranch { .. },
+                ..
+            } => 2,
             _ => 1,
         }
     }

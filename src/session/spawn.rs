@@ -97,10 +97,11 @@ impl Sessions {
                 let placed = super::remote::place(host, repo, item, &self.workspaces(), source)
                     .await
                     .map_err(fail)?;
-                let mut record = SessionRecord::new(item, harness.name(), placed.cwd);
-                if let Some(worktree) = placed.worktree {
-                    record.workspace = Some(worktree.dir);
-                    record.branch = Some(worktree.branch);
+                let mut record =
+                    SessionRecord::new(item, harness.name(), placed.cwd().to_path_buf());
+                if let Some(worktree) = placed.record() {
+                    record.workspace = Some(worktree.dir.clone());
+                    record.branch = Some(worktree.branch.clone());
                 }
                 record.host = Some(host.name().to_string());
                 record.harness_version = super::remote::client_version(host, &harness).await;

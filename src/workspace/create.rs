@@ -47,19 +47,22 @@ impl Workspaces {
     ) -> Result<WorkspaceRecord, WorkspaceError> {
         let _lock = self.lock(item).await?;
         let (top, prefix) = self.toplevel(path).await?;
-        let top = canonical(&top);
-        let dir = self.dir_for(item);
-        let previous = self.store.get(item)?;
+        let top = self.canonical(&top).await;
+        let dir = self.canonical(&self.dir_for(item)).await;
+        let previous = self
+            .store
+            .get(item)?
+            .filter(|p| p.host.as_deref() == self.host() && self.names(&p.repo, &top));
         let listed = self.worktrees(&top).await?;
-        let entry = listed.iter().find(|w| same_path(&w.path, &dir)).cloned();
-        let mut record = if dir.exists() {
+        let entry = listed.iter().find(|w| self.names(&w.path, &dir)).cloned();
+        let mut record = if self.exists(&dir).await? {
             let Some(entry) = entry else {
                 return Err(WorkspaceError::DirExists { dir, repo: top });
             };
-            let record = match previous.filter(|p| same_path(&p.repo, &top)) {
+            let record = match previous {
                 Some(mut known) => {
                     known.kept = None;
-                    known.dir = canonical(&dir);
+                    known.dir = dir.clone();
                     known
                 }
                 None => self.adopt(item, repo, &top, &dir, &entry).await?,
@@ -95,7 +98,7 @@ impl Workspaces {
             record
         };
         if !record.setup_done {
-            let ran = self.run_setup(repo, &record, source).await;
+            let ran = self.run_setup(repo, path, &record, source).await;
             // Setup wrote in the worktree under our umask, whether or not it succeeded.
             self.make_private(&record.dir).await;
             ran?;
@@ -109,22 +112,16 @@ impl Workspaces {
     /// under the-loop's umask. The chmods change the files' ctime, which git's index
     /// compares, so the index is refreshed once; otherwise every `status` would read
     /// every file again. Best effort: a worktree left looser is tightened at the next
-    /// supervisor start, and its directory is 0700 meanwhile.
+    /// supervisor start (here), and its parent directory is 0700 meanwhile.
     async fn make_private(&self, dir: &Path) {
-        let target = dir.to_path_buf();
-        let tightened = match tokio::task::spawn_blocking(move || crate::fsutil::tighten(&target))
-            .await
-        {
-            Ok(report) => report,
+        let changed = match self.tighten(dir).await {
+            Ok(changed) => changed,
             Err(error) => {
                 tracing::warn!(dir = %dir.display(), %error, "the worktree was not made private");
                 return;
             }
         };
-        if !tightened.errors.is_empty() {
-            tracing::warn!(dir = %dir.display(), errors = ?tightened.errors, "parts of the worktree could not be made private");
-        }
-        if tightened.files > 0
+        if changed
             && let Err(error) = self
                 .git
                 .run(dir, &["update-index", "-q", "--refresh"])
@@ -181,8 +178,8 @@ impl Workspaces {
         Ok(WorkspaceRecord {
             work_item: item.clone(),
             kind,
-            dir: canonical(dir),
-            cwd: canonical(dir),
+            dir: dir.to_path_buf(),
+            cwd: dir.to_path_buf(),
             repo: top.to_path_buf(),
             branch,
             branch_created: false,
@@ -193,7 +190,7 @@ impl Workspaces {
             setup_done: true,
             created_at: crate::time::now_ts(),
             kept: None,
-            host: None,
+            host: self.host().map(str::to_string),
             extra: Default::default(),
         })
     }
@@ -253,11 +250,11 @@ impl Workspaces {
         // 0700 before git runs: what it checks out under our umask is out of reach
         // until `make_private` has tightened it.
         let parent = dir.parent().unwrap_or(dir);
-        crate::fsutil::create_private_dir_all(parent).map_err(|error| WorkspaceError::Io {
-            dir: parent.to_path_buf(),
-            error,
-        })?;
-        let dir = canonical(parent).join(dir.file_name().unwrap_or_default());
+        self.private_dir_all(parent).await?;
+        let dir = self
+            .canonical(parent)
+            .await
+            .join(dir.file_name().unwrap_or_default());
         let dir_arg = dir.display().to_string();
         let (kind, branch, start, upstream, track) = match plan {
             Plan::Issue => (
@@ -306,9 +303,12 @@ impl Workspaces {
                 .await?;
         }
         self.make_private(&dir).await;
-        let cwd = Some(dir.join(prefix))
-            .filter(|p| !prefix.as_os_str().is_empty() && p.is_dir())
-            .unwrap_or_else(|| dir.clone());
+        let inside = dir.join(prefix);
+        let cwd = if !prefix.as_os_str().is_empty() && self.dir_exists(&inside).await? {
+            inside
+        } else {
+            dir.clone()
+        };
         let branch_created =
             !existed || previous.is_some_and(|p| p.branch == branch && p.branch_created);
         Ok(WorkspaceRecord {
@@ -326,7 +326,7 @@ impl Workspaces {
             setup_done: false,
             created_at: crate::time::now_ts(),
             kept: None,
-            host: None,
+            host: self.host().map(str::to_string),
             extra: Default::default(),
         })
     }
@@ -394,7 +394,7 @@ impl Workspaces {
     }
 
     /// `remote`'s URL as configured (`None` without a remote, or when git cannot say).
-    pub(crate) async fn remote_url(&self, top: &Path, remote: Option<&str>) -> Option<String> {
+    pub(super) async fn remote_url(&self, top: &Path, remote: Option<&str>) -> Option<String> {
         self.git
             .line(top, &["remote", "get-url", "--push", remote?])
             .await
@@ -403,7 +403,7 @@ impl Workspaces {
     }
 
     /// `origin` when the repository has it, else its only remote.
-    pub(crate) async fn remote(&self, top: &Path) -> Result<Option<String>, WorkspaceError> {
+    pub(super) async fn remote(&self, top: &Path) -> Result<Option<String>, WorkspaceError> {
         let out = self.git.ok(top, &["remote"]).await?;
         let remotes: Vec<&str> = out
             .lines()
@@ -420,7 +420,7 @@ impl Workspaces {
     }
 
     /// `repos[].baseBranch`, else the remote's default branch, else the current one.
-    pub(crate) async fn base_name(
+    pub(super) async fn base_name(
         &self,
         top: &Path,
         remote: Option<&str>,
@@ -456,7 +456,7 @@ impl Workspaces {
 
     /// The full ref of the base: the remote's copy when there is one, else the local
     /// branch.
-    pub(crate) async fn base_ref(
+    pub(super) async fn base_ref(
         &self,
         top: &Path,
         remote: Option<&str>,
@@ -505,15 +505,6 @@ impl Workspaces {
             Err(invalid(git::tail(&out.stderr)))
         }
     }
-}
-
-/// The path with symlinks resolved, when it exists.
-pub(super) fn canonical(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
-}
-
-pub(super) fn same_path(a: &Path, b: &Path) -> bool {
-    canonical(a) == canonical(b)
 }
 
 #[cfg(test)]

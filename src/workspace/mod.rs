@@ -16,6 +16,9 @@
 //! - [`status`]: branch, changed files, commits ahead, and the diff against the base
 //!   (the same material critics review).
 //! - [`trust`]: Claude Code's trust mark for the directories the-loop starts it in.
+//! - [`Workspaces::on`] / [`Workspaces::reaching`]: the same rules for a repo on another
+//!   host (issue 32): its git there and its files through [`files`], over the host's
+//!   connection; the records stay here, naming the host.
 //!
 //! Branch names, paths and setup argv come only from the config, the work-item ref and
 //! git's own refs, never from GitHub text.
@@ -23,6 +26,7 @@
 mod create;
 pub mod diff_model;
 mod ending;
+mod files;
 pub mod git;
 mod process;
 pub mod push;
@@ -194,6 +198,12 @@ impl Workspaces {
         }
     }
 
+    /// With worktrees under `root` (on a host: a path there).
+    pub(crate) fn rooted(mut self, root: PathBuf) -> Self {
+        self.root = root;
+        self
+    }
+
     /// Where `record`'s worktree is reached: here, or on its host. A host no longer in
     /// the config is refused, saying so.
     pub fn reaching(&self, record: &WorkspaceRecord) -> Result<Self, WorkspaceError> {
@@ -231,42 +241,6 @@ impl Workspaces {
         self.host.as_deref().map(Transport::name)
     }
 
-    /// Whether directory `dir` exists (asked on the host for a worktree there).
-    pub(crate) async fn dir_exists(&self, dir: &Path) -> Result<bool, WorkspaceError> {
-        match &self.host {
-            None => Ok(dir.is_dir()),
-            Some(host) => self.on_host(host, &["test", "-d"], dir).await,
-        }
-    }
-
-    /// Removes directory `dir` if it is empty (best effort: a parent left behind is
-    /// harmless).
-    async fn remove_empty_dir(&self, dir: &Path) {
-        match &self.host {
-            None => {
-                let _ = std::fs::remove_dir(dir);
-            }
-            Some(host) => {
-                let _ = self.on_host(host, &["rmdir"], dir).await;
-            }
-        }
-    }
-
-    /// `argv… dir` on `host`: whether it succeeded.
-    async fn on_host(
-        &self,
-        host: &Transport,
-        argv: &[&str],
-        dir: &Path,
-    ) -> Result<bool, WorkspaceError> {
-        let mut words: Vec<String> = argv.iter().map(|w| w.to_string()).collect();
-        words.push(dir.to_string_lossy().into_owned());
-        host.run(&words, None, git::LOCAL_TIMEOUT)
-            .await
-            .map(|out| out.success)
-            .map_err(|e| WorkspaceError::Refused(e.to_string()))
-    }
-
     /// The environment policy for setup commands (the default withholds the token
     /// variables and the default webhook-secret variable).
     pub fn with_child_env(mut self, child_env: crate::secrets::ChildEnv) -> Self {
@@ -299,11 +273,6 @@ impl Workspaces {
         self.store.get(item)
     }
 
-    /// Records a worktree made elsewhere (on a host, `session::remote_worktree`).
-    pub(crate) fn keep(&self, record: &WorkspaceRecord) -> Result<(), WorkspaceError> {
-        Ok(self.store.put(record)?)
-    }
-
     /// Every workspace record.
     pub fn records(&self) -> Vec<WorkspaceRecord> {
         self.store.list()
@@ -315,26 +284,31 @@ impl Workspaces {
         canon(dir).starts_with(canon(&self.root))
     }
 
-    pub(crate) fn events(&self) -> &EventLog {
-        &self.events
-    }
-
-    pub(crate) fn emit(&self, event: crate::events::Event) {
+    /// Logs `event`, naming the host when these workspaces are on one.
+    pub(crate) fn emit(&self, mut event: crate::events::Event) {
+        if let Some(host) = self.host()
+            && !event.fields.contains_key("host")
+        {
+            event = event.with("host", host);
+        }
         let _ = self.events.emit(event);
     }
 
     /// The mode a repo's sessions use: `auto` is `worktree` for a git repository.
     pub async fn mode_of(&self, repo: &RepoConfig) -> WorkspaceMode {
-        match (repo.workspace, repo.working_dir()) {
-            (WorkspaceMode::Shared, _) | (_, None) => WorkspaceMode::Shared,
-            (WorkspaceMode::Worktree, Some(_)) => WorkspaceMode::Worktree,
-            (WorkspaceMode::Auto, Some(path)) => {
-                if self.toplevel(&path).await.is_ok() {
-                    WorkspaceMode::Worktree
-                } else {
-                    WorkspaceMode::Shared
-                }
-            }
+        match repo.working_dir() {
+            None => WorkspaceMode::Shared,
+            Some(path) => self.mode_at(repo.workspace, &path).await,
+        }
+    }
+
+    /// `mode` for a repo at `path` (on a host: a path there): `auto` is `worktree` when
+    /// `path` is in a git repository.
+    async fn mode_at(&self, mode: WorkspaceMode, path: &Path) -> WorkspaceMode {
+        match mode {
+            WorkspaceMode::Auto if self.toplevel(path).await.is_ok() => WorkspaceMode::Worktree,
+            WorkspaceMode::Auto => WorkspaceMode::Shared,
+            other => other,
         }
     }
 
@@ -371,7 +345,20 @@ impl Workspaces {
             })?;
             return Ok(Placement::Shared(here));
         };
-        match self.mode_of(repo).await {
+        self.place_at(item, repo, path, source).await
+    }
+
+    /// Where `item`'s session of `repo` at `path` runs: `path` itself, or the item's
+    /// worktree when the repo's mode asks for one. On a host ([`Workspaces::on`]),
+    /// `path` and the worktrees ([`Workspaces::rooted`]) are paths there.
+    pub(crate) async fn place_at(
+        &self,
+        item: &WorkItemRef,
+        repo: &RepoConfig,
+        path: PathBuf,
+        source: Source,
+    ) -> Result<Placement, WorkspaceError> {
+        match self.mode_at(repo.workspace, &path).await {
             WorkspaceMode::Worktree => self
                 .prepare(item, repo, &path, source)
                 .await

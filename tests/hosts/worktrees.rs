@@ -4,9 +4,10 @@
 //! the session ends (kept with why, or removed; discarded on the operator's word), and
 //! its work ships from there: proposed from the pane over the forwarded socket, pushed
 //! by git on the host with the token on that one push's stdin, never written there.
+//! A pull request's session there works on its head, fetched by the host's git.
 
 use super::agents::{on_host, serve, text};
-use super::remote_sessions::started_with;
+use super::remote_sessions::{Opened, opened_with, started_with};
 use crate::support::git_remote::GitRemote;
 use crate::support::leaks::{files_holding, sample_cmdlines};
 use crate::support::sshd::Sshd;
@@ -15,10 +16,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use the_loop::events::{EventLog, Source};
 use the_loop::github::Client;
 use the_loop::github::sim::{IssueSpec, SimGithub};
-use the_loop::session::Origin;
 use the_loop::session::ship::{Order, Shipper};
+use the_loop::session::{Origin, PromptInputs, StartOutcome};
 use the_loop::work_item::WorkItemRef;
-use the_loop::workspace::Finished;
+use the_loop::workspace::{Finished, Kind};
 
 const TOKEN: &str = "ghp_shipsfromthehost_0123456789abcdef";
 
@@ -304,4 +305,142 @@ async fn work_on_the_host_ships_from_there_with_the_token_on_the_push_alone() {
     );
     assert!(!exists_on_host(&sshd, &dir), "{dir} is still there");
     world.host.transport.disconnect().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_request_on_the_host_works_on_its_head_there() {
+    if !Sshd::available() {
+        return;
+    }
+    let sshd = Sshd::start();
+    let home = sshd.home().display().to_string();
+    let (seed, origin, repo) = (
+        format!("{home}/seed"),
+        format!("{home}/origin.git"),
+        format!("{home}/repo"),
+    );
+    // The host's remote: `main`, a pull request from its own branch `fix-cap` (#17),
+    // one from a fork, its head on no branch (#18).
+    for argv in [
+        vec!["git", "init", "-q", "-b", "main", &seed],
+        vec!["git", "init", "-q", "--bare", "-b", "main", &origin],
+    ] {
+        assert!(sshd.run_as_user(&argv).status.success(), "{argv:?}");
+    }
+    commit(&sshd, &seed, "README", "first\n");
+    git(&sshd, &seed, &["checkout", "-q", "-b", "fix-cap"]);
+    let same = commit(&sshd, &seed, "cap.rs", "const CAP: u32 = 5;\n");
+    git(&sshd, &seed, &["checkout", "-q", "--detach", "main"]);
+    let fork = commit(&sshd, &seed, "fork.rs", "// from a fork\n");
+    git(
+        &sshd,
+        &seed,
+        &[
+            "push",
+            "-q",
+            &origin,
+            "main",
+            "fix-cap",
+            "fix-cap:refs/pull/17/head",
+            &format!("{fork}:refs/pull/18/head"),
+        ],
+    );
+    let clone = sshd.run_as_user(&["git", "clone", "-q", &origin, &repo]);
+    assert!(clone.status.success(), "{clone:?}");
+
+    let opened: Opened = opened_with(&sshd, None, |yaml| {
+        yaml.replace(
+            r#"path: "~", workspace: shared"#,
+            r#"path: "~/repo", workspace: worktree"#,
+        )
+    });
+    let sessions = &opened.sessions;
+    for n in [17, 18] {
+        let item = WorkItemRef::new("octo", "repo", n);
+        let outcome = sessions
+            .start(&item, &PromptInputs::manual(&item, "test"), &Origin::cli())
+            .await
+            .unwrap();
+        assert!(matches!(outcome, StartOutcome::Spawned(_)), "{outcome:?}");
+    }
+    let dir = |n: u64| format!("{home}/.tl/worktrees/octo-repo/{n}");
+    let record = |n: u64| {
+        sessions
+            .workspaces()
+            .record(&WorkItemRef::new("octo", "repo", n))
+            .unwrap()
+            .unwrap()
+    };
+
+    // #17: the repository's own branch, checked out there tracking the remote's.
+    let pull = record(17);
+    assert_eq!(pull.kind, Kind::Pull);
+    assert_eq!(pull.host.as_deref(), Some("build"));
+    assert_eq!(pull.dir.to_str(), Some(dir(17).as_str()));
+    assert_eq!(
+        pull.upstream.as_deref(),
+        Some("refs/remotes/origin/fix-cap")
+    );
+    assert_eq!(
+        git(&sshd, &dir(17), &["symbolic-ref", "--short", "HEAD"]),
+        "fix-cap"
+    );
+    assert_eq!(git(&sshd, &dir(17), &["rev-parse", "HEAD"]), same);
+    assert_eq!(
+        git(&sshd, &dir(17), &["rev-parse", "--abbrev-ref", "@{u}"]),
+        "origin/fix-cap"
+    );
+    // #18: the fork's head, fetched there under the-loop's own ref.
+    let fork_pull = record(18);
+    assert_eq!(fork_pull.kind, Kind::ForkPull);
+    assert_eq!(fork_pull.branch, "the-loop/pr-18");
+    assert_eq!(git(&sshd, &dir(18), &["rev-parse", "HEAD"]), fork);
+    assert_eq!(
+        git(&sshd, &repo, &["rev-parse", "refs/the-loop/pull/18"]),
+        fork
+    );
+    // The operator's checkout there stays where it was.
+    assert_eq!(
+        git(&sshd, &repo, &["symbolic-ref", "--short", "HEAD"]),
+        "main"
+    );
+    let events = sessions.events().path().to_path_buf();
+    let created = the_loop::events::lines::named(&events, "workspace.created");
+    let kinds: Vec<(&str, &str)> = created
+        .iter()
+        .map(|e| (e["kind"].as_str().unwrap(), e["host"].as_str().unwrap()))
+        .collect();
+    assert_eq!(kinds, [("pull", "build"), ("fork-pull", "build")]);
+
+    // Nothing of the agents' own: each is removed there at the end, with the branch
+    // the-loop made and the fork's ref.
+    for n in [17, 18] {
+        let item = WorkItemRef::new("octo", "repo", n);
+        let ended = sessions.reset(&item, &Origin::cli()).await.unwrap();
+        assert!(
+            matches!(ended.workspace, Finished::Removed { .. }),
+            "#{n}: {:?}",
+            ended.workspace
+        );
+        assert!(!exists_on_host(&sshd, &dir(n)), "{} is still there", dir(n));
+    }
+    assert_eq!(
+        git(
+            &sshd,
+            &repo,
+            &["branch", "--list", "fix-cap", "the-loop/pr-18"]
+        ),
+        ""
+    );
+    let fork_ref = sshd.run_as_user(&[
+        "git",
+        "-C",
+        &repo,
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        "refs/the-loop/pull/18",
+    ]);
+    assert!(!fork_ref.status.success(), "{fork_ref:?}");
+    opened.host.transport.disconnect().await;
 }

@@ -212,11 +212,17 @@ pub enum Error {
     #[error("{reason}")]
     Unreachable { reason: String },
     /// The connection to the host dropped while a paste ran, and the host did not come
-    /// back to tell whether it arrived: never pasted again.
+    /// back in time to tell whether it arrived. Its buffer is left loaded there: once
+    /// the host answers, [`Tmux::resolve_paste`] pastes it if it had not arrived, or
+    /// finds it gone if it had — never twice.
     #[error(
-        "the connection dropped while pasting into {pane} and the host stayed away ({reason}); whether the text arrived is unknown, so it is not pasted again: look at the session"
+        "the connection dropped while pasting into {pane} ({reason}), and the host did not answer in time to tell whether it arrived"
     )]
-    Unsure { pane: String, reason: String },
+    InDoubt {
+        pane: String,
+        buffer: BufferName,
+        reason: String,
+    },
     /// The host's transport refused the command (not a connection problem).
     #[error("{reason}")]
     Remote { reason: String },
@@ -249,6 +255,23 @@ pub trait Tmux: Send + Sync {
     ) -> BoxFuture<'a, Result<(), Error>>;
 
     fn delete_buffer<'a>(&'a self, buffer: &'a BufferName) -> BoxFuture<'a, Result<(), Error>>;
+
+    /// Settles a paste left [`Error::InDoubt`]: pastes `buffer` (and deletes it) if it
+    /// is still loaded, `Ok(true)`; `Ok(false)` when it is gone — the paste the dropped
+    /// connection ran had arrived. Only a tmux on another host leaves a paste in doubt.
+    fn resolve_paste<'a>(
+        &'a self,
+        buffer: &'a BufferName,
+        pane: &'a PaneId,
+        paste: Paste,
+    ) -> BoxFuture<'a, Result<bool, Error>> {
+        let _ = (buffer, paste);
+        Box::pin(async move {
+            Err(Error::Remote {
+                reason: format!("no paste into {pane} is in doubt on this tmux"),
+            })
+        })
+    }
 
     /// The visible pane content; with escapes, colors and attributes are kept.
     fn capture_pane<'a>(

@@ -16,8 +16,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
-/// How long a paste whose connection dropped is asked again before it is [`Error::Unsure`].
-const RESOLVE_FOR: Duration = Duration::from_secs(600);
+/// How long a paste whose connection dropped is asked again here before it is left
+/// [`Error::InDoubt`], for the paste path to hold and settle once the host is back.
+const RESOLVE_FOR: Duration = Duration::from_secs(10);
 
 /// How often, meanwhile.
 const RESOLVE_POLL: Duration = Duration::from_millis(500);
@@ -298,9 +299,10 @@ impl RealTmux {
     /// A paste on another host, exactly once across a dropped connection: the buffer is
     /// loaded first (a drop there pastes nothing), then pasted and deleted by a second
     /// invocation. When the connection drops during that one, nobody saw whether it ran,
-    /// so it is run again once the host answers: a buffer already pasted is gone, and
-    /// the second run pastes nothing ("no buffer"). A host that stays away for
-    /// [`RESOLVE_FOR`] leaves it [`Error::Unsure`]: reported, never pasted again.
+    /// so it is settled ([`Self::settle_paste`]) once the host answers: a buffer already
+    /// pasted is gone. A host that stays away for [`RESOLVE_FOR`] leaves it
+    /// [`Error::InDoubt`], its buffer loaded there, for the paste path to hold and settle
+    /// later ([`Tmux::resolve_paste`]).
     async fn paste_remote(
         &self,
         buffer: &BufferName,
@@ -314,32 +316,46 @@ impl RealTmux {
             pane.as_str(),
         )
         .await?;
+        let args = argv::paste_loaded(&self.socket, buffer, pane, paste);
+        match self.run_ok(args, None, pane.as_str()).await {
+            Ok(out) => pane_alive(&out, pane),
+            Err(error @ (Error::Unreachable { .. } | Error::Timeout { .. })) => {
+                tracing::warn!(%pane, "the host dropped while pasting ({error}); asking again");
+                self.settle_paste(buffer, pane, paste, RESOLVE_FOR)
+                    .await
+                    .map(drop)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Pastes `buffer` if it is still loaded (`true`), or finds it gone (`false`: the
+    /// paste had arrived), asking again while the host does not answer, for up to
+    /// `within`; then [`Error::InDoubt`].
+    async fn settle_paste(
+        &self,
+        buffer: &BufferName,
+        pane: &PaneId,
+        paste: Paste,
+        within: Duration,
+    ) -> Result<bool, Error> {
         let started = tokio::time::Instant::now();
-        let mut dropped = None;
         loop {
             let args = argv::paste_loaded(&self.socket, buffer, pane, paste);
             match self.run_ok(args, None, pane.as_str()).await {
-                Ok(out) if out.trim() == argv::PANE_DEAD_MARKER => {
-                    return Err(Error::PaneDead {
-                        pane: pane.to_string(),
-                    });
-                }
-                Ok(_) => return Ok(()),
-                Err(Error::Failed { stderr, .. })
-                    if dropped.is_some() && stderr.contains("no buffer") =>
-                {
+                Ok(out) => return pane_alive(&out, pane).map(|()| true),
+                Err(Error::Failed { stderr, .. }) if stderr.contains("no buffer") => {
                     tracing::info!(%pane, "the paste the dropped connection ran had arrived");
-                    return Ok(());
+                    return Ok(false);
                 }
                 Err(error @ (Error::Unreachable { .. } | Error::Timeout { .. })) => {
-                    if started.elapsed() >= RESOLVE_FOR {
-                        return Err(Error::Unsure {
+                    if started.elapsed() >= within {
+                        return Err(Error::InDoubt {
                             pane: pane.to_string(),
+                            buffer: buffer.clone(),
                             reason: error.to_string(),
                         });
                     }
-                    tracing::warn!(%pane, "the host dropped while pasting ({error}); asking again");
-                    dropped = Some(error);
                     tokio::time::sleep(RESOLVE_POLL).await;
                 }
                 Err(error) => return Err(error),
@@ -481,13 +497,7 @@ impl Tmux for RealTmux {
             // runner does (decision 0002).
             let args = argv::paste_text(&self.socket, buffer, pane, paste);
             let out = self.run_ok(args, Some(data), pane.as_str()).await?;
-            if out.trim() == argv::PANE_DEAD_MARKER {
-                Err(Error::PaneDead {
-                    pane: pane.to_string(),
-                })
-            } else {
-                Ok(())
-            }
+            pane_alive(&out, pane)
         })
     }
 
@@ -501,6 +511,16 @@ impl Tmux for RealTmux {
             .await
             .map(drop)
         })
+    }
+
+    fn resolve_paste<'a>(
+        &'a self,
+        buffer: &'a BufferName,
+        pane: &'a PaneId,
+        paste: Paste,
+    ) -> BoxFuture<'a, Result<bool, Error>> {
+        // One try: a host still away leaves it in doubt, and the paste path asks again.
+        Box::pin(self.settle_paste(buffer, pane, paste, Duration::ZERO))
     }
 
     fn capture_pane<'a>(
@@ -528,5 +548,16 @@ impl Tmux for RealTmux {
             argv::parse_sessions,
             Vec::new(),
         ))
+    }
+}
+
+/// What a paste printed: the guard's marker when the pane was dead.
+fn pane_alive(out: &str, pane: &PaneId) -> Result<(), Error> {
+    if out.trim() == argv::PANE_DEAD_MARKER {
+        Err(Error::PaneDead {
+            pane: pane.to_string(),
+        })
+    } else {
+        Ok(())
     }
 }

@@ -11,7 +11,7 @@
 //! so exactly one delivery goes out for it; a mark nobody could take in time is removed
 //! again.
 
-use super::deliver::deliver;
+use super::deliver::{deliver, submit};
 use super::hold::{Held, HoldReason};
 use super::paste::{Delivered, Stopped};
 use super::screen::Screen;
@@ -106,6 +106,7 @@ impl Sessions {
         pane: &PaneId,
         text: &str,
         record: &SessionRecord,
+        in_box: bool,
     ) -> Result<Delivered, Stopped> {
         let held = Stopped::Held(Held {
             reason: HoldReason::ScreenUnknown,
@@ -128,21 +129,31 @@ impl Sessions {
             tracing::warn!(work_item = %record.work_item, "release by hand not taken: {error}");
             return Err(held);
         }
-        self.paste_blind(tmux, pane, text).await
+        let in_box = in_box.then_some(&record.work_item);
+        self.paste_blind(tmux, pane, text, in_box).await
     }
 
     /// Paste and submit after `submitDelayMs`, looking at nothing: a harness whose
-    /// screen the-loop does not read.
+    /// screen the-loop does not read. `in_box`: the session whose text is in the box
+    /// already (its paste in doubt, settled): only its Enter is pressed.
     pub(super) async fn paste_blind(
         &self,
         tmux: &dyn Tmux,
         pane: &PaneId,
         text: &str,
+        in_box: Option<&WorkItemRef>,
     ) -> Result<Delivered, Stopped> {
-        let delivered = deliver(tmux, pane, text, self.submit_delay()).await?;
+        let bytes = if let Some(item) = in_box {
+            tokio::time::sleep(self.submit_delay()).await;
+            submit(tmux, pane).await?;
+            self.set_unsubmitted(item, None).await;
+            crate::guard::sanitize(text).len()
+        } else {
+            deliver(tmux, pane, text, self.submit_delay()).await?.bytes
+        };
         Ok(Delivered {
             pane: pane.clone(),
-            bytes: delivered.bytes,
+            bytes,
             respawned: None,
         })
     }

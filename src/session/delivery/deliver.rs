@@ -58,14 +58,19 @@ impl DeliverError {
 
     /// Whether the text reached the pane (only the submit failed).
     pub fn pasted(&self) -> bool {
-        matches!(
-            self,
-            Self::Submit { .. }
-                | Self::Paste {
-                    error: tmux::Error::Unsure { .. },
-                    ..
-                }
-        )
+        matches!(self, Self::Submit { .. })
+    }
+
+    /// The buffer of a paste the dropped connection to its host left in doubt, loaded
+    /// there until it is settled.
+    pub fn in_doubt(&self) -> Option<&BufferName> {
+        match self {
+            Self::Paste {
+                error: tmux::Error::InDoubt { buffer, .. },
+                ..
+            } => Some(buffer),
+            _ => None,
+        }
     }
 }
 
@@ -229,7 +234,9 @@ pub async fn press<T: Tmux + ?Sized>(tmux: &T, pane: &PaneId, key: Key) -> Resul
 }
 
 /// Loads `data` into a fresh buffer and pastes it. On failure the buffer is deleted,
-/// best effort, so a failed delivery leaves nothing on the server.
+/// best effort, so a failed delivery leaves nothing on the server — except a text's paste
+/// in doubt ([`tmux::Error::InDoubt`]), whose buffer is what settles it (a key's is
+/// not settled: its submit fails, and the operator is told to look).
 async fn paste_once<T: Tmux + ?Sized>(
     tmux: &T,
     data: &[u8],
@@ -238,7 +245,9 @@ async fn paste_once<T: Tmux + ?Sized>(
 ) -> Result<(), tmux::Error> {
     let buffer = BufferName::unique();
     let result = tmux.paste_text(&buffer, data, pane, paste).await;
-    if result.is_err() {
+    let settles_later =
+        paste == Paste::Bracketed && matches!(result, Err(tmux::Error::InDoubt { .. }));
+    if result.is_err() && !settles_later {
         // Usually there is nothing to delete (the load failed); then this fails quietly.
         if let Err(error) = tmux.delete_buffer(&buffer).await {
             tracing::debug!(%buffer, "buffer cleanup after a failed delivery: {error}");

@@ -175,6 +175,10 @@ pub struct Hold {
     /// submitted when the dialog is answered, never pasted again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unsubmitted: Option<String>,
+    /// The buffer, loaded on the session's host, that settles the `unsubmitted` paste
+    /// a dropped connection left in doubt (`delivery::in_doubt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_doubt: Option<String>,
     /// The operator asked for one held delivery to go out although the session's
     /// screen is unknown (`sessions deliver`), at this time: the next try takes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -186,6 +190,7 @@ impl Hold {
         self.events.is_none()
             && self.replies.is_empty()
             && self.unsubmitted.is_none()
+            && self.in_doubt.is_none()
             && self.release_one.is_none()
     }
 
@@ -416,6 +421,7 @@ mod tests {
             }),
             replies: vec![reply("2026-12-03T10:00:01Z", HoldReason::OperatorDraft)],
             unsubmitted: None,
+            in_doubt: None,
             release_one: None,
         };
         let summary = hold.summary().unwrap();

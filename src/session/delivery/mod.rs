@@ -26,6 +26,7 @@ mod failure;
 mod held_lane;
 mod held_replies;
 mod hold;
+mod in_doubt;
 mod paste;
 pub(in crate::session) mod paste_lock;
 pub mod screen;

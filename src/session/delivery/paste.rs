@@ -337,6 +337,18 @@ impl Sessions {
         record: &SessionRecord,
         policy: &PastePolicy<'_>,
     ) -> Result<Delivered, Stopped> {
+        let outcome = self.paste_now(pane, text, record, policy).await;
+        self.hold_in_doubt(record, policy.key, outcome).await
+    }
+
+    /// [`Self::paste`], before a paste left in doubt is held.
+    async fn paste_now(
+        &self,
+        pane: &PaneId,
+        text: &str,
+        record: &SessionRecord,
+        policy: &PastePolicy<'_>,
+    ) -> Result<Delivered, Stopped> {
         let settings = self.settings();
         let tmux = self.tmux_of(record).map_err(|_| {
             Stopped::Held(Held {
@@ -345,6 +357,10 @@ impl Sessions {
             })
         })?;
         let tmux = tmux.as_ref();
+        let key = policy.key;
+        let ours_in_box = !key.is_empty() && record.hold.unsubmitted.as_deref() == Some(key);
+        self.settle_in_doubt(tmux, pane, record, ours_in_box)
+            .await?;
         let harness = Harness::resolve(&record.harness, &settings.sessions).ok();
         let screen = match &harness {
             Some(harness) => self.screen_of(harness, record).await,
@@ -352,14 +368,17 @@ impl Sessions {
         };
         let reader = match screen {
             Screen::Known => harness.as_ref().and_then(|h| Reader::of(h.screen())),
-            Screen::UnknownRelease(_) => return self.paste_by_hand(tmux, pane, text, record).await,
+            Screen::UnknownRelease(_) => {
+                return self
+                    .paste_by_hand(tmux, pane, text, record, ours_in_box)
+                    .await;
+            }
             Screen::NotRead => None,
         };
         let Some(reader) = reader else {
-            return self.paste_blind(tmux, pane, text).await;
+            let in_box = ours_in_box.then_some(&record.work_item);
+            return self.paste_blind(tmux, pane, text, in_box).await;
         };
-        let key = policy.key;
-        let ours_in_box = !key.is_empty() && record.hold.unsubmitted.as_deref() == Some(key);
         let reported = self.settled_report(&record.work_item).await;
         let bytes = if ours_in_box {
             crate::guard::sanitize(text).len()
@@ -494,7 +513,7 @@ impl Sessions {
     }
 
     /// Records (or clears) the paste a dialog stopped before its Enter.
-    async fn set_unsubmitted(&self, item: &WorkItemRef, key: Option<&str>) {
+    pub(super) async fn set_unsubmitted(&self, item: &WorkItemRef, key: Option<&str>) {
         let key = key.map(str::to_string);
         let saved = self
             .registry

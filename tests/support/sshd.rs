@@ -155,9 +155,16 @@ impl Sshd {
     /// (a master on the other end sees its connection reset). What the user runs — its
     /// tmux server and the agents in it — goes on, as on a host that is only unreachable.
     pub fn stop(&mut self) {
-        let _ = Command::new("pkill")
-            .args(["-KILL", "-P", &self.child.id().to_string()])
-            .status();
+        // Already stopped (and reaped): its pid may be another process's by now.
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        let pid = self.child.id().to_string();
+        // Stopped first, the listener forks no connection between the children's kill and
+        // its own (a login accepted then would outlive the harness, its user process
+        // forked after the account's processes were killed).
+        let _ = Command::new("kill").args(["-STOP", &pid]).status();
+        let _ = Command::new("pkill").args(["-KILL", "-P", &pid]).status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -210,9 +217,10 @@ impl Sshd {
 }
 
 impl Drop for Sshd {
+    /// Every connection's monitor goes with the listener, so none forks a user process
+    /// after the account's processes are killed.
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
     }
 }
 

@@ -9,11 +9,15 @@ use crate::support::sshd::Sshd;
 use crate::support::tmux_server::wait_for;
 use std::sync::Arc;
 use std::time::Duration;
+use the_loop::config::LoadedConfig;
 use the_loop::events::EventLog;
 use the_loop::github::Client;
 use the_loop::github::sim::{IssueSpec, SimGithub};
 use the_loop::operator::{OperatorApi, serve_host};
+use the_loop::paths::StatePaths;
+use the_loop::session::Sessions;
 use the_loop::session::reply::{Replier, ReplyRequest, Via};
+use the_loop::tmux::RemoteHost;
 use the_loop::work_item::WorkItemRef;
 
 const TOKEN: &str = "ghp_remotehoststoken_0123456789abcdef";
@@ -46,22 +50,41 @@ pub(crate) async fn serve(
     client: Arc<Client>,
     events: &EventLog,
 ) -> the_loop::operator::OperatorSocket {
+    serve_for(
+        &world.sessions,
+        &world.host,
+        &world.paths,
+        &world.loaded,
+        client,
+        events,
+    )
+    .await
+}
+
+/// [`serve`] for a world whose session is not started yet (its first hook reports
+/// must find the supervisor).
+pub(crate) async fn serve_for(
+    sessions: &Arc<Sessions>,
+    host: &Arc<RemoteHost>,
+    paths: &StatePaths,
+    loaded: &LoadedConfig,
+    client: Arc<Client>,
+    events: &EventLog,
+) -> the_loop::operator::OperatorSocket {
     let api = Arc::new(OperatorApi::new(
-        Arc::clone(&world.sessions),
+        Arc::clone(sessions),
         client,
         events.clone(),
     ));
     let socket = serve_host(
         api,
-        &world.host,
-        &world.paths.ssh_dir(),
-        the_loop::server::limits(&world.loaded.config.server),
+        host,
+        &paths.ssh_dir(),
+        the_loop::server::limits(&loaded.config.server),
         events.clone(),
     )
     .unwrap();
-    world
-        .host
-        .transport
+    host.transport
         .run(&["true".to_string()], None, Duration::from_secs(10))
         .await
         .unwrap();

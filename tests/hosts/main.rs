@@ -8,6 +8,7 @@
 mod support;
 
 mod agents;
+mod claude_there;
 mod critics;
 mod health_and_attach;
 mod remote_sessions;

@@ -92,6 +92,7 @@ fn workspace_notes(config: &config::Config) -> Vec<String> {
     };
     runtime.block_on(crate::workspace::describe_modes(
         &config.repos,
+        &config.hosts,
         &config.workspaces,
         &crate::paths::StatePaths::from_env(),
     ))

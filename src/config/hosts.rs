@@ -190,11 +190,32 @@ pub(super) fn check(config: &Config, out: &mut Vec<Problem>) {
     check_repo_hosts(config, out);
 }
 
-/// Every `repos[].host` names a `hosts:` entry.
+/// Every `repos[].host` names a `hosts:` entry, and such a repo's `path` is a directory
+/// there: its sessions run in it (or in worktrees of it), and nothing here can guess it.
 fn check_repo_hosts(config: &Config, out: &mut Vec<Problem>) {
     for (i, repo) in config.repos.iter().enumerate() {
         let Some(name) = &repo.host else { continue };
         if config.host(name).is_some() {
+            let why = match repo.path.as_deref() {
+                None => Some("missing"),
+                Some("~") => None,
+                Some(path) => remote_dir_problem(path),
+            };
+            if let Some(why) = why {
+                let at = KeyPath::root().key("repos").index(i);
+                let at = if repo.path.is_some() {
+                    at.key("path")
+                } else {
+                    at
+                };
+                out.push(Problem::new(
+                    at,
+                    format!(
+                        "path {why}: a repo on host `{name}` runs its sessions in a directory there; write an absolute path or one under the remote home, e.g. `~/src/{}`",
+                        repo.name.rsplit('/').next().unwrap_or("repo")
+                    ),
+                ));
+            }
             continue;
         }
         let known: Vec<String> = config

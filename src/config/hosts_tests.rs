@@ -258,6 +258,19 @@ fn each_refusal_is_named_at_its_line() {
             "repos[1].host",
             "unknown host `b3`; the known hosts are `b1`, `b2`",
         ),
+        (
+            "hosts:\n  - name: b\n    ssh: x\nrepos:\n  - name: o/r\n    host: b\n".into(),
+            5,
+            "repos[0]",
+            "path missing: a repo on host `b` runs its sessions in a directory there",
+        ),
+        (
+            "hosts:\n  - name: b\n    ssh: x\nrepos:\n  - name: o/r\n    path: src/r\n    host: b\n"
+                .into(),
+            6,
+            "repos[0].path",
+            "path must start with `/` or `~/` (the remote user's home): a repo on host `b`",
+        ),
     ];
     for (text, line, key_path, fragment) in &cases {
         let (got_line, got_path, message) = refusal(text);

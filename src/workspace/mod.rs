@@ -42,7 +42,7 @@ pub use ending::{Assessment, Finished};
 pub use git::{Git, GitError};
 pub use store::{Kind, StoreError, WorkspaceRecord};
 
-use crate::config::{RepoConfig, WorkspaceMode, WorkspacesConfig};
+use crate::config::{HostConfig, RepoConfig, WorkspaceMode, WorkspacesConfig};
 use crate::events::{EventLog, Source};
 use crate::paths::StatePaths;
 use crate::ssh::Transport;
@@ -379,14 +379,24 @@ pub fn root_dir(config: &WorkspacesConfig, paths: &StatePaths) -> PathBuf {
 }
 
 /// What `config check` says about each repo's workspace (SPEC §16.1): a line per repo.
+/// A repo on another host is described as the config states it, without connecting.
 pub async fn describe_modes(
     repos: &[RepoConfig],
+    hosts: &[HostConfig],
     workspaces: &WorkspacesConfig,
     paths: &StatePaths,
 ) -> Vec<String> {
     let ws = Workspaces::new(workspaces, paths, EventLog::open(paths));
     let mut notes = Vec::new();
     for repo in repos {
+        if let Some(host) = repo
+            .host
+            .as_deref()
+            .and_then(|name| hosts.iter().find(|h| h.name == name))
+        {
+            notes.push(format!("repos {}: {}", repo.name, on_host_note(repo, host)));
+            continue;
+        }
         let (owner, name) = repo.name.split_once('/').unwrap_or((&repo.name, ""));
         let repo_dir = ws
             .root
@@ -414,4 +424,24 @@ pub async fn describe_modes(
         notes.push(format!("repos {}: {note}", repo.name));
     }
     notes
+}
+
+/// Where `repo`'s sessions work on `host`, as far as the config tells: whether its path
+/// is a git repository there is for `the-loop hosts check` to find out.
+fn on_host_note(repo: &RepoConfig, host: &HostConfig) -> String {
+    let path = repo.path.as_deref().unwrap_or("(no path)");
+    let worktrees = format!("{}/worktrees", host.state_dir.trim_end_matches('/'));
+    let mode = match repo.workspace {
+        WorkspaceMode::Shared => format!("workspace: shared — every session runs in {path}"),
+        WorkspaceMode::Worktree => {
+            format!("workspace: worktree — one git worktree per work item under {worktrees}")
+        }
+        WorkspaceMode::Auto => format!(
+            "workspace: auto — one git worktree per work item under {worktrees} if {path} is a git repository, else every session runs in {path}"
+        ),
+    };
+    format!(
+        "on host `{}` ({}), paths there: {mode}; not checked from here — `the-loop hosts check {}` connects and checks",
+        host.name, host.ssh, host.name
+    )
 }

@@ -685,3 +685,37 @@ async fn the_tui_supervisor_refuses_the_untouched_starter_too() {
         "refused before the lock"
     );
 }
+
+/// A repo on another host is described as the config states it, paths there, and
+/// nothing connects: the host's ssh config would run a command on any connection.
+#[test]
+fn a_repo_on_a_host_is_described_there_without_connecting() {
+    let sb = Sandbox::new();
+    let touched = sb.path("connected");
+    let ssh_config = sb.write(
+        "ssh_config",
+        &format!("Host build-1\n  ProxyCommand touch {}\n", touched.display()),
+    );
+    let r = check_yaml(
+        &sb,
+        &format!(
+            "hosts:\n  - {{name: build, ssh: build-1, sshConfig: \"{}\", stateDir: /srv/tl}}\nrepos:\n  - {{name: octo/repo, path: \"~/src/repo\", host: build}}\n  - {{name: octo/docs, path: /srv/docs, host: build, workspace: shared}}\nrouting: {{authorizedUsers: [alice]}}\n",
+            ssh_config.display()
+        ),
+    );
+    assert!(
+        r.stderr.contains(
+            "note: repos octo/repo: on host `build` (build-1), paths there: workspace: auto — one git worktree per work item under /srv/tl/worktrees if ~/src/repo is a git repository, else every session runs in ~/src/repo; not checked from here — `the-loop hosts check build` connects and checks"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("note: repos octo/docs: on host `build` (build-1), paths there: workspace: shared — every session runs in /srv/docs;"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("no path"), "{}", r.stderr);
+    assert!(!touched.exists(), "config check connected to the host");
+}

@@ -85,6 +85,7 @@ impl OperatorApi {
             .route(REPLY_PATH, post(reply))
             .route(ASK_PATH, post(ask_route))
             .route(COMMENT_PATH, post(comment_route))
+            .fallback(not_served)
             .with_state(self)
     }
 
@@ -391,6 +392,19 @@ pub(super) fn internal(e: &tokio::task::JoinError) -> Response {
         StatusCode::INTERNAL_SERVER_ERROR,
         "internal",
         &format!("the request's task failed: {e}"),
+    )
+}
+
+/// Any other path: refused as JSON like every refusal, so the client says what it is
+/// (a the-loop of another version asking for a route this one does not have).
+async fn not_served(uri: axum::http::Uri) -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        "not-served",
+        &format!(
+            "the supervisor serves no `{}` (is it another version of the-loop? compare `the-loop --version` with the supervisor's)",
+            uri.path()
+        ),
     )
 }
 

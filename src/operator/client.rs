@@ -275,9 +275,19 @@ impl OperatorClient {
             }
         })?;
         let status = response.status();
-        let answer: Value = response.json().await.map_err(|e| ClientError::NoAnswer {
+        let body = response.bytes().await.map_err(|e| ClientError::NoAnswer {
             error: e.to_string(),
         })?;
+        // A refusal is one whatever its body says: only a success must be understood.
+        let answer: Value = match serde_json::from_slice(&body) {
+            Ok(answer) => answer,
+            Err(_) if !status.is_success() => Value::Null,
+            Err(e) => {
+                return Err(ClientError::NoAnswer {
+                    error: format!("an answer that is not JSON: {e}"),
+                });
+            }
+        };
         if status.is_success() {
             return Ok(answer);
         }

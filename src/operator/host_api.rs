@@ -31,8 +31,9 @@ use serde_json::json;
 use std::sync::Arc;
 
 impl OperatorApi {
-    /// The routes an agent on `host` may use (`ask`, `comment`), for that host's
-    /// socket. Everything there is taken as coming from some process on `host`.
+    /// The routes an agent on `host` may use (`ask`, `comment`, and those below), for
+    /// that host's socket; any other (`reply`: the operator's) is refused `not-served`.
+    /// Everything there is taken as coming from some process on `host`.
     pub fn host_router(self: Arc<Self>, host: &str) -> Router {
         Router::new()
             .route(ASK_PATH, post(ask_route))
@@ -40,6 +41,7 @@ impl OperatorApi {
             .route(HOOK_PATH, post(hook_route))
             .route(PROPOSE_PATH, post(propose_route))
             .route(USAGE_PATH, post(usage_route))
+            .fallback(not_served_to_host)
             .layer(axum::Extension(FromHost(host.to_string())))
             .with_state(self)
     }
@@ -243,4 +245,20 @@ async fn hook_route(
         Ok(Err(e)) => error(StatusCode::BAD_REQUEST, "bad-report", &e.to_string()),
         Err(e) => internal(&e),
     }
+}
+
+/// What a process on a host asked for that is not served there: the operator's routes
+/// (`reply`) are this machine's only.
+async fn not_served_to_host(
+    axum::Extension(FromHost(host)): axum::Extension<FromHost>,
+    uri: axum::http::Uri,
+) -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        "not-served",
+        &format!(
+            "`{}` is not served to host `{host}`: an agent there may ask, comment and propose, and its hooks report; replying to a session is the operator's, from the machine the supervisor runs on",
+            uri.path()
+        ),
+    )
 }

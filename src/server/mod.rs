@@ -127,7 +127,8 @@ pub async fn start(
     let app = guarded(
         receiver
             .router()
-            .route(HEALTH_PATH, get(healthz).with_state(Arc::new(health))),
+            .route(HEALTH_PATH, get(healthz).with_state(Arc::new(health)))
+            .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") }),
         &cfg.allowed_origins,
         events.clone(),
     );
@@ -185,17 +186,15 @@ fn failed_event(listen: &str, error: &str) -> Event {
         .with("error", error)
 }
 
-/// `routes` + a 404 fallback, with the origin check wrapped around both (a layer covers
-/// only what is already added, hence last). `allowed` empty: any `Origin` is refused —
+/// `routes` (with their own fallback: a layer covers only what is already added) with
+/// the origin check wrapped around them. `allowed` empty: any `Origin` is refused —
 /// what the operator socket uses, since no browser has business there.
 pub fn guarded(routes: Router, allowed: &[String], events: EventLog) -> Router {
     let origins = Arc::new(OriginCheck {
         allowed: allowed.to_vec(),
         events,
     });
-    routes
-        .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
-        .layer(middleware::from_fn_with_state(origins, check_origin))
+    routes.layer(middleware::from_fn_with_state(origins, check_origin))
 }
 
 struct OriginCheck {

@@ -1,5 +1,6 @@
 //! One host's connection: a ControlMaster the transport starts (`ssh -M -N -f`, with
-//! `ControlPersist` so a CLI command that started it does not take it down) and every
+//! `ControlPersist` so a CLI command that started it does not take it down, for at most
+//! [`PERSIST_IDLE`] with nothing over it) and every
 //! command multiplexed over it (`ssh -S … -o ControlMaster=no`).
 //!
 //! The pitfalls of the anchors, handled here:
@@ -26,6 +27,12 @@ use tokio::sync::Semaphore;
 /// Commands at once over one connection: below sshd's default `MaxSessions` (10), with
 /// room for the master's own probes and an operator's attach.
 pub const CHANNELS: usize = 7;
+
+/// How long a master with nothing over it stays (`ControlPersist`): a CLI command's
+/// next neighbour reuses it, and one left by a CLI command goes by itself. The
+/// supervisor's pings keep its own busy; it closes them when it stops
+/// ([`Transport::disconnect`] for each host).
+const PERSIST_IDLE: &str = "10m";
 
 /// How long a probe of the master (`-O check`) may take before the master is taken for
 /// hung.
@@ -371,7 +378,7 @@ impl Transport {
     }
 
     /// `ssh -M -N -f`: returns once authenticated (or failed); the master stays in the
-    /// background with `ControlPersist`.
+    /// background with `ControlPersist` ([`PERSIST_IDLE`]).
     async fn start_master(&self) -> Result<(), SshError> {
         let log = crate::fsutil::open_private(
             std::fs::OpenOptions::new()
@@ -384,7 +391,7 @@ impl Transport {
         let mut args = self.base_args(true);
         args.extend([
             "-o".into(),
-            "ControlPersist=yes".into(),
+            format!("ControlPersist={PERSIST_IDLE}").into(),
             "-N".into(),
             "-f".into(),
             self.dest.ssh.clone().into(),

@@ -253,6 +253,8 @@ impl SupervisorHandle {
         if let Err(e) = crate::state_writer::flush().wait().await {
             tracing::warn!(error = %e, "state not all written at shutdown");
         }
+        // Nothing of ours runs over the hosts' connections any more.
+        r.sessions.hosts().disconnect_all().await;
         let report = ShutdownReport {
             cycle,
             webhook_unsettled,

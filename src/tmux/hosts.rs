@@ -200,4 +200,12 @@ impl Hosts {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// Closes every host's connection (`ssh -O exit`, each bounded), all at once: what
+    /// the supervisor does last, so no master outlives it holding a login and its
+    /// agents' forward on the host.
+    pub async fn disconnect_all(&self) {
+        let all = self.iter().map(|host| host.transport.disconnect());
+        futures::future::join_all(all).await;
+    }
 }

@@ -182,12 +182,18 @@ async fn an_agent_on_the_host_asks_through_the_forwarded_socket_and_the_reply_re
         "github:octo/repo#15",
         &[
             "reply",
+            "--work-item",
             "github:octo/repo#15",
             "--text",
             "approve everything",
         ],
     );
     assert!(!replied.status.success(), "{}", text(&replied));
+    assert!(
+        text(&replied).contains("`/api/v1/sessions/reply` is not served to host `build`"),
+        "{}",
+        text(&replied)
+    );
 
     // The operator answers here; the answer reaches the pane on the host.
     let replier = Replier::new(Arc::clone(sessions));
@@ -436,9 +442,9 @@ async fn a_turn_on_the_host_tells_what_it_used_through_the_forwarded_socket() {
 /// its directory is trusted in the host's Claude Code config.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claude_session_on_the_host_gets_its_hooks_written_there() {
-    use super::remote_sessions::opened_with;
+    use super::remote_sessions::{opened_with, spawned};
     use std::os::unix::fs::PermissionsExt;
-    use the_loop::session::{Origin, PromptInputs, StartOutcome};
+
     if !Sshd::available() {
         return;
     }
@@ -448,13 +454,7 @@ async fn a_claude_session_on_the_host_gets_its_hooks_written_there() {
     });
     let sessions = &opened.sessions;
     let item = WorkItemRef::new("octo", "repo", 15);
-    let outcome = sessions
-        .start(&item, &PromptInputs::manual(&item, "test"), &Origin::cli())
-        .await
-        .unwrap();
-    let StartOutcome::Spawned(record) = outcome else {
-        panic!("{outcome:?}");
-    };
+    let record = spawned(sessions, &item).await;
     let home = sshd.home();
     let file = home
         .join(".tl/harness")

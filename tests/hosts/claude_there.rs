@@ -5,7 +5,7 @@
 //! back over the forwarded socket, and the record here equals what the model reported.
 
 use super::agents::serve_for;
-use super::remote_sessions::opened_with;
+use super::remote_sessions::{opened_with, spawned};
 use crate::support::claude::{API_KEY, ClaudeVersion, claude_bin};
 use crate::support::fake_model::{FakeModel, Sent, Turn};
 use crate::support::sshd::Sshd;
@@ -16,7 +16,7 @@ use std::time::Duration;
 use the_loop::events::EventLog;
 use the_loop::events::lines::named;
 use the_loop::github::Client;
-use the_loop::session::{Origin, PromptInputs, StartOutcome};
+use the_loop::session::PromptInputs;
 use the_loop::work_item::WorkItemRef;
 
 /// Long enough for Claude Code's first start on a loaded machine.
@@ -137,13 +137,7 @@ async fn claude_code_on_the_host_takes_a_comment_once_and_reports_its_turns_back
     // The boot prompt is the first turn; its end comes back from the host's hook.
     let item = WorkItemRef::new("octo", "repo", 15);
     model.script([Turn::text("Ready on the host.")]);
-    let outcome = sessions
-        .start(&item, &PromptInputs::manual(&item, "test"), &Origin::cli())
-        .await
-        .unwrap();
-    let StartOutcome::Spawned(record) = outcome else {
-        panic!("{outcome:?}");
-    };
+    let record = spawned(sessions, &item).await;
     assert_eq!(record.host.as_deref(), Some(super::remote_sessions::HOST));
     let ended = wait_for("the boot turn's end, from the host", PATIENCE, || {
         turns_ended(1)

@@ -13,5 +13,6 @@ mod critics;
 mod health_and_attach;
 mod remote_sessions;
 mod sshd_harness;
+mod supervised;
 mod unreachable;
 mod worktrees;

@@ -15,7 +15,7 @@ use the_loop::config;
 use the_loop::events::Source;
 use the_loop::ingress::{InboundEvent, Ingest};
 use the_loop::paths::StatePaths;
-use the_loop::session::{Dispatcher, Origin, PromptInputs, Sessions, StartOutcome};
+use the_loop::session::{Dispatcher, Origin, PromptInputs, SessionRecord, Sessions, StartOutcome};
 use the_loop::ssh::{Destination, Transport};
 use the_loop::work_item::WorkItemRef;
 
@@ -297,6 +297,20 @@ pub(crate) fn received(log: &Path) -> Vec<(String, usize)> {
     seen
 }
 
+/// Waits (30 s at most) until `n` markers reached the agent: what [`received`] says
+/// then.
+pub(crate) async fn received_all(log: &Path, n: usize) -> Vec<(String, usize)> {
+    wait_for(
+        "every comment in the agent's log",
+        Duration::from_secs(30),
+        || {
+            let got = received(log);
+            async move { (got.len() >= n).then_some(got) }
+        },
+    )
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn comments_reach_a_session_on_the_host_once_each_in_order_across_a_killed_master() {
     if !Sshd::available() {
@@ -327,13 +341,7 @@ async fn comments_reach_a_session_on_the_host_once_each_in_order_across_a_killed
     let sessions = Arc::new(Sessions::open(&loaded, &paths, Source::Cli).unwrap());
     let host = Arc::clone(sessions.hosts().get(HOST).unwrap());
     let item = WorkItemRef::new("octo", "repo", 15);
-    let outcome = sessions
-        .start(&item, &PromptInputs::manual(&item, "test"), &Origin::cli())
-        .await
-        .unwrap();
-    let StartOutcome::Spawned(record) = outcome else {
-        panic!("{outcome:?}");
-    };
+    let record = spawned(&sessions, &item).await;
     assert_eq!(record.host.as_deref(), Some(HOST));
     assert_eq!(record.cwd, sshd.home());
     // The session is in the host user's own tmux server, not in any of this machine's.
@@ -382,15 +390,7 @@ async fn comments_reach_a_session_on_the_host_once_each_in_order_across_a_killed
     let killed = killer.await.unwrap();
     assert_ne!(host.transport.master_pid(), Some(killed));
 
-    let got = wait_for(
-        "every comment in the agent's log",
-        Duration::from_secs(30),
-        || async {
-            let got = received(&log);
-            (got.len() >= BURST as usize).then_some(got)
-        },
-    )
-    .await;
+    let got = received_all(&log, BURST as usize).await;
     let want: Vec<(String, usize)> = (0..BURST).map(|n| (format!("burst-{n:03}"), 1)).collect();
     assert_eq!(got, want, "each comment once, in order");
     // The new master; and at most one command that had found the old master alive just
@@ -426,6 +426,18 @@ impl Started {
     pub fn config_path(&self) -> PathBuf {
         self.dir.path().join("config.yaml")
     }
+}
+
+/// `item`'s session started by hand (as `sessions start`): its record.
+pub(crate) async fn spawned(sessions: &Sessions, item: &WorkItemRef) -> SessionRecord {
+    let outcome = sessions
+        .start(item, &PromptInputs::manual(item, "test"), &Origin::cli())
+        .await
+        .unwrap();
+    let StartOutcome::Spawned(record) = outcome else {
+        panic!("{outcome:?}");
+    };
+    record
 }
 
 pub(crate) async fn started(sshd: &Sshd, api: Option<&str>) -> Started {
@@ -481,13 +493,7 @@ pub(crate) async fn started_with(
         host,
     } = opened_with(sshd, api, edit);
     let item = WorkItemRef::new("octo", "repo", 15);
-    let outcome = sessions
-        .start(&item, &PromptInputs::manual(&item, "test"), &Origin::cli())
-        .await
-        .unwrap();
-    let StartOutcome::Spawned(record) = outcome else {
-        panic!("{outcome:?}");
-    };
+    let record = spawned(&sessions, &item).await;
     let pane = the_loop::tmux::PaneId::parse(record.pane_id.as_deref().unwrap()).unwrap();
     wait_for("the agent on the host", Duration::from_secs(30), || async {
         let screen = host.tmux.capture_pane(&pane, false).await.ok()?;

@@ -4,7 +4,7 @@
 //! dropped connection lost is held, visibly, until the host can tell whether it arrived:
 //! then it is in the box once, and submitted.
 
-use super::remote_sessions::{comment, received, started, started_with};
+use super::remote_sessions::{comment, received, received_all, started, started_with};
 use crate::support::sshd::Sshd;
 use crate::support::tmux_server::wait_for;
 use std::sync::Arc;
@@ -82,15 +82,7 @@ async fn comments_for_a_host_that_dropped_wait_for_it_and_go_out_once_in_order()
         dispositions.iter().all(|d| d == "Delivered"),
         "{dispositions:?}"
     );
-    let got = wait_for(
-        "every comment in the agent's log",
-        Duration::from_secs(30),
-        || async {
-            let got = received(&log);
-            (got.len() >= 6).then_some(got)
-        },
-    )
-    .await;
+    let got = received_all(&log, 6).await;
     let want: Vec<(String, usize)> = (0..6).map(|n| (format!("burst-{n:03}"), 1)).collect();
     assert_eq!(got, want, "each comment once, in order");
     // The same pane: nothing was respawned over the agent that kept running.
@@ -210,15 +202,7 @@ async fn a_paste_whose_reply_was_lost_is_held_until_its_host_tells_then_in_the_b
         let record = world.sessions.registry().get(&item).unwrap().unwrap();
         assert!(record.hold.is_empty(), "{:?}", record.hold);
     }
-    let got = wait_for(
-        "both in the agent's log",
-        Duration::from_secs(30),
-        || async {
-            let got = received(&log);
-            (got.len() >= 2).then_some(got)
-        },
-    )
-    .await;
+    let got = received_all(&log, 2).await;
     assert_eq!(
         got,
         [("burst-001".to_string(), 1), ("burst-002".to_string(), 1)],

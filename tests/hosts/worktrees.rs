@@ -7,7 +7,7 @@
 //! A pull request's session there works on its head, fetched by the host's git.
 
 use super::agents::{on_host, serve, text};
-use super::remote_sessions::{Opened, opened_with, started_with};
+use super::remote_sessions::{Opened, opened_with, spawned, started_with};
 use crate::support::git_remote::GitRemote;
 use crate::support::leaks::{files_holding, sample_cmdlines};
 use crate::support::sshd::Sshd;
@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use the_loop::events::{EventLog, Source};
 use the_loop::github::Client;
 use the_loop::github::sim::{IssueSpec, SimGithub};
+use the_loop::session::Origin;
 use the_loop::session::ship::{Order, Shipper};
-use the_loop::session::{Origin, PromptInputs, StartOutcome};
 use the_loop::work_item::WorkItemRef;
 use the_loop::workspace::{Finished, Kind};
 
@@ -357,11 +357,7 @@ async fn a_pull_request_on_the_host_works_on_its_head_there() {
     let sessions = &opened.sessions;
     for n in [17, 18] {
         let item = WorkItemRef::new("octo", "repo", n);
-        let outcome = sessions
-            .start(&item, &PromptInputs::manual(&item, "test"), &Origin::cli())
-            .await
-            .unwrap();
-        assert!(matches!(outcome, StartOutcome::Spawned(_)), "{outcome:?}");
+        spawned(sessions, &item).await;
     }
     let dir = |n: u64| format!("{home}/.tl/worktrees/octo-repo/{n}");
     let record = |n: u64| {

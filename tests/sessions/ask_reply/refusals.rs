@@ -1,6 +1,7 @@
 //! Fail closed (SPEC §8.2), through the CLI and the operator route alike: no session 404 /
 //! exit 1, paused 400 / exit 1, dead pane 404 / exit 1 with nothing respawned, empty
-//! text 400 / exit 2, bad ref 400 / exit 2 — and the route's own refusals, all JSON.
+//! text 400 / exit 2, bad ref 400 / exit 2 — and the route's own refusals, all JSON, as
+//! is the socket's answer to a path it does not serve.
 
 use crate::support::ask_world::*;
 use crate::support::tmux_server::{read_log, wait_for};
@@ -166,6 +167,24 @@ async fn replies_fail_closed_by_cli_and_by_http() {
     let extra = json!({"ref": "github:octo/repo#15", "text": "x", "force": true}).to_string();
     let (status, body) = post(&handle, "application/json", extra).await;
     assert_eq!(status, 400, "unknown fields are refused: {body}");
+    // A path it does not serve (a client of another version): refused as JSON too.
+    let response = http(&handle)
+        .post("http://localhost/api/v1/sessions/replay")
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 404);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["reason"], "not-served", "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("serves no `/api/v1/sessions/replay`"),
+        "{body}"
+    );
     let big =
         json!({"ref": "github:octo/repo#15", "text": "x".repeat(2 * 1024 * 1024)}).to_string();
     assert_eq!(raw_status(&handle, &big).await, 413);

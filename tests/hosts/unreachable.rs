@@ -171,17 +171,18 @@ async fn a_paste_whose_reply_was_lost_is_held_until_its_host_tells_then_in_the_b
                 format!("{:?}", dispatcher.ingest(comment(8000 + n, &body)).await)
             })
         };
-        // Held, visibly, naming the buffer that settles it.
-        let record = wait_for(
-            "the paste held in doubt",
+        // Held, visibly, naming the buffer that settles it. The paste path records the
+        // buffer, then its lane records the hold: wait for both.
+        let (record, held) = wait_for(
+            "the paste held in doubt, its lane held",
             Duration::from_secs(60),
             || async {
                 let record = world.sessions.registry().get(&item).ok()??;
-                record.hold.in_doubt.is_some().then_some(record)
+                let held = record.hold.summary()?;
+                record.hold.in_doubt.is_some().then_some((record, held))
             },
         )
         .await;
-        let held = record.hold.summary().expect("the lane shows its hold");
         assert_eq!(held.reason.as_str(), "host-unreachable");
         assert!(record.hold.unsubmitted.is_some());
         tokio::time::sleep(Duration::from_secs(1)).await;

@@ -97,6 +97,11 @@ impl StatePaths {
     pub fn ssh_dir(&self) -> PathBuf {
         self.root.join("ssh")
     }
+    /// What was seen live of client releases nobody recorded, and the screens their
+    /// witnesses disagreed on (`session::delivery::ClientReleases`).
+    pub fn clients_dir(&self) -> PathBuf {
+        self.root.join("clients")
+    }
     /// The default `workspaces.root`: where the worktrees go.
     pub fn worktrees_dir(&self) -> PathBuf {
         self.root.join("worktrees")

@@ -3,7 +3,7 @@
 use super::{CliResult, Ctx, Threads, usage};
 use crate::config::{self, Environment, PathSource, ResolvedPath};
 use crate::harness::Harness;
-use crate::session::delivery::{Screen, ScreenReader as Reader};
+use crate::session::delivery::{ClientReleases, Screen, ScreenReader as Reader, describe_release};
 use anyhow::{Context, anyhow};
 use std::path::{Path, PathBuf};
 
@@ -103,6 +103,7 @@ fn workspace_notes(config: &config::Config) -> Vec<String> {
 /// then the others of `sessions.harnesses`.
 fn harness_screens(config: &config::Config) -> Vec<String> {
     let sessions = &config.sessions;
+    let releases = ClientReleases::new(crate::paths::StatePaths::from_env().clients_dir());
     let default = sessions.harness.as_str();
     let others = sessions.harnesses.keys().map(String::as_str);
     let path = std::env::var_os("PATH");
@@ -136,20 +137,22 @@ fn harness_screens(config: &config::Config) -> Vec<String> {
                 facts.push(format!("permission mode {}", permission_modes(config)));
             }
             let read = version.as_ref().and_then(|v| v.as_ref().ok());
-            let screen = match Screen::of(&harness, read.map(String::as_str)) {
-                Screen::Known => format!(
+            let screen = match (Screen::of(&harness, read.map(String::as_str)), reader) {
+                (Screen::Known, _) => format!(
                     "screen: known (recorded from {} {})",
                     client.unwrap_or_default(),
                     read.map_or("", String::as_str)
                 ),
-                Screen::UnknownRelease(Some(v)) => format!(
-                    "screen: unknown for {v} — deliveries will be held (recorded: {}); release one by hand with `the-loop sessions deliver REF`, or install a recorded release",
-                    reader.map_or(&[][..], Reader::recorded_releases).join(", ")
+                (Screen::Unrecorded(Some(v)), Some(reader)) => format!(
+                    "screen: {} {v} · {} — not recorded (recorded: {}): a delivery goes out when its hooks and its screen agree, and is held `screen-unread` when they do not",
+                    reader.client(),
+                    describe_release(reader, &v, &releases.seen(reader, &v)),
+                    reader.recorded_releases().join(", ")
                 ),
-                Screen::UnknownRelease(None) => {
-                    "screen: unknown (no version read) — deliveries will be held".to_string()
+                (Screen::Unrecorded(_), _) => {
+                    "screen: release unread — a delivery goes out when its hooks and its screen agree".to_string()
                 }
-                Screen::NotRead => {
+                (Screen::NotRead, _) => {
                     "screen: unknown (a paste cannot wait for an open dialog or a half-typed draft to clear)".to_string()
                 }
             };

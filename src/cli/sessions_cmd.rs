@@ -85,10 +85,10 @@ pub enum SessionsCommand {
         #[arg(value_name = "REF")]
         work_item: String,
     },
-    /// Deliver one delivery held because the session's client has a screen the-loop has
-    /// not recorded (`screen-unknown`): only while its hooks report the turn ended and
-    /// no permission pending. Waits for the supervisor to paste it (exit 1 when refused
-    /// or not taken in time).
+    /// Deliver one delivery held because the hooks and the screen of a client release
+    /// the-loop has not recorded disagree (`screen-unread`): only while its hooks report
+    /// the turn ended and no permission pending. Waits for the supervisor to paste it
+    /// (exit 1 when refused or not taken in time).
     Deliver {
         #[arg(value_name = "REF")]
         work_item: String,
@@ -350,6 +350,7 @@ async fn list(sessions: &Sessions, as_json: bool) -> CliResult {
             .zip(&seen)
             .map(|(r, a)| {
                 let mut row = json_row(r, a);
+                row["screenRead"] = json!(sessions.client_reading(r));
                 row["usage"] = usage_json(r, &prices);
                 row["critics"] = json!(critics.get(&r.work_item.to_string()));
                 row

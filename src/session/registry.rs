@@ -211,20 +211,27 @@ impl SessionRecord {
     }
 
     /// What waits on the session (SPEC §18.3), naming its client's release when that
-    /// is why (`screen unknown (Claude Code 2.1.400)`).
+    /// is why (`screen unread (Claude Code 2.1.400)`).
     pub fn held(&self) -> Option<crate::session::delivery::HeldSummary> {
         let mut summary = self.hold.summary()?;
-        if summary.reason == crate::session::delivery::HoldReason::ScreenUnknown {
-            let client = match self.harness.as_str() {
-                "codex" => "Codex",
-                _ => "Claude Code",
-            };
-            summary.client = Some(match &self.harness_version {
-                Some(version) => format!("{client} {version}"),
-                None => format!("{client}, release unread"),
-            });
+        if summary.reason == crate::session::delivery::HoldReason::ScreenUnread {
+            summary.client = Some(self.client_release());
         }
         Some(summary)
+    }
+
+    /// The client and release the session runs, as people name them: `Claude Code
+    /// 2.1.400`, `Codex 0.171.0`, `Claude Code, release unread`.
+    pub fn client_release(&self) -> String {
+        let client = match self.harness.as_str() {
+            "codex" => "Codex",
+            "claude" => "Claude Code",
+            other => other,
+        };
+        match &self.harness_version {
+            Some(version) => format!("{client} {version}"),
+            None => format!("{client}, release unread"),
+        }
     }
 
     /// Records a delivery id (keeping the last [`RECENT_DELIVERIES`]) and its time.

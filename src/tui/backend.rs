@@ -97,6 +97,9 @@ pub struct SessionView {
     /// The permission mode a claude session was started in, and the one its screen
     /// shows when that differs (issue 30).
     pub mode: Option<ModeView>,
+    /// How the-loop reads its client's screen, for a release nobody recorded: `Claude
+    /// Code 2.1.337 · read with 2.1.332's rules · seen live: idle ✓ dialog –` (issue 40).
+    pub client: Option<String>,
 }
 
 /// A session's permission mode as the Sessions pane shows it.
@@ -164,6 +167,7 @@ impl SessionView {
             pull_request: None,
             usage: None,
             mode: None,
+            client: None,
         }
     }
 }

@@ -34,6 +34,10 @@ pub fn marks(held: &HeldSummary) -> [String; 3] {
 pub fn details(held: &HeldSummary, now: OffsetDateTime) -> Vec<String> {
     let label = held.label();
     let mut out = Vec::new();
+    if let (Some(at), Some(said)) = (since(held), &held.witnesses) {
+        let waited = age((now - at).whole_seconds());
+        out.push(format!("{label} · {waited} · {}", said.describe()));
+    }
     if let Some(at) = since(held) {
         let waited = age((now - at).whole_seconds());
         out.push(format!("{label} · {waited} · {}", held.reason.advice()));
@@ -71,8 +75,8 @@ pub fn due_notices(
         .filter_map(|s| {
             let held = s.held.as_ref()?;
             let waited = (now - since(held)?).whole_seconds();
-            // Nothing clears an unknown screen by itself: it notifies at once.
-            let due = if held.reason == HoldReason::ScreenUnknown {
+            // Witnesses that disagree need the operator: it notifies at once.
+            let due = if held.reason == HoldReason::ScreenUnread {
                 0
             } else {
                 after
@@ -116,8 +120,25 @@ mod tests {
             reason: HoldReason::PermissionDialog,
             since: crate::time::format_ts(at),
             client: None,
+            witnesses: None,
         });
         s
+    }
+
+    #[test]
+    fn witnesses_that_disagree_are_named_first() {
+        let mut held = sample::held(NOW, 1, HoldReason::ScreenUnread, 5);
+        held.client = Some("Claude Code 2.1.400".into());
+        held.witnesses = Some(crate::session::delivery::Disagreement {
+            hooks: "a permission request pending".into(),
+            screen: "an empty input box, no dialog".into(),
+        });
+        let forms = details(&held, NOW);
+        assert_eq!(
+            forms[0],
+            "⏸ 1 held: screen unread (Claude Code 2.1.400) · 5s · hooks: a permission request pending; screen: an empty input box, no dialog"
+        );
+        assert!(forms[1].contains("look at the pane"), "{forms:?}");
     }
 
     #[test]

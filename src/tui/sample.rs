@@ -54,6 +54,7 @@ pub fn session(
         pull_request: None,
         usage: None,
         mode: None,
+        client: None,
     }
 }
 
@@ -242,6 +243,7 @@ pub fn held(now: OffsetDateTime, count: usize, reason: HoldReason, secs: i64) ->
         reason,
         since: crate::time::format_ts(now - Duration::seconds(secs)),
         client: None,
+        witnesses: None,
     }
 }
 

@@ -48,6 +48,21 @@ pub enum DeliverError {
 }
 
 impl DeliverError {
+    /// The session's host could not be reached before the text reached the pane.
+    pub fn host_away(&self) -> bool {
+        !self.pasted() && matches!(self.tmux_error(), Some(tmux::Error::Unreachable { .. }))
+    }
+
+    /// The pane died or vanished before the text reached it (respawn, when liveness is
+    /// known).
+    pub fn pane_gone(&self) -> bool {
+        !self.pasted()
+            && matches!(
+                self.tmux_error(),
+                Some(tmux::Error::PaneDead { .. } | tmux::Error::SessionMissing { .. })
+            )
+    }
+
     /// The tmux failure behind this error, to decide between respawn and retry.
     pub fn tmux_error(&self) -> Option<&tmux::Error> {
         match self {

@@ -103,18 +103,14 @@ impl HeldLane<'_> {
                     };
                     self.holds().held.insert(lane.clone());
                     self.write_hold(item, Some(&h)).await;
-                    self.emit(
-                        Event::new(Source::Dispatch, EventType::SessionDeliveryHeld)
-                            .level(Level::Warning)
-                            .with("work_item", item.to_string())
-                            .with("reason", held.reason.as_str())
-                            .with("waiting", waiting)
-                            .with("delivery_id", non_empty(&inputs.delivery_id))
-                            .with("pasted", held.pasted.then_some(true)),
-                    );
+                    self.emit_held(item, held, waiting, &inputs.delivery_id);
                     holding = Some(h);
                 }
                 Some(h) if h.reason != held.reason || h.waiting != waiting => {
+                    // Witnesses that now disagree need the operator: said again.
+                    if held.reason == HoldReason::ScreenUnread && h.reason != held.reason {
+                        self.emit_held(item, held, waiting, &inputs.delivery_id);
+                    }
                     h.reason = held.reason;
                     h.waiting = waiting;
                     self.write_hold(item, Some(h)).await;
@@ -138,6 +134,33 @@ impl HeldLane<'_> {
 
     fn emit(&self, event: Event) {
         self.sessions.emit(event);
+    }
+
+    /// `session.delivery_held`; for `screen-unread`, with what each witness said and
+    /// where the screen was kept (the paste path recorded them).
+    fn emit_held(&self, item: &WorkItemRef, held: Held, waiting: usize, delivery_id: &str) {
+        let unread = (held.reason == HoldReason::ScreenUnread)
+            .then(|| self.sessions.registry().get(item).ok().flatten())
+            .flatten()
+            .and_then(|r| r.hold.unread);
+        self.emit(
+            Event::new(Source::Dispatch, EventType::SessionDeliveryHeld)
+                .level(Level::Warning)
+                .with("work_item", item.to_string())
+                .with("reason", held.reason.as_str())
+                .with("waiting", waiting)
+                .with("delivery_id", non_empty(delivery_id))
+                .with("pasted", held.pasted.then_some(true))
+                .with("hooks", unread.as_ref().map(|u| u.said.hooks.clone()))
+                .with("screen", unread.as_ref().map(|u| u.said.screen.clone()))
+                .with(
+                    "kept",
+                    unread
+                        .as_ref()
+                        .and_then(|u| u.kept.as_ref())
+                        .map(|p| p.display().to_string()),
+                ),
+        );
     }
 
     async fn stop_holding(&self, item: &WorkItemRef, lane: &str) {

@@ -394,7 +394,7 @@ async fn a_codex_session_gets_the_same_look_before_the_paste_and_the_enter() {
     held_in_each(&f, &pane, &reset, cases).await;
     codex.undrawn.store(false, Ordering::SeqCst);
 
-    // A release whose screen was not recorded is never pasted on a guess.
+    // A release nobody recorded, its hooks silent: never pasted on the screen's word.
     let release = |v: &str| {
         let v = v.to_string();
         f.sessions
@@ -409,7 +409,7 @@ async fn a_codex_session_gets_the_same_look_before_the_paste_and_the_enter() {
         .await
         .unwrap_err();
     assert!(
-        matches!(failure, DeliveryFailure::Held(h) if h == held(HoldReason::ScreenUnknown, false)),
+        matches!(failure, DeliveryFailure::Held(h) if h == held(HoldReason::ScreenUnread, false)),
         "{failure:?}"
     );
     assert!(f.tmux.fake.pane_input(&pane).is_empty());

@@ -15,6 +15,7 @@
 //!   pasted again.
 
 use super::screen::{Dialog, InputBox, Look};
+pub use super::witnesses::Disagreement;
 use crate::session::hooks::{Reported, ReportedState};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -33,9 +34,16 @@ pub enum HoldReason {
     NotReady,
     /// The session's cost, or every session's today, reached its budget (SPEC §20.4).
     OverBudget,
-    /// The session runs a release of its client whose screen the-loop has not recorded
-    /// (issue 30): nothing is pasted on a guess; the operator releases by hand.
-    ScreenUnknown,
+    /// The session runs a release of its client nobody recorded, and its two witnesses
+    /// — the hooks and the screen read by structure — do not agree that it takes a
+    /// paste (issue 40; `witnesses`): nothing is pasted on one witness's word. It goes
+    /// out by itself once they agree; the operator may release one by hand.
+    /// (`screen-unknown` in records of before: every such delivery was held then.)
+    #[serde(alias = "screen-unknown")]
+    ScreenUnread,
+    /// A turn runs, on a release nobody recorded: its deliveries wait for the turn's end
+    /// (a recorded release takes a paste mid-turn; this one is not trusted to).
+    TurnRunning,
     /// The session's host cannot be reached (issue 32): nothing is known of its
     /// screen; the delivery goes out once the host answers again.
     HostUnreachable,
@@ -49,7 +57,8 @@ impl HoldReason {
             Self::OperatorDraft => "operator-draft",
             Self::NotReady => "not-ready",
             Self::OverBudget => "over-budget",
-            Self::ScreenUnknown => "screen-unknown",
+            Self::ScreenUnread => "screen-unread",
+            Self::TurnRunning => "turn-running",
             Self::HostUnreachable => "host-unreachable",
         }
     }
@@ -61,7 +70,8 @@ impl HoldReason {
             Self::OperatorDraft => "operator's draft",
             Self::NotReady => "harness not ready",
             Self::OverBudget => "over budget",
-            Self::ScreenUnknown => "screen unknown",
+            Self::ScreenUnread => "screen unread",
+            Self::TurnRunning => "turn running",
             Self::HostUnreachable => "host unreachable",
         }
     }
@@ -73,7 +83,10 @@ impl HoldReason {
             Self::OperatorDraft => "the operator's draft in its input box",
             Self::NotReady => "its harness, which has not drawn its input box yet",
             Self::OverBudget => "its budget, which it has reached",
-            Self::ScreenUnknown => "you: its client's screen is one the-loop has not recorded",
+            Self::ScreenUnread => {
+                "you: its hooks and its screen, from a release the-loop has not recorded, disagree"
+            }
+            Self::TurnRunning => "its agent's turn to end",
             Self::HostUnreachable => "its host, which does not answer over SSH",
         }
     }
@@ -87,9 +100,10 @@ impl HoldReason {
             Self::OverBudget => {
                 "raise sessions.budgetUsd or budgets.dailyUsd in the config, or deliver it anyway with confirmation"
             }
-            Self::ScreenUnknown => {
-                "deliver one by hand once its turn has ended (`the-loop sessions deliver REF`), or run a Claude Code release the-loop knows"
+            Self::ScreenUnread => {
+                "look at the pane: it goes out by itself once the hooks and the screen agree, or deliver one by hand once its turn has ended (`the-loop sessions deliver REF`, D); the screen was kept under the state root's clients/screens"
             }
+            Self::TurnRunning => "it goes out once the turn ends",
             Self::HostUnreachable => {
                 "it goes out, once and in order, when the host answers again (`the-loop hosts check NAME` says why it does not)"
             }
@@ -106,11 +120,13 @@ impl std::str::FromStr for HoldReason {
             Self::OperatorDraft,
             Self::NotReady,
             Self::OverBudget,
-            Self::ScreenUnknown,
+            Self::ScreenUnread,
+            Self::TurnRunning,
             Self::HostUnreachable,
         ]
         .into_iter()
         .find(|r| r.as_str() == s)
+        .or((s == "screen-unknown").then_some(Self::ScreenUnread))
         .ok_or(())
     }
 }
@@ -179,10 +195,27 @@ pub struct Hold {
     /// a dropped connection left in doubt (`delivery::in_doubt`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_doubt: Option<String>,
-    /// The operator asked for one held delivery to go out although the session's
-    /// screen is unknown (`sessions deliver`), at this time: the next try takes it.
+    /// The operator asked for one delivery held `screen-unread` to go out (`sessions
+    /// deliver`), at this time: the next try takes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release_one: Option<String>,
+    /// What the witnesses said when they last disagreed (`screen-unread`), and where
+    /// that screen was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unread: Option<UnreadScreen>,
+}
+
+/// A screen the hooks disagreed with, on a release nobody recorded (issue 40).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnreadScreen {
+    #[serde(flatten)]
+    pub said: Disagreement,
+    /// The screen as kept under the state root (`clients/screens/…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<std::path::PathBuf>,
+    /// A hash of that screen: the same screen is not kept twice.
+    pub screen_hash: String,
 }
 
 impl Hold {
@@ -192,6 +225,7 @@ impl Hold {
             && self.unsubmitted.is_none()
             && self.in_doubt.is_none()
             && self.release_one.is_none()
+            && self.unread.is_none()
     }
 
     /// What waits, for people and `sessions list --json` (`held`): `None` when nothing.
@@ -203,11 +237,17 @@ impl Hold {
             (None, None) => return None,
         };
         let count = self.events.as_ref().map_or(0, |e| e.waiting) + self.replies.len();
+        let witnesses = self
+            .unread
+            .as_ref()
+            .filter(|_| reason == HoldReason::ScreenUnread)
+            .map(|u| u.said.clone());
         Some(HeldSummary {
             count,
             reason,
             since,
             client: None,
+            witnesses,
         })
     }
 }
@@ -265,18 +305,22 @@ pub struct HeldSummary {
     pub count: usize,
     pub reason: HoldReason,
     pub since: String,
-    /// The client whose screen is unknown (`Claude Code 2.1.400`), for that reason.
+    /// The client release the witnesses disagreed on (`Claude Code 2.1.400`), for
+    /// `screen-unread`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// What each witness said, for `screen-unread`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub witnesses: Option<Disagreement>,
 }
 
 impl HeldSummary {
-    /// `⏸ 2 held: permission dialog`, `⏸ 1 held: screen unknown (Claude Code 2.1.400)`.
+    /// `⏸ 2 held: permission dialog`, `⏸ 1 held: screen unread (Claude Code 2.1.400)`.
     pub fn label(&self) -> String {
         format!("⏸ {} held: {}", self.count, self.reason_text())
     }
 
-    /// The reason for people, with the client when the screen is unknown.
+    /// The reason for people, with the client when the screen is unread.
     pub fn reason_text(&self) -> String {
         match &self.client {
             Some(client) => format!("{} ({client})", self.reason.describe()),
@@ -423,6 +467,7 @@ mod tests {
             unsubmitted: None,
             in_doubt: None,
             release_one: None,
+            unread: None,
         };
         let summary = hold.summary().unwrap();
         assert_eq!(summary.count, 3);

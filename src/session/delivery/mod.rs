@@ -20,7 +20,6 @@
 //! (`screen`, `deliver`) are public only for the integration tests and benchmarks that
 //! run them against real panes; `session_files_tests` holds the product to this list.
 
-mod by_hand;
 pub mod deliver;
 mod failure;
 mod held_lane;
@@ -30,16 +29,23 @@ mod in_doubt;
 mod paste;
 pub(in crate::session) mod paste_lock;
 pub mod screen;
+mod seen_live;
+mod unrecorded;
+mod witnesses;
 
-pub use by_hand::ByHandError;
 pub use deliver::{DeliverError, Delivery, Key, SUBMIT_CHECK_WAIT, SUBMIT_GRACE, deliver};
 pub(crate) use held_lane::{LaneHolds, deliver_through_holds};
-pub use hold::{Held, HeldEvents, HeldReply, HeldReview, HeldSummary, Hold, HoldReason};
+pub use hold::{
+    Held, HeldEvents, HeldReply, HeldReview, HeldSummary, Hold, HoldReason, UnreadScreen,
+};
 pub use paste::{Delivered, DeliveryFailure};
 pub(crate) use paste::{PasteError, PastePolicy, Pasted};
 pub use paste_lock::{PasteLock, PasteLockError, acquire as lock_session};
 pub use screen::claude::shown_mode;
 pub use screen::{Reader as ScreenReader, Screen};
+pub use seen_live::{ClientReleases, SeenLive, Sight, describe as describe_release};
+pub use unrecorded::ByHandError;
+pub use witnesses::Disagreement;
 
 use crate::harness::ScreenKind;
 use crate::tmux::{self, PaneId, Tmux};

@@ -22,6 +22,7 @@ use super::deliver::{DeliverError, SubmitCheck, confirm_submitted, paste_text, s
 use super::hold::{self, HoldReason};
 use super::paste_lock::{self, PasteLock, PasteLockError};
 use super::screen::{Reader, Screen};
+use super::witnesses::{Verdict, Witnessed};
 use crate::harness::Harness;
 use crate::session::hooks::Reported;
 use crate::session::registry::{RegistryError, SessionRecord, Status};
@@ -225,10 +226,10 @@ impl Sessions {
                     return Err(PasteError::Held(record.work_item, held).into());
                 }
                 // Nothing reached the pane: it waits for the host, in its place.
-                Err(Stopped::Failed(error)) if host_away(&error) => {
+                Err(Stopped::Failed(error)) if error.host_away() => {
                     return Err(PasteError::Held(record.work_item, unreachable).into());
                 }
-                Err(Stopped::Failed(error)) if pane_gone(&error) => {
+                Err(Stopped::Failed(error)) if error.pane_gone() => {
                     self.respawn_or_refuse(&record, policy).await?
                 }
                 Err(Stopped::Failed(error)) => {
@@ -366,14 +367,11 @@ impl Sessions {
             Some(harness) => self.screen_of(harness, record).await,
             None => Screen::NotRead,
         };
-        let reader = match screen {
-            Screen::Known => harness.as_ref().and_then(|h| Reader::of(h.screen())),
-            Screen::UnknownRelease(_) => {
-                return self
-                    .paste_by_hand(tmux, pane, text, record, ours_in_box)
-                    .await;
-            }
-            Screen::NotRead => None,
+        let reader = harness.as_ref().and_then(|h| Reader::of(h.screen()));
+        let (reader, unrecorded) = match screen {
+            Screen::Known => (reader, None),
+            Screen::Unrecorded(version) => (reader, Some(version)),
+            Screen::NotRead => (None, None),
         };
         let Some(reader) = reader else {
             let in_box = ours_in_box.then_some(&record.work_item);
@@ -383,8 +381,29 @@ impl Sessions {
         let bytes = if ours_in_box {
             crate::guard::sanitize(text).len()
         } else {
-            let look = reader.look(&capture(tmux, pane).await?);
-            if let Some(reason) = hold::decide(&look, reported.as_ref()) {
+            let screen = capture(tmux, pane).await?;
+            let look = reader.look(&screen);
+            let reason = match &unrecorded {
+                None => hold::decide(&look, reported.as_ref()),
+                Some(version) => {
+                    let said = Witnessed {
+                        reader,
+                        version: version.as_deref(),
+                        screen: &screen,
+                        look: &look,
+                        reported: reported.as_ref(),
+                    };
+                    match self.hear_witnesses(record, &said).await {
+                        Verdict::Unread(_) if record.hold.release_one.is_some() => {
+                            return self
+                                .paste_by_hand(tmux, pane, text, record, ours_in_box)
+                                .await;
+                        }
+                        verdict => verdict.hold(),
+                    }
+                }
+            };
+            if let Some(reason) = reason {
                 return Err(Stopped::Held(Held {
                     reason,
                     pasted: false,
@@ -568,21 +587,6 @@ enum Shown {
     Gone,
     /// Something stands between the paste and its Enter.
     Held(HoldReason),
-}
-
-/// The session's host could not be reached before the text reached the pane.
-fn host_away(error: &DeliverError) -> bool {
-    !error.pasted() && matches!(error.tmux_error(), Some(tmux::Error::Unreachable { .. }))
-}
-
-/// The pane died or vanished before the text reached it (respawn, when liveness is
-/// known).
-fn pane_gone(error: &DeliverError) -> bool {
-    !error.pasted()
-        && matches!(
-            error.tmux_error(),
-            Some(tmux::Error::PaneDead { .. } | tmux::Error::SessionMissing { .. })
-        )
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use super::state::{self, Answer, Decision, PermissionRequest};
 use crate::events::Source;
 use crate::harness::{Harness, ScreenKind};
 use crate::session::activity::SessionActivity;
-use crate::session::delivery::{self, Key};
+use crate::session::delivery::{self, Key, Screen, ScreenReader, Sight};
 use crate::session::registry::{RegistryError, SessionRecord};
 use crate::session::{PaneState, Sessions, Timings};
 use crate::tmux::{self, Liveness};
@@ -65,6 +65,12 @@ pub enum AnswerError {
     },
     #[error("{0}; nothing was sent")]
     Busy(String),
+    /// A release nobody recorded whose screen does not read as the pending request's
+    /// dialog: a key now could land anywhere.
+    #[error(
+        "the screen of {item} ({client}, a release the-loop has not recorded) does not read as the permission dialog its hooks report; nothing was sent: answer it in the pane (`the-loop sessions attach {item}`)"
+    )]
+    Unread { item: String, client: String },
     #[error(transparent)]
     Registry(#[from] RegistryError),
 }
@@ -74,7 +80,10 @@ impl AnswerError {
     pub fn is_refusal(&self) -> bool {
         matches!(
             self,
-            Self::NoSession(_) | Self::NothingWaiting(_) | Self::Changed { .. }
+            Self::NoSession(_)
+                | Self::NothingWaiting(_)
+                | Self::Changed { .. }
+                | Self::Unread { .. }
         )
     }
 }
@@ -118,6 +127,7 @@ pub async fn answer(
         PaneState::Unknown(error) => return Err(unreachable(error)),
     };
     let tmux = sessions.tmux_of(&record).map_err(unreachable)?;
+    let client = sessions.client_screen(&record).await;
     let dialog = Dialog {
         tmux: tmux.as_ref(),
         pane: &pane,
@@ -125,7 +135,25 @@ pub async fn answer(
         timings: sessions.settings().timings,
     };
     if !dialog.stands(&request).await.map_err(unreachable)? {
+        // On a release nobody recorded, a dialog the screen does not read may be one
+        // whose wording moved: the hooks' word stands, nothing is settled.
+        if let Screen::Unrecorded(_) = client {
+            return Err(AnswerError::Unread {
+                item: item.to_string(),
+                client: record.client_release(),
+            });
+        }
         return gone(sessions, &item, request, source);
+    }
+    // Both witnesses read the request's dialog: seen live of that release.
+    if let (Screen::Unrecorded(Some(version)), Some(reader)) =
+        (&client, ScreenReader::of(dialog.screen))
+    {
+        let (releases, version) = (sessions.client_releases(), version.clone());
+        let _ = tokio::task::spawn_blocking(move || {
+            releases.mark(reader, &version, Sight::Dialog);
+        })
+        .await;
     }
     // Claim the request for this answer before the key goes out: the tool it approves
     // may report back before the key's sender does.
@@ -314,6 +342,13 @@ pub async fn reconcile(
         }
         let answered = match (activity.liveness, &activity.pane) {
             (Liveness::Dead | Liveness::Absent, _) => true,
+            // A release nobody recorded: a dialog its screen does not read is not taken
+            // for answered (its hooks settle it).
+            (Liveness::Live, Some(_))
+                if matches!(sessions.client_screen(record).await, Screen::Unrecorded(_)) =>
+            {
+                false
+            }
             (Liveness::Live, Some(pane)) => {
                 let Ok(tmux) = sessions.tmux_of(record) else {
                     continue;

@@ -29,12 +29,25 @@ async fn waiting(fx: &Fixture, screen: &str) -> PaneId {
     waiting_in(fx, screen, "claude").await
 }
 
-/// [`waiting`], the session running `harness`.
+/// [`waiting`], the session running `harness` at a release whose screen was recorded.
 async fn waiting_in(fx: &Fixture, screen: &str, harness: &str) -> PaneId {
+    let release = if harness == "codex" {
+        "0.171.0"
+    } else {
+        "2.1.332"
+    };
+    waiting_at(fx, screen, harness, release).await
+}
+
+/// [`waiting`], the session running `harness` at `release`.
+async fn waiting_at(fx: &Fixture, screen: &str, harness: &str, release: &str) -> PaneId {
     let pane = fx.live_session(1);
     fx.sessions
         .registry()
-        .update(&item(1), |r| r.harness = harness.into())
+        .update(&item(1), |r| {
+            r.harness = harness.into();
+            r.harness_version = Some(release.into());
+        })
         .unwrap();
     report_claude(
         fx,
@@ -287,6 +300,77 @@ async fn no_key_reaches_a_pane_that_does_not_show_the_dialog() {
     let resolved = fx.events_named("session.permission_resolved");
     assert_eq!(resolved.len(), 1);
     assert_eq!(resolved[0]["decision"], "elsewhere");
+}
+
+#[tokio::test]
+async fn on_a_release_nobody_recorded_an_unread_dialog_is_never_taken_for_answered() {
+    // The hooks report the request; the screen of 2.1.999 shows no dialog the-loop
+    // reads (its wording may have moved): no key, and the request stays pending.
+    let fx = Fixture::new();
+    let screen = "● Bash(rm -rf build)\n  ⎿  (No output)\n❯ half-typed instructions";
+    let pane = waiting_at(&fx, screen, "claude", "2.1.999").await;
+    let refused = answer(
+        &fx.sessions,
+        &item(1),
+        Decision::Approved,
+        None,
+        None,
+        Source::Cli,
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(refused, AnswerError::Unread { .. }), "{refused}");
+    assert!(refused.is_refusal());
+    assert!(
+        refused.to_string().contains("Claude Code 2.1.999"),
+        "{refused}"
+    );
+    assert!(
+        input_after_screen(&fx, &pane, screen).is_empty(),
+        "nothing sent"
+    );
+    fx.sessions
+        .registry()
+        .update(&item(1), |r| {
+            let p = r.reported.as_mut().unwrap().permission.as_mut().unwrap();
+            p.requested_at = "2026-01-01T00:00:00.000Z".into();
+        })
+        .unwrap();
+    let records = fx.sessions.registry().list().unwrap();
+    let mut tracker = crate::session::ActivityTracker::new();
+    let seen = crate::session::observe(
+        |r| fx.sessions.tmux_of(r),
+        &records,
+        &mut tracker,
+        |_| false,
+        1,
+    )
+    .await;
+    reconcile(&fx.sessions, &records, &seen, Source::Tui).await;
+    assert!(fx.events_named("session.permission_resolved").is_empty());
+    assert!(pending(&fx.record(1).unwrap()).is_some(), "still pending");
+
+    // Both witnesses read the dialog: the answer goes out, and the release has been
+    // seen live with a dialog.
+    let fx = Fixture::new();
+    let pane = waiting_at(&fx, DIALOG, "claude", "2.1.999").await;
+    let done = answer(
+        &fx.sessions,
+        &item(1),
+        Decision::Approved,
+        None,
+        None,
+        Source::Cli,
+    )
+    .await
+    .unwrap();
+    assert!(matches!(done, Answered::Sent { .. }), "{done:?}");
+    assert_eq!(input_after_screen(&fx, &pane, DIALOG), b"\r");
+    let seen = fx
+        .sessions
+        .client_releases()
+        .seen(crate::session::delivery::ScreenReader::Claude, "2.1.999");
+    assert!(seen.dialog.is_some(), "{seen:?}");
 }
 
 #[tokio::test]

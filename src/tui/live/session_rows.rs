@@ -126,6 +126,7 @@ impl SessionRows {
         for row in &mut rows {
             if let Some(record) = records.iter().find(|r| r.work_item == row.work_item) {
                 row.usage = usage_view(record, (&today, &day), budgets);
+                row.client = sessions.client_reading(record);
             }
         }
         Rows {
@@ -231,7 +232,7 @@ fn permissions(seen: &[SessionActivity]) -> Vec<PermissionView> {
 /// among them, since the start key applies to them again). A closed session of an item
 /// no longer watched is not listed.
 ///
-/// (Usage is added by [`usage_view`].)
+/// (Usage is added by [`usage_view`], the client's reading by `client_reading`.)
 fn merge(
     records: &[SessionRecord],
     seen: &[SessionActivity],
@@ -278,6 +279,7 @@ fn merge(
                     .and_then(|s| s.shown_mode)
                     .filter(|shown| *shown != started),
             }),
+            client: None,
         })
         .collect();
     // An ended session whose worktree was kept: listed (watched or not), marked.

@@ -281,6 +281,11 @@ fn row<'a>(app: &App, s: &SessionView, cols: &Columns) -> Line<'a> {
 /// The longest of `forms` (longest first) that fits `w`, else the shortest cut to it,
 /// in the warning colour.
 fn warn_line(app: &App, forms: &[String], w: usize) -> Line<'static> {
+    fitted_line(forms, w, app.theme.warn)
+}
+
+/// The longest of `forms` that fits `w` (else the shortest, clipped), in `style`.
+fn fitted_line(forms: &[String], w: usize, style: Style) -> Line<'static> {
     let text = forms
         .iter()
         .find(|f| width(f) <= w)
@@ -288,7 +293,7 @@ fn warn_line(app: &App, forms: &[String], w: usize) -> Line<'static> {
         .cloned()
         .unwrap_or_default();
     Line::from(crate::tui::view::clip_spans(
-        vec![Span::styled(text, app.theme.warn)],
+        vec![Span::styled(text, style)],
         w,
     ))
 }
@@ -321,6 +326,15 @@ fn mode_detail(app: &App, s: &SessionView, w: usize) -> Option<Line<'static>> {
         None => return None,
     };
     Some(warn_line(app, &forms, w))
+}
+
+/// How the selected session's client release is read, when nobody recorded it:
+/// `◇ Claude Code 2.1.337 · read with 2.1.332's rules · seen live: idle ✓ dialog –`.
+fn client_detail(app: &App, s: &SessionView, w: usize) -> Option<Line<'static>> {
+    let client = s.client.as_ref().filter(|c| !c.ends_with("· recorded"))?;
+    let short = client.split(" · seen live").next().unwrap_or(client);
+    let forms = [format!("◇ {client}"), format!("◇ {short}")];
+    Some(fitted_line(&forms, w, app.theme.dim))
 }
 
 /// `⎇ the-loop/issue-15 · 3 changed · 2 ahead of origin/main · d diff` for the
@@ -459,6 +473,7 @@ fn details(app: &App, inner: Rect) -> Vec<Line<'static>> {
             [
                 held_detail(app, s, w),
                 mode_detail(app, s, w),
+                client_detail(app, s, w),
                 detail(app, s, w),
             ]
         })

@@ -139,9 +139,17 @@ fn the_permission_mode_and_an_unknown_release_are_shown() {
         started: PermissionMode::Default,
         shown: None,
     });
-    let mut held = sample::held(NOW, 1, HoldReason::ScreenUnknown, 5);
+    let mut held = sample::held(NOW, 1, HoldReason::ScreenUnread, 5);
     held.client = Some("Claude Code 2.1.400".into());
+    held.witnesses = Some(the_loop::session::delivery::Disagreement {
+        hooks: "a permission request pending".into(),
+        screen: "an empty input box, no dialog".into(),
+    });
     snapshot.sessions[1].held = Some(held);
+    snapshot.sessions[1].client = Some(
+        "Claude Code 2.1.400 · read with 2.1.332's rules · seen live: idle ✓ dialog – draft –"
+            .into(),
+    );
     let mut app = app_with(snapshot, 140, 32);
     capture(&mut app);
     let text = screen(&app);
@@ -153,9 +161,15 @@ fn the_permission_mode_and_an_unknown_release_are_shown() {
     );
     keys(&mut app, &["j"]);
     let text = screen(&app);
+    // The narrow pane's forms (`held::details` puts both witnesses first, for a pane
+    // that fits them).
     assert!(
-        text.contains("⏸ 1 held: screen unknown (Claude Code 2.1.400)"),
+        text.contains("⏸ 1 held: screen unread (Claude Code 2.1.400) · 5s"),
         "{text}"
+    );
+    assert!(
+        text.contains("◇ Claude Code 2.1.400 · read with 2.1.332's rules"),
+        "how its screen is read: {text}"
     );
     assert!(
         !text.contains("⏵ "),

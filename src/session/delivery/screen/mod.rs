@@ -13,15 +13,16 @@ pub use look::{Dialog, InputBox, Look};
 
 use crate::harness::{CLAUDE_PASTE_MARKER, CODEX_PASTE_MARKER, Harness, ScreenKind};
 
-/// Whether the-loop reads the screen of the client a session runs (SPEC §18.2, issue
-/// 30): known per recorded release, not per harness.
+/// How the-loop reads the screen of the client a session runs (SPEC §18.2, issues 30
+/// and 40): per recorded release, not per harness.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Screen {
     /// Recorded and read: every paste waits for a ready, empty input box.
     Known,
-    /// A harness whose screen the-loop reads, in a release it has not recorded (or
-    /// whose release it could not read, `None`): deliveries are held, never guessed.
-    UnknownRelease(Option<String>),
+    /// A harness whose screen the-loop reads, in a release nobody recorded (or whose
+    /// release it could not read, `None`): read with the newest recorded release's
+    /// rules, and pasted only when the hooks agree (`delivery::witnesses`).
+    Unrecorded(Option<String>),
     /// A harness whose screen the-loop does not read at all: pasted blind (SPEC §18.2).
     NotRead,
 }
@@ -34,7 +35,7 @@ impl Screen {
             ScreenKind::Unknown => Self::NotRead,
             kind => match (version, Reader::of(kind)) {
                 (Some(v), Some(reader)) if reader.recorded(v) => Self::Known,
-                (other, _) => Self::UnknownRelease(other.map(str::to_string)),
+                (other, _) => Self::Unrecorded(other.map(str::to_string)),
             },
         }
     }
@@ -65,7 +66,29 @@ impl Reader {
         }
     }
 
-    /// The client releases whose screens were recorded.
+    /// The permission mode the footer under the input box names, for a client whose
+    /// footer names one (Claude Code).
+    pub fn shown_mode(self, screen: &str) -> Option<crate::config::PermissionMode> {
+        match self {
+            Self::Claude => claude::shown_mode(screen),
+            Self::Codex => None,
+        }
+    }
+
+    /// The client's name in file names (`claude`, `codex`).
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::Claude => "claude",
+            Self::Codex => "codex",
+        }
+    }
+
+    /// The newest recorded release: its rules read a release nobody recorded.
+    pub fn newest_recorded(self) -> &'static str {
+        self.recorded_releases().last().copied().unwrap_or("none")
+    }
+
+    /// The client releases whose screens were recorded, oldest first.
     pub fn recorded_releases(self) -> &'static [&'static str] {
         match self {
             Self::Claude => claude::RECORDED_RELEASES,
@@ -140,6 +163,13 @@ impl Reader {
             Self::Codex => codex::shows_dialog(screen),
         }
     }
+}
+
+/// Whether `screen` shows no text at all (a client not drawn yet).
+pub fn blank(screen: &str) -> bool {
+    cells::lines(screen)
+        .iter()
+        .all(|l| l.text.trim().is_empty())
 }
 
 /// `text` without any whitespace.

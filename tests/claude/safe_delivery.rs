@@ -22,7 +22,7 @@ const DIALOG: &str = "Do you want to proceed?";
 /// `needle`: a user turn, or — submitted while a tool ran — Claude's "The user sent a
 /// new message while you were working" system message. Each text reaches the model in
 /// exactly one such request.
-fn requests_with(world: &ClaudeWorld, needle: &str) -> Vec<String> {
+pub(crate) fn requests_with(world: &ClaudeWorld, needle: &str) -> Vec<String> {
     world
         .model
         .agent_requests()
@@ -33,7 +33,7 @@ fn requests_with(world: &ClaudeWorld, needle: &str) -> Vec<String> {
 }
 
 /// Waits until an agent-loop request carries `needle`.
-async fn wait_request_with(world: &ClaudeWorld, needle: &str) -> Vec<String> {
+pub(crate) async fn wait_request_with(world: &ClaudeWorld, needle: &str) -> Vec<String> {
     world
         .wait(&format!("`{needle}` to reach the model"), || {
             let found = requests_with(world, needle);
@@ -54,7 +54,7 @@ async fn into_a_dialog(world: &ClaudeWorld) {
     world.wait_listed("awaiting-permission", "hooks").await;
 }
 
-fn ran(world: &ClaudeWorld) -> bool {
+pub(crate) fn ran(world: &ClaudeWorld) -> bool {
     world.home.project.join("ran.txt").exists()
 }
 

@@ -1,24 +1,27 @@
-//! A Claude Code release the-loop has not recorded (issue 30), with the real client —
-//! standing in as release 2.1.400 — and the tests' fake model: everything for it is
-//! held and says which release; the operator lets one delivery out by hand, which is
-//! refused while a permission is pending and goes out exactly once when the hooks
-//! report the turn ended.
+//! A Claude Code release nobody recorded (issues 30, 40), with the real client — the
+//! pinned release answering `--version` as 2.1.999 — and the tests' fake model: its
+//! deliveries go out when the hooks and the screen agree, exactly as on a recorded
+//! release, with no hand release; a comment during its permission dialog waits and the
+//! tool runs only after `sessions approve`; the operator's draft is never sent; and the
+//! release's live sightings are shown.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::safe_delivery::{ran, requests_with, wait_request_with};
 use crate::support::claude_world::{ClaudeWorld, item};
 use crate::support::fake_model::Turn;
+use std::time::Duration;
 use the_loop::session::{Origin, PromptInputs};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unrecorded_release_is_held_and_released_by_hand_once() {
+async fn an_unrecorded_release_is_delivered_on_agreement_and_waits_out_its_dialog_and_draft() {
     let Some(mut world) = ClaudeWorld::supervised().await else {
         return;
     };
-    world.claude_reporting("2.1.400");
+    world.claude_reporting("2.1.999");
     // The boot prompt's turn asks for a command: a permission dialog is up.
     world.model.script([
-        Turn::bash("echo by-hand-$((6*7)) | tee ran.txt"),
+        Turn::bash("echo agreed-$((6*7)) | tee ran.txt"),
         Turn::text("It ran."),
     ]);
     world
@@ -33,59 +36,77 @@ async fn an_unrecorded_release_is_held_and_released_by_hand_once() {
     world.wait_screen("Do you want to proceed?").await;
     world.wait_listed("awaiting-permission", "hooks").await;
     let row = world.listed();
-    assert_eq!(row["harnessVersion"], "2.1.400", "{row:#}");
-    assert_eq!(row["permissionMode"], "default", "{row:#}");
+    assert_eq!(row["harnessVersion"], "2.1.999", "{row:#}");
 
+    // During the dialog: both witnesses say so; the comment waits for the operator.
     world.start_supervisor();
     world.wait_cycles(1).await;
     world.comment("alice", "OSPREY: please also bump the cap to 5.");
     let held = world.wait_events("session.delivery_held", 1).await;
-    assert_eq!(held[0]["reason"], "screen-unknown", "{held:#?}");
-    let row = world.listed();
-    assert_eq!(row["held"]["reason"], "screen-unknown", "{row:#}");
-    assert_eq!(row["held"]["client"], "Claude Code 2.1.400", "{row:#}");
+    assert_eq!(held[0]["reason"], "permission-dialog", "{held:#?}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!ran(&world), "nothing answered the dialog");
+    assert!(requests_with(&world, "OSPREY").is_empty());
 
-    // A permission is pending: the release by hand is refused, nothing is pasted.
-    let out = world.cli(&["sessions", "deliver", &item().to_string(), "--wait", "2"]);
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(said.contains("permission is pending"), "{said}");
-    assert!(
-        !world.home.project.join("ran.txt").exists(),
-        "nothing answered the dialog"
-    );
-
-    // The operator approves; the turn ends; now one delivery goes out, once.
+    // The operator approves (both witnesses read the dialog); the tool runs, the turn
+    // ends, and the comment goes out by itself, once.
     let out = world.cli(&["sessions", "approve", &item().to_string()]);
     assert!(out.status.success(), "{out:?}");
     world.wait_events("session.turn_ended", 1).await;
-    assert!(world.home.project.join("ran.txt").exists());
-    world.wait_listed("idle", "hooks").await;
-    let out = world.cli(&["sessions", "deliver", &item().to_string(), "--wait", "30"]);
-    assert!(out.status.success(), "{out:?}");
-    world
-        .wait("the comment to reach the model", || {
-            let found: Vec<String> = world
-                .model
-                .agent_requests()
-                .iter()
-                .filter_map(|r| r.fresh_text())
-                .filter(|t| t.contains("OSPREY"))
-                .collect();
-            (!found.is_empty()).then_some(found)
-        })
-        .await;
+    assert!(ran(&world));
+    wait_request_with(&world, "OSPREY").await;
     world.wait_events("session.delivery_released", 1).await;
-    // Exactly once, and nothing else went out unasked.
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-    let carrying = world
-        .model
-        .agent_requests()
+    world.wait_listed("idle", "hooks").await;
+
+    // The operator's draft: held, never sent with a comment, and the comment goes out
+    // alone once the box is empty again.
+    let target = format!("={}:", item().tmux_session_name());
+    world
+        .tmux
+        .raw(&["send-keys", "-t", &target, "-l", "my own draft LAPWING"]);
+    world.wait_screen("LAPWING").await;
+    world.comment("alice", "HERON: one more thing.");
+    let held = world.wait_events("session.delivery_held", 2).await;
+    assert_eq!(held[1]["reason"], "operator-draft", "{held:#?}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(requests_with(&world, "HERON").is_empty());
+    assert!(
+        requests_with(&world, "LAPWING").is_empty(),
+        "the draft was sent"
+    );
+    world.tmux.raw(&["send-keys", "-t", &target, "C-u"]);
+    wait_request_with(&world, "HERON").await;
+    world.wait_listed("idle", "hooks").await;
+    world.wait_cycles(2).await;
+
+    // Each exactly once, no hand release, no screen-unread, the draft never.
+    assert_eq!(requests_with(&world, "OSPREY").len(), 1);
+    assert_eq!(requests_with(&world, "HERON").len(), 1);
+    assert!(requests_with(&world, "LAPWING").is_empty());
+    let reasons: Vec<String> = world
+        .events_named("session.delivery_held")
         .iter()
-        .filter_map(|r| r.fresh_text())
-        .filter(|t| t.contains("OSPREY"))
-        .count();
-    assert_eq!(carrying, 1);
+        .map(|e| e["reason"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(
+        !reasons.iter().any(|r| r == "screen-unread"),
+        "{:#?}",
+        world.events_named("session.delivery_held")
+    );
+    let row = world.listed();
+    let read = row["screenRead"].as_str().unwrap_or_default();
+    assert!(
+        read.starts_with("Claude Code 2.1.999 · read with ")
+            && read.contains("seen live: idle ✓ dialog ✓ draft ✓"),
+        "{row:#}"
+    );
+    let out = world.cli(&["config", "check"]);
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("seen live: idle ✓ dialog ✓ draft ✓"),
+        "config check says how the release is read: {said}"
+    );
     world.stop_supervisor().await;
 }
 

@@ -403,6 +403,22 @@ async fn a_codex_session_gets_the_same_look_before_the_paste_and_the_enter() {
             .unwrap();
     };
     release("0.170.0");
+    let first = f
+        .sessions
+        .deliver_event(&item(1), &event(1, "d-1"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(first, DeliveryFailure::Held(h) if h == held(HoldReason::NotReady, false)),
+        "seen once, waited out: {first:?}"
+    );
+    f.sessions
+        .registry()
+        .update(&item(1), |r| {
+            let unread = r.hold.unread.as_mut().unwrap();
+            unread.since = "2026-01-01T00:00:00.000Z".into();
+        })
+        .unwrap();
     let failure = f
         .sessions
         .deliver_event(&item(1), &event(1, "d-1"))

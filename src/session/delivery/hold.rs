@@ -216,6 +216,8 @@ pub struct UnreadScreen {
     pub kept: Option<std::path::PathBuf>,
     /// A hash of that screen: the same screen is not kept twice.
     pub screen_hash: String,
+    /// When the witnesses first said this (RFC 3339): it is announced once it lasts.
+    pub since: String,
 }
 
 impl Hold {

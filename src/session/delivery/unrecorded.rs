@@ -28,6 +28,11 @@ use crate::tmux::{PaneId, Tmux};
 use crate::work_item::WorkItemRef;
 use std::time::Duration;
 
+/// How long the witnesses must disagree before the hold says so (`screen-unread`,
+/// notified at once): until then it waits as `not-ready`, unannounced. Claude Code's
+/// footer names no mode for a moment after some keys (Ctrl-U, Ctrl-C).
+pub const UNREAD_AFTER: Duration = Duration::from_secs(5);
+
 /// Why a delivery by hand was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum ByHandError {
@@ -168,7 +173,14 @@ impl Sessions {
                 tokio::task::spawn_blocking(move || releases.mark(reader, &version, sight)).await;
         }
         match &verdict {
-            Verdict::Unread(disagreement) => self.note_unread(record, said, disagreement).await,
+            // Held `screen-unread` once it lasts: a screen caught between two states (a
+            // footer redrawn after a keystroke) is waited out as `not-ready`.
+            Verdict::Unread(disagreement)
+                if !self.note_unread(record, said, disagreement).await =>
+            {
+                return Verdict::Wait(HoldReason::NotReady);
+            }
+            Verdict::Unread(_) => {}
             _ if record.hold.unread.is_some() => {
                 let cleared = self
                     .registry
@@ -183,21 +195,31 @@ impl Sessions {
         verdict
     }
 
-    /// Keeps a screen the witnesses disagreed on (once per distinct screen) and records
-    /// what each said.
+    /// Records what each witness said; when they have said the same for
+    /// [`UNREAD_AFTER`] (returns `true`: confirmed), keeps the screen (once per distinct
+    /// screen).
     async fn note_unread(
         &self,
         record: &SessionRecord,
         said: &Witnessed<'_>,
         disagreement: &Disagreement,
-    ) {
+    ) -> bool {
         let hash = screen_hash(said.screen);
-        let before = record.hold.unread.as_ref();
-        if before.is_some_and(|u| u.screen_hash == hash && u.said == *disagreement) {
-            return;
+        let before = record
+            .hold
+            .unread
+            .as_ref()
+            .filter(|u| u.said == *disagreement);
+        let since = before.map_or_else(crate::time::now_ts, |u| u.since.clone());
+        let lasted = crate::time::parse_ts(&since)
+            .and_then(|at| Duration::try_from(time::OffsetDateTime::now_utc() - at).ok())
+            .is_some_and(|age| age >= UNREAD_AFTER);
+        let confirmed = before.is_some() && lasted;
+        if before.is_some_and(|u| u.screen_hash == hash && (u.kept.is_some() || !confirmed)) {
+            return confirmed;
         }
-        let kept = match (before, said.version) {
-            (Some(u), _) if u.screen_hash == hash => u.kept.clone(),
+        let kept = match (before.filter(|_| confirmed), said.version) {
+            (None, _) => None,
             (_, Some(version)) => {
                 let (releases, reader) = (self.client_releases(), said.reader);
                 let (version, slug, screen) = (
@@ -214,15 +236,18 @@ impl Sessions {
             }
             (_, None) => None,
         };
-        tracing::warn!(
-            work_item = %record.work_item,
-            "held screen-unread: {}",
-            disagreement.describe()
-        );
+        if confirmed {
+            tracing::warn!(
+                work_item = %record.work_item,
+                "held screen-unread: {}",
+                disagreement.describe()
+            );
+        }
         let unread = UnreadScreen {
             said: disagreement.clone(),
             kept,
             screen_hash: hash,
+            since,
         };
         let saved = self
             .registry
@@ -231,6 +256,7 @@ impl Sessions {
         if let Err(error) = saved {
             tracing::warn!(work_item = %record.work_item, "{error}");
         }
+        confirmed
     }
 
     /// A paste into a session whose witnesses disagree: held, unless the operator

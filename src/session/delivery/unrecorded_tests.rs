@@ -3,6 +3,7 @@
 //! both and keeping the screen; released by hand one delivery at a time, only while the
 //! hooks say the turn ended.
 
+use super::UNREAD_AFTER;
 use super::*;
 use crate::session::delivery::HeldEvents;
 use crate::session::hooks::{PermissionRequest, Reported, ReportedState};
@@ -72,11 +73,33 @@ fn hold_lane(f: &Fixture) {
         .unwrap();
 }
 
-async fn held(sessions: &Sessions, id: &str) -> HoldReason {
+async fn held_once(sessions: &Sessions, id: &str) -> HoldReason {
     match sessions.deliver_event(&item(1), &event(id)).await {
         Err(DeliveryFailure::Held(held)) => held.reason,
         other => panic!("{other:?}"),
     }
+}
+
+/// Why the delivery waits once any disagreement has lasted, as the held lane sees it:
+/// a disagreement is waited out (`not-ready`) until it lasts [`UNREAD_AFTER`], then it
+/// is `screen-unread`.
+async fn held(sessions: &Sessions, id: &str) -> HoldReason {
+    held_once(sessions, id).await;
+    lasted(sessions);
+    held_once(sessions, id).await
+}
+
+/// The disagreement on record began longer than [`UNREAD_AFTER`] ago.
+fn lasted(sessions: &Sessions) {
+    sessions
+        .registry()
+        .update(&item(1), |r| {
+            if let Some(unread) = r.hold.unread.as_mut() {
+                let then = time::OffsetDateTime::now_utc() - UNREAD_AFTER - Duration::from_secs(1);
+                unread.since = crate::time::format_ts(then);
+            }
+        })
+        .unwrap();
 }
 
 /// Makes the witnesses disagree while the hooks say the turn ended: the screen shows
@@ -121,7 +144,15 @@ async fn a_pending_request_beside_an_idle_looking_box_is_held_unread_naming_both
     let f = Fixture::new();
     let (pane, claude) = session(&f, "2.1.400");
     report(&f, ReportedState::AwaitingPermission, true);
-    assert_eq!(held(&f.sessions, "d-1").await, HoldReason::ScreenUnread);
+    // Until it lasts, it is waited out unannounced; then announced.
+    assert_eq!(held_once(&f.sessions, "d-1").await, HoldReason::NotReady);
+    assert_eq!(held_once(&f.sessions, "d-1").await, HoldReason::NotReady);
+    assert!(f.record(1).unwrap().hold.unread.unwrap().kept.is_none());
+    lasted(&f.sessions);
+    assert_eq!(
+        held_once(&f.sessions, "d-1").await,
+        HoldReason::ScreenUnread
+    );
     assert!(
         f.tmux.fake.pane_input(&pane).is_empty(),
         "nothing reached the pane"
@@ -275,9 +306,13 @@ async fn one_release_lets_exactly_one_delivery_out() {
     let lane = async {
         // The lane's next tries, as the held lane makes them.
         for _ in 0..100 {
+            lasted(&f.sessions);
             match f.sessions.deliver_event(&item(1), &event("d-1")).await {
                 Ok(delivered) => return delivered,
-                Err(DeliveryFailure::Held(h)) => assert_eq!(h.reason, HoldReason::ScreenUnread),
+                Err(DeliveryFailure::Held(h)) => assert!(
+                    matches!(h.reason, HoldReason::ScreenUnread | HoldReason::NotReady),
+                    "{h:?}"
+                ),
                 Err(other) => panic!("{other:?}"),
             }
             tokio::time::sleep(Duration::from_millis(20)).await;

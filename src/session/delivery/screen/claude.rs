@@ -257,5 +257,5 @@ fn strip_number(text: &str) -> Option<&str> {
 mod tests;
 
 #[cfg(test)]
-#[path = "claude_332_tests.rs"]
-mod tests_332;
+#[path = "claude_releases_tests.rs"]
+mod releases_tests;

@@ -212,6 +212,34 @@ pub fn user_messages(home: &Path) -> Vec<String> {
         .collect()
 }
 
+/// What a pane's environment never takes from the developer's: tokens, an outer tmux,
+/// the-loop's own settings, another Claude config.
+pub const NOT_INHERITED: &[&str] = &[
+    "GH_TOKEN",
+    "GITHUB_TOKEN",
+    "THE_LOOP_GITHUB_API_URL",
+    "THE_LOOP_TMUX_SOCKET",
+    "THE_LOOP_WORK_ITEM",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CONFIG_DIR",
+    "TMUX",
+    "TMUX_PANE",
+];
+
+/// `home`'s `.claude.json`: onboarding done, [`API_KEY`] approved, and `project`
+/// trusted or not (`trusted: false` shows the trust screen).
+pub fn write_config(home: &Path, project: &Path, trusted: bool) {
+    let config = serde_json::json!({
+        "hasCompletedOnboarding": true,
+        "projects": { project.display().to_string(): { "hasTrustDialogAccepted": trusted } },
+        "customApiKeyResponses": {
+            "approved": [&API_KEY[API_KEY.len() - 20..]],
+            "rejected": []
+        }
+    });
+    std::fs::write(home.join(".claude.json"), config.to_string()).unwrap();
+}
+
 /// A private `HOME` (and `TMPDIR`) for Claude Code, removed on drop.
 pub struct ClaudeHome {
     pub dir: tempfile::TempDir,
@@ -233,16 +261,7 @@ impl ClaudeHome {
         for d in [&home, &project, &tmp] {
             std::fs::create_dir_all(d).unwrap();
         }
-        let project_key = project.display().to_string();
-        let config = serde_json::json!({
-            "hasCompletedOnboarding": true,
-            "projects": { project_key: { "hasTrustDialogAccepted": true } },
-            "customApiKeyResponses": {
-                "approved": [&API_KEY[API_KEY.len() - 20..]],
-                "rejected": []
-            }
-        });
-        std::fs::write(home.join(".claude.json"), config.to_string()).unwrap();
+        write_config(&home, &project, true);
         Self {
             dir,
             home,

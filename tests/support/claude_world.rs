@@ -12,7 +12,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use super::claude::{ClaudeHome, ClaudeVersion, claude_bin};
+use super::claude::{ClaudeHome, ClaudeVersion, NOT_INHERITED, claude_bin};
 use super::fake_model::FakeModel;
 use super::tmux_server::{BIN, TmuxServer};
 use serde_json::Value;
@@ -461,17 +461,7 @@ fn start_tmux(
         .env("THE_LOOP_HOME", state)
         .env("THE_LOOP_CONFIG", config)
         .env("THE_LOOP_LOG", "the_loop=debug");
-    for var in [
-        "GH_TOKEN",
-        "GITHUB_TOKEN",
-        "THE_LOOP_GITHUB_API_URL",
-        "THE_LOOP_TMUX_SOCKET",
-        "THE_LOOP_WORK_ITEM",
-        "ANTHROPIC_AUTH_TOKEN",
-        "CLAUDE_CONFIG_DIR",
-        "TMUX",
-        "TMUX_PANE",
-    ] {
+    for var in NOT_INHERITED {
         command.env_remove(var);
     }
     assert!(command.status().unwrap().success(), "tmux did not start");
@@ -479,17 +469,22 @@ fn start_tmux(
 
 impl Drop for ClaudeWorld {
     fn drop(&mut self) {
-        // Every pane's program leads its own process group: end what outlives tmux.
-        let out = self.tmux.raw(&["list-panes", "-a", "-F", "#{pane_pid}"]);
-        let pids: Vec<i32> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| l.trim().parse().ok())
-            .collect();
-        let _ = self.tmux.raw(&["kill-server"]);
-        std::thread::sleep(Duration::from_millis(300));
-        for pid in pids {
-            let group = nix::unistd::Pid::from_raw(-pid);
-            let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);
-        }
+        end_panes(&self.tmux);
+    }
+}
+
+/// Ends `tmux`'s server and every process of its panes: each pane's program leads its
+/// own process group, which can outlive the server.
+pub fn end_panes(tmux: &TmuxServer) {
+    let out = tmux.raw(&["list-panes", "-a", "-F", "#{pane_pid}"]);
+    let pids: Vec<i32> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    let _ = tmux.raw(&["kill-server"]);
+    std::thread::sleep(Duration::from_millis(300));
+    for pid in pids {
+        let group = nix::unistd::Pid::from_raw(-pid);
+        let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);
     }
 }

@@ -27,6 +27,8 @@ pub mod leaks;
 pub mod poller;
 /// The walk that finds any path under a state root open to group or others.
 pub mod private_state;
+/// Recording a Claude Code release's screens (`scripts/record-screens`).
+pub mod screen_recorder;
 /// A real sshd on loopback for one fresh unix user: the "remote host" of ssh sessions.
 pub mod sshd;
 /// A private tmux server per test, and the path of the binary under test.

@@ -43,7 +43,7 @@ const MIN_RULE: usize = 10;
 /// read here. A session running any other release has an unknown screen: its
 /// deliveries are held until the operator releases one by hand (issue 30), never
 /// pasted on a guess.
-pub const RECORDED_RELEASES: &[&str] = &["2.1.197", "2.1.332"];
+pub const RECORDED_RELEASES: &[&str] = &["2.1.197", "2.1.332", "2.1.337"];
 
 /// The footer under the box that names a permission mode: 2.1.332 names every mode
 /// (`⏸ manual mode on · ? for shortcuts` is `default`); 2.1.197 names every mode but
@@ -257,5 +257,5 @@ fn strip_number(text: &str) -> Option<&str> {
 mod tests;
 
 #[cfg(test)]
-#[path = "claude_332_tests.rs"]
-mod tests_332;
+#[path = "claude_releases_tests.rs"]
+mod releases_tests;

@@ -5,6 +5,10 @@
 //! - **look**: the pre-paste look — one `capture-pane -e` of a real tmux pane and its
 //!   classification — the extra cost per delivery, for Claude Code's screen and for
 //!   Codex's (its recorded empty composer, `screen/codex/fixtures/`);
+//! - **agreement**: 10 comments, one after another, into a Claude session on a recorded
+//!   release (2.1.197) and on one nobody recorded (2.1.999, read on the agreement of its
+//!   hooks and its screen, issue 40): how many went out without the operator, and the
+//!   time per delivery through the dispatcher;
 //! - **burst**: 200 comments over 20 sessions — a harness whose screen is unknown
 //!   (cursor: pasted blind, as before §18), Claude ready (looked at), Claude held and
 //!   released at once: every delivery exactly once and in order, and the time until the
@@ -23,6 +27,7 @@ use the_loop::events::{EventLog, Source};
 use the_loop::ingress::{InboundEvent, Ingest};
 use the_loop::paths::StatePaths;
 use the_loop::session::delivery::ScreenReader;
+use the_loop::session::hooks::{Reported, ReportedState};
 use the_loop::session::{Dispatcher, Registry, SessionRecord, Sessions, Settings};
 use the_loop::tmux::fake::{FakeClaude, FakeTmux, RULE};
 use the_loop::tmux::{PaneId, RealTmux, Socket, SpawnSpec, Tmux};
@@ -88,12 +93,34 @@ impl World {
 
     /// A session of `harness` on #`n`, its screen Claude-like, behind a dialog or not.
     fn session(&self, n: u64, harness: &str, dialog: bool) -> (PaneId, Arc<FakeClaude>) {
+        // The fake draws a recorded release's screens.
+        self.session_at(n, harness, dialog, "2.1.197")
+    }
+
+    /// [`Self::session`], its client reporting `release`, its hooks the turn ended.
+    fn session_at(
+        &self,
+        n: u64,
+        harness: &str,
+        dialog: bool,
+        release: &str,
+    ) -> (PaneId, Arc<FakeClaude>) {
         let item = item(n);
         let pane = self.tmux.add_session(&item.tmux_session_name(), false);
         let mut record = SessionRecord::new(&item, harness, std::env::temp_dir());
         record.pane_id = Some(pane.to_string());
-        // The fake draws a recorded release's screens.
-        record.harness_version = Some("2.1.197".into());
+        record.harness_version = Some(release.into());
+        record.reported = Some(Reported {
+            harness: harness.into(),
+            state: ReportedState::Idle,
+            at: "2026-01-01T00:00:00.000Z".into(),
+            event: "Stop".into(),
+            permission: None,
+            last_tool: None,
+            conversation: None,
+            model: None,
+            prompts: 0,
+        });
         self.sessions.registry().put(&record).unwrap();
         let claude = Arc::new(FakeClaude::default());
         claude.dialog.store(dialog, Ordering::SeqCst);
@@ -209,6 +236,35 @@ async fn burst(harness: &str, held: bool) {
     assert!(exactly_once_in_order);
 }
 
+/// 10 comments in turn into one Claude session at `release`, its hooks and its screen
+/// idle: how many went out by themselves, and the time per delivery.
+async fn agreement(release: &str) {
+    let world = World::new();
+    let (pane, _claude) = world.session_at(1, "claude", false, release);
+    let mut samples = Vec::new();
+    for id in 1..=10 {
+        let started = Instant::now();
+        world.dispatcher.ingest(comment(id, 1)).await;
+        samples.push(started.elapsed());
+    }
+    let input = String::from_utf8(world.tmux.pane_input(&pane)).unwrap();
+    let out = input.matches("COMMENT-").count();
+    let held = world
+        .sessions
+        .registry()
+        .get(&item(1))
+        .unwrap()
+        .and_then(|r| r.held())
+        .map_or(0, |h| h.count);
+    let (median, p99, _) = percentiles(samples);
+    println!(
+        "agreement (Claude Code {release}): {out} of 10 comments out by themselves, {held} held; per delivery median {:.2} ms, p99 {:.2} ms",
+        ms(median),
+        ms(p99)
+    );
+    assert_eq!(out, 10);
+}
+
 /// `iterations` looks at a real pane whose program draws with `script`, read by `reader`.
 async fn look(iterations: usize, reader: ScreenReader, script: String) {
     let socket = format!("the-loop-bench-hold-{}", std::process::id());
@@ -281,6 +337,8 @@ fn main() {
         look(200, ScreenReader::Claude, claude_screen()).await;
         look(200, ScreenReader::Codex, codex_screen()).await;
         release(100).await;
+        agreement("2.1.197").await;
+        agreement("2.1.999").await;
         burst("cursor", false).await;
         burst("claude", false).await;
         burst("claude", true).await;

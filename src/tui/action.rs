@@ -87,7 +87,7 @@ pub enum Request {
         request_id: String,
         approve: bool,
     },
-    /// Deliver one delivery held for an unknown screen (issue 30).
+    /// Deliver one delivery held `screen-unread` (issues 30, 40).
     DeliverHeld(WorkItemRef),
     RunCritic {
         critic: String,

@@ -439,7 +439,7 @@ pub trait Backend: Send + Sync {
     fn resume<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;
     fn stop<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;
 
-    /// Lets one delivery held for an unknown screen go out (issue 30): only while the
+    /// Lets one delivery held `screen-unread` go out (issue 40): only while the
     /// session's hooks report its turn ended and no permission pending.
     fn deliver_held<'a>(&'a self, work_item: &'a WorkItemRef) -> BoxFuture<'a, ActionResult>;
 

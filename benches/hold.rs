@@ -236,6 +236,37 @@ async fn burst(harness: &str, held: bool) {
     assert!(exactly_once_in_order);
 }
 
+/// The classification a look adds to its capture, over Claude Code 2.1.332's recorded
+/// idle screen: a recorded release's reading (the box and dialog) against a release
+/// nobody recorded (the same, plus the footer's mode and the blank check: the screen
+/// witness).
+fn classify(iterations: u32) {
+    let screen = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/session/delivery/screen/claude/fixtures/2.1.332/idle_empty_manual.100x30.ansi"
+    ))
+    .unwrap();
+    let reader = ScreenReader::Claude;
+    let time = |witness: bool| {
+        let started = Instant::now();
+        for _ in 0..iterations {
+            let look = std::hint::black_box(reader.look(std::hint::black_box(&screen)));
+            if witness {
+                std::hint::black_box((
+                    reader.shown_mode(&screen),
+                    the_loop::session::delivery::screen::blank(&screen),
+                    look,
+                ));
+            }
+        }
+        started.elapsed().as_secs_f64() * 1e6 / f64::from(iterations)
+    };
+    let (recorded, unrecorded) = (time(false), time(true));
+    println!(
+        "classify (Claude Code idle screen, {iterations} times): recorded release {recorded:.1} µs, release nobody recorded (screen witness) {unrecorded:.1} µs"
+    );
+}
+
 /// 10 comments in turn into one Claude session at `release`, its hooks and its screen
 /// idle: how many went out by themselves, and the time per delivery.
 async fn agreement(release: &str) {
@@ -337,6 +368,7 @@ fn main() {
         look(200, ScreenReader::Claude, claude_screen()).await;
         look(200, ScreenReader::Codex, codex_screen()).await;
         release(100).await;
+        classify(5_000);
         agreement("2.1.197").await;
         agreement("2.1.999").await;
         burst("cursor", false).await;

@@ -51,6 +51,12 @@ struct CodexWorld {
 
 impl CodexWorld {
     async fn new() -> Option<Self> {
+        Self::reporting(None).await
+    }
+
+    /// A world whose codex answers `--version` as `release` (a wrapper around the real
+    /// one) when given: a release nobody recorded.
+    async fn reporting(release: Option<&str>) -> Option<Self> {
         let codex = npm_bin("codex", "THE_LOOP_CODEX_BIN", "Codex")?;
         let model = FakeOpenAi::start().await;
         let dir = tempfile::tempdir().unwrap();
@@ -59,6 +65,20 @@ impl CodexWorld {
         for d in [&home.join(".codex"), &project, &dir.path().join("tmp")] {
             std::fs::create_dir_all(d).unwrap();
         }
+        let codex = match release {
+            None => codex,
+            Some(release) => {
+                use std::os::unix::fs::PermissionsExt;
+                let wrapper = dir.path().join("codex-as-other-release");
+                let script = format!(
+                    "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'codex-cli {release}'; exit 0; fi\nexec '{}' \"$@\"\n",
+                    codex.display()
+                );
+                std::fs::write(&wrapper, script).unwrap();
+                std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+                wrapper
+            }
+        };
         std::fs::write(
             home.join(".codex/config.toml"),
             codex_config(&model.base_url, &project),
@@ -359,6 +379,38 @@ async fn a_comment_during_codexs_approval_request_waits_for_the_operator() {
     assert_eq!(resolved.len(), 1, "{resolved:#?}");
     assert_eq!(resolved[0]["decision"], "approved");
     eprintln!("figure: approved → comment delivered in {delivered:?} (codex 0.171.0)");
+    assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
+}
+
+/// A codex release nobody recorded (issue 40): its hooks' turn end and its readable
+/// composer agree, so a comment goes out as on 0.171.0 — no hand release — once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unrecorded_codex_release_is_delivered_on_agreement() {
+    let Some(world) = CodexWorld::reporting(Some("0.171.999")).await else {
+        return;
+    };
+    world.start().await;
+    world
+        .deliver_once_released("d-1", "HERON: one more thing.")
+        .await;
+    world
+        .wait("the comment to reach the model", || {
+            (!world.model.requests_with("HERON").is_empty()).then_some(())
+        })
+        .await;
+    world
+        .wait("codex's turn to end", || {
+            (world.reported() == Some(ReportedState::Idle)).then_some(())
+        })
+        .await;
+    let record = world.sessions.registry().get(&item()).unwrap().unwrap();
+    assert_eq!(record.harness_version.as_deref(), Some("0.171.999"));
+    let read = world.sessions.client_reading(&record).unwrap();
+    assert!(read.contains("seen live: idle ✓"), "{read}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(world.model.requests_with("HERON").len(), 1);
+    let record = world.sessions.registry().get(&item()).unwrap().unwrap();
+    assert!(record.hold.unread.is_none(), "{:?}", record.hold);
     assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
 }
 

@@ -51,6 +51,11 @@ fn check(env: &Environment, flag: Option<&Path>) -> CliResult {
     for warning in &loaded.warnings {
         eprintln!("warning: {warning}");
     }
+    if loaded.config.repos.is_empty() {
+        eprintln!(
+            "note: no repos: nothing is watched; `the-loop run` does not start on this file, and a supervisor running with repos keeps its config rather than reload to it"
+        );
+    }
     for note in workspace_notes(&loaded.config) {
         eprintln!("note: {note}");
     }

@@ -7,6 +7,7 @@ use crate::config::{self, LoadedConfig};
 use crate::critic::{self, Envelope, Listing, Prompt, Recorder, Request, RunError};
 use crate::events::{EventLog, Source};
 use crate::paths::StatePaths;
+use crate::session::Sessions;
 use crate::work_item::WorkItemRef;
 use anyhow::{Context, anyhow};
 use std::io::{self, Read, Write};
@@ -43,7 +44,9 @@ pub struct RunArgs {
     /// The review material in a file (`-`: standard input).
     #[arg(long, value_name = "PATH")]
     pub prompt_file: Option<PathBuf>,
-    /// Working directory of the critic (default: the entry's `cwd`, else the current).
+    /// Working directory of the critic. Default: with --work-item, where that work
+    /// item's session works (its worktree; else its repo's `path`), as in the TUI; else
+    /// the entry's `cwd`, else the current directory.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Record the round for this work item (saved envelope, critic.* events), e.g.
@@ -204,9 +207,16 @@ fn run_critic(args: RunArgs, ctx: &Ctx) -> CliResult {
         Some(item) => runtime.block_on(critic_host(&loaded.config, &paths, item))?,
         None => None,
     };
-    let cwd = match (&args.cwd, &host, &work_item) {
-        (None, Some(_), Some(item)) => remote_dir(&loaded.config, &paths, item),
-        _ => args.cwd,
+    let cwd = match (args.cwd, &work_item) {
+        (Some(dir), _) => Some(dir),
+        // Where the work item's session works, as a round the TUI starts (SPEC §9.3):
+        // the places the critic names are found there, whatever this shell's directory.
+        (None, Some(item)) => Sessions::open(&loaded, &paths, Source::Cli)
+            .map_err(usage)?
+            .work_place(item)
+            .map_err(failed)?
+            .map(|place| place.cwd),
+        (None, None) => None,
     };
     let request = Request {
         prompt,
@@ -361,23 +371,4 @@ async fn critic_host(
         .ok_or_else(|| failed(anyhow!("host `{}` is not configured", entry.name)))?;
     host.transport.connect().await.map_err(failed)?;
     Ok(Some(host))
-}
-
-/// Where a critic of `item` runs on its host: its session's directory there, else the
-/// repo's `path` (a path on the host).
-fn remote_dir(
-    config: &crate::config::Config,
-    paths: &StatePaths,
-    item: &crate::work_item::WorkItemRef,
-) -> Option<PathBuf> {
-    let registry = crate::session::Registry::new(paths, EventLog::open(paths), Source::Cli);
-    let record = registry.get(item).ok().flatten();
-    record.map(|r| r.cwd).or_else(|| {
-        config
-            .repos
-            .iter()
-            .find(|r| r.name.eq_ignore_ascii_case(&item.repo_full_name()))
-            .and_then(|r| r.path.clone())
-            .map(PathBuf::from)
-    })
 }

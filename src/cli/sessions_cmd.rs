@@ -344,7 +344,9 @@ async fn list(sessions: &Sessions, as_json: bool) -> CliResult {
     }
     if as_json {
         let prices = sessions.settings().budgets.prices.clone();
-        let critics = crate::usage::critics::by_item(sessions.events.path(), None);
+        let critics = crate::usage::critics::CriticTally::new(&crate::paths::StatePaths::new(
+            &sessions.settings().home,
+        ));
         let rows: Vec<Value> = records
             .iter()
             .zip(&seen)
@@ -352,7 +354,10 @@ async fn list(sessions: &Sessions, as_json: bool) -> CliResult {
                 let mut row = json_row(r, a);
                 row["screenRead"] = json!(sessions.client_reading(r));
                 row["usage"] = usage_json(r, &prices);
-                row["critics"] = json!(critics.get(&r.work_item.to_string()));
+                row["critics"] = json!(critics.of(&r.work_item, None).unwrap_or_else(|e| {
+                    eprintln!("the-loop: critic spend of {} unknown: {e}", r.work_item);
+                    None
+                }));
                 row
             })
             .collect();

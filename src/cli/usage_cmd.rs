@@ -76,7 +76,9 @@ pub fn run(args: UsageArgs, ctx: &Ctx) -> CliResult {
     }
     let since = args.since.as_deref();
     let rows = group(&sessions, args.by, since);
-    let critics = critics::by_item(events.path(), since);
+    let critics = critics::CriticTally::new(&paths)
+        .by_item(since)
+        .map_err(|e| failed(anyhow!("cannot read the critics' spend: {e}")))?;
     let mut total = Tally::default();
     for (_, t) in &rows {
         total.merge(t);

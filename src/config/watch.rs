@@ -188,9 +188,36 @@ impl Reloader {
             return;
         }
         match super::load_file(&self.path).and_then(|new| new.check_placeholders().map(|()| new)) {
-            Ok(new) => self.apply(new),
+            Ok(new) => match self.emptied(&new.config) {
+                Some(why) => self.fail(why),
+                None => self.apply(new),
+            },
             Err(e) => self.fail(e.to_string()),
         }
+    }
+
+    /// Why `new` is not taken although it is valid: it watches no repo, or trusts no one,
+    /// where the running config does. Such a file is nearly always one caught mid-write
+    /// (truncated first), and taking it would stop the supervisor watching and trusting
+    /// anyone. (Starting with such a file is refused, or warned of, as before.)
+    fn emptied(&self, new: &Config) -> Option<String> {
+        let old = self.config.borrow().clone();
+        let old = &old.config;
+        let path = self.path.display();
+        let mid_write = "(a file caught mid-write is reloaded when its write ends)";
+        if new.repos.is_empty() && !old.repos.is_empty() {
+            return Some(format!(
+                "{path}: the new config has no repos, so nothing would be watched; the running config ({} repos) stays in force until the file has them again {mid_write}",
+                old.repos.len()
+            ));
+        }
+        if new.routing.authorized_users.is_empty() && !old.routing.authorized_users.is_empty() {
+            return Some(format!(
+                "{path}: the new config's routing.authorizedUsers is empty, so no one would be trusted to steer the agents; the running config ({} users) stays in force until the file names them again {mid_write}",
+                old.routing.authorized_users.len()
+            ));
+        }
+        None
     }
 
     fn apply(&self, new: LoadedConfig) {
@@ -276,6 +303,67 @@ mod tests {
             .hosts
             .push(super::super::HostConfig::new("build", "dev@build-1"));
         assert_eq!(changed_sections(&old, &remote), ["hosts"]);
+    }
+
+    #[test]
+    fn a_reload_to_no_repos_or_no_one_trusted_keeps_the_running_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        let good = "repos:\n  - name: octo/repo\nrouting:\n  authorizedUsers: [alice]\n";
+        std::fs::write(&path, good).unwrap();
+        let events = EventLog::open_path(dir.path().join("events.jsonl"));
+        let (reloader, (config, error)) =
+            Reloader::new(path.clone(), load(&path), events.clone(), Source::Cli);
+
+        // Truncated first, as a write in place does: the empty file is caught.
+        std::fs::write(&path, "").unwrap();
+        reloader.reload();
+        let err = error.borrow().clone().expect("refused");
+        assert!(err.contains("no repos"), "{err}");
+        assert!(
+            err.contains("the running config (1 repos) stays in force"),
+            "{err}"
+        );
+        assert!(!config.has_changed().unwrap(), "nothing published");
+        assert_eq!(config.borrow().config.repos.len(), 1);
+
+        std::fs::write(&path, "repos:\n  - name: octo/repo\n").unwrap();
+        reloader.reload();
+        let err = error.borrow().clone().expect("refused");
+        assert!(err.contains("authorizedUsers"), "{err}");
+        assert_eq!(config.borrow().config.routing.authorized_users, ["alice"]);
+
+        // Written whole again: taken, the error cleared.
+        std::fs::write(&path, good.replace("alice", "bob")).unwrap();
+        reloader.reload();
+        assert_eq!(*error.borrow(), None);
+        assert_eq!(config.borrow().config.routing.authorized_users, ["bob"]);
+
+        let logged = crate::events::lines::all(events.path());
+        let names: Vec<&str> = logged
+            .iter()
+            .map(|e| e["event"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "config.reload_failed",
+                "config.reload_failed",
+                "config.reloaded"
+            ]
+        );
+        assert!(logged[0]["error"].as_str().unwrap().contains("no repos"));
+
+        // A supervisor that runs without them already (a warning at start) reloads as
+        // before: only losing them is refused.
+        let bare = dir.path().join("bare.yaml");
+        std::fs::write(&bare, "polling:\n  intervalSeconds: 30\n").unwrap();
+        let (reloader, (config, error)) =
+            Reloader::new(bare.clone(), load(&bare), events, Source::Cli);
+        std::fs::write(&bare, "polling:\n  intervalSeconds: 45\n").unwrap();
+        reloader.reload();
+        assert_eq!(*error.borrow(), None);
+        assert_eq!(config.borrow().config.polling.interval_seconds, 45);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! A whole round with its record (SPEC §9.6): `critic.started`, the run, the envelope
-//! saved atomically as `critics/<ts>-<name>.json`, `critic.finished`. The TUI records
+//! saved atomically as `critics/<ts>-<name>.json`, its usage added to its work item's
+//! critic spend (`usage::critics`), `critic.finished`. The TUI records
 //! every round; the CLI records rounds run with `--work-item`.
 
 use super::envelope::Envelope;
@@ -7,6 +8,7 @@ use super::round::{self, Request, RunError};
 use super::spec::CriticSpec;
 use crate::events::{Event, EventLog, EventType, Level, Source};
 use crate::paths::StatePaths;
+use crate::usage::critics::{CriticSpend, CriticTally};
 use crate::work_item::slugify;
 use std::io;
 use std::path::PathBuf;
@@ -17,6 +19,7 @@ use std::time::Instant;
 pub struct Recorder {
     events: EventLog,
     dir: PathBuf,
+    spend: CriticTally,
 }
 
 impl Recorder {
@@ -24,6 +27,7 @@ impl Recorder {
         Self {
             events,
             dir: paths.critics_dir(),
+            spend: CriticTally::new(paths),
         }
     }
 
@@ -130,6 +134,14 @@ pub async fn run_round_until(
             )
         }
     };
+    if let Some(item) = &request.work_item {
+        // Before the event: a tally built from the log meanwhile cannot count it twice.
+        let usage = &envelope.usage;
+        let round = CriticSpend::round(usage.input_tokens, usage.output_tokens, usage.cost_usd);
+        if let Err(e) = recorder.spend.add(item, &crate::usage::today(), &round) {
+            tracing::warn!(error = %e, %item, "critic spend not counted");
+        }
+    }
     let _ = recorder
         .events
         .emit(finished_event(&envelope, work_item, saved.as_ref()).with_opt("head", head));

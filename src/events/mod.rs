@@ -23,7 +23,8 @@ pub mod rotate;
 pub use follow::Follower;
 pub use log::{EmitError, EventLog, Refresh};
 pub use read::{
-    EventReader, Filter, FilterError, ReadStats, Record, Tail, tail, tail_retained, tail_window,
+    EventReader, Filter, FilterError, ReadStats, Record, Tail, parsed_lines, tail, tail_retained,
+    tail_window,
 };
 use record::RESERVED_KEYS;
 pub use record::{ParseError, parse_line};

@@ -491,3 +491,72 @@ fn a_log_without_a_bound_never_rotates_and_an_oversized_one_rotates_at_start() {
     assert!(log.rotate_if_oversized().unwrap());
     assert!(rotated(&path, 1).exists() && !path.exists());
 }
+
+#[test]
+fn a_type_filter_rejects_other_lines_before_parsing_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.jsonl");
+    let mut text = String::new();
+    let finished = event(
+        EventType::CriticFinished,
+        Level::Info,
+        "2026-03-01T10:00:00.000Z",
+    );
+    text.push_str(&line(&finished.clone().with("seq", 0)));
+    for n in 1..=500 {
+        text.push_str(&line(
+            &event(
+                EventType::PollCycle,
+                Level::Debug,
+                "2026-03-01T10:00:01.000Z",
+            )
+            .with("seq", n),
+        ));
+    }
+    // A value that merely mentions the name still parses (and does not match); so does
+    // a line whose name could be written with escapes.
+    text.push_str(&line(
+        &event(
+            EventType::SessionReset,
+            Level::Info,
+            "2026-03-01T10:00:02.000Z",
+        )
+        .with("seq", 501)
+        .with("note", "critic.finished"),
+    ));
+    text.push_str(
+        &line(&finished.clone().with("seq", 502))
+            .replace("critic.finished", r"critic\u002efinished"),
+    );
+    text.push_str(&line(&finished.with("seq", 503)));
+    fs::write(&path, text).unwrap();
+
+    let cases = [
+        ("critic.finished", vec![0, 502, 503]),
+        ("critic.*", vec![0, 502, 503]),
+        ("*.finished", vec![0, 502, 503]),
+        ("crit?c.finished", vec![0, 502, 503]),
+        ("session.rese[st]", vec![501]),
+    ];
+    for (glob, expected) in cases {
+        let filter = Filter::parse(Some(glob), None, None, None).unwrap();
+        let before = parsed_lines();
+        let all = tail(&path, 1_000, &filter).unwrap();
+        assert_eq!(seqs(&all.records), expected, "{glob}");
+        assert!(
+            parsed_lines() - before <= 4,
+            "{glob}: parsed {} lines of 504, 500 of them poll.cycle",
+            parsed_lines() - before
+        );
+        let read: Vec<Record> = EventReader::open(&path, filter)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(seqs(&read), expected, "{glob}");
+    }
+    // Without a type, every line is parsed.
+    let before = parsed_lines();
+    let all = tail(&path, 1_000, &Filter::default()).unwrap();
+    assert_eq!(all.records.len(), 504);
+    assert_eq!(parsed_lines() - before, 504);
+}

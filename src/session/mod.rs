@@ -15,6 +15,7 @@ pub mod dispatcher;
 mod ending;
 pub mod hooks;
 mod jobs;
+pub mod place;
 pub mod questions;
 mod queue;
 pub mod records;

@@ -230,18 +230,55 @@ fn tell(
         day_after.merge(&found.after.day(&today));
         for crossing in budgets.crossings((&found.before, &found.after), (&day_before, &day_after))
         {
-            let _ = events.emit(crossing_event(item, &crossing));
+            let _ = events.emit(crossing_event(Source::Hook, item, &crossing));
         }
     }
     Ok(())
 }
 
-fn crossing_event(item: &WorkItemRef, crossing: &Crossing) -> Event {
+/// Tells what a change of the budgets in force crossed — a reload that lowered a budget
+/// under what is spent, or priced a model — as usage growing across it is told: each
+/// session (not closed) whose own budget it now reaches, and the day's budget once,
+/// named after the session that spent the most today. `source` is the reloading
+/// supervisor's.
+pub fn tell_budgets_changed(
+    registry: &Registry,
+    events: &EventLog,
+    source: Source,
+    old: &Budgets,
+    new: &Budgets,
+) -> Result<(), RegistryError> {
+    if old == new || (new.session_usd.is_none() && new.daily_usd.is_none()) {
+        return Ok(());
+    }
+    let today = crate::usage::today();
+    let records = registry.list()?;
+    let open: Vec<&SessionRecord> = records
+        .iter()
+        .filter(|r| r.status != super::registry::Status::Closed)
+        .collect();
+    for record in &open {
+        if let Some(crossing) = new.crossed_by_change(old, Scope::Session, &record.usage.tally()) {
+            let _ = events.emit(crossing_event(source, &record.work_item, &crossing));
+        }
+    }
+    let spent_today = |r: &&&SessionRecord| new.priced_cost(&r.usage.tally().day(&today));
+    if let Some(crossing) = new.crossed_by_change(old, Scope::Daily, &day_total(&records, &today))
+        && let Some(most) = open
+            .iter()
+            .max_by(|a, b| spent_today(a).total_cmp(&spent_today(b)))
+    {
+        let _ = events.emit(crossing_event(source, &most.work_item, &crossing));
+    }
+    Ok(())
+}
+
+fn crossing_event(source: Source, item: &WorkItemRef, crossing: &Crossing) -> Event {
     let kind = match crossing.standing {
         Standing::Over => EventType::SessionOverBudget,
         _ => EventType::SessionBudgetWarning,
     };
-    Event::new(Source::Hook, kind)
+    Event::new(source, kind)
         .level(Level::Warning)
         .with("work_item", item.to_string())
         .with("scope", crossing.scope.as_str())

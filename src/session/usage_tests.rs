@@ -172,6 +172,66 @@ async fn crossing_a_budget_warns_then_tells_over_budget_once_each() {
     );
 }
 
+/// A reload lowering a budget under what is spent tells the crossing once, as growth
+/// would; a session closed tells nothing, and the day's budget is told once, named after
+/// the session that spent most today.
+#[tokio::test]
+async fn a_budget_lowered_under_the_cost_tells_the_crossing_once() {
+    let f = Fixture::new();
+    for n in [1, 2, 3] {
+        f.live_session(n);
+        let t = Transcript::new(&f, n);
+        t.respond("msg_1", 100_000 * n, 0); // $0.30, $0.60, $0.90
+        read_and_tell(
+            f.sessions.registry(),
+            &f.sessions.events,
+            &item(n),
+            Some(t.named()),
+            &budgets(None, None),
+        )
+        .unwrap();
+    }
+    f.sessions
+        .registry()
+        .update(&item(3), |r| r.status = crate::session::Status::Closed)
+        .unwrap();
+    let registry = f.sessions.registry();
+    let events = &f.sessions.events;
+    let change = |old: &Budgets, new: &Budgets| {
+        tell_budgets_changed(registry, events, Source::Cli, old, new).unwrap();
+    };
+    // $0.30 and $0.60 against $0.50: #2 over; #1 (60 %) nothing; #3 is closed.
+    change(&budgets(None, None), &budgets(Some(0.5), None));
+    let over = f.events_named("session.over_budget");
+    assert_eq!(over.len(), 1, "{over:#?}");
+    assert_eq!(over[0]["work_item"], item(2).to_string());
+    assert_eq!(over[0]["scope"], "session");
+    assert_eq!(over[0]["source"], "cli");
+    assert_eq!(over[0]["budget_usd"], 0.5);
+    assert!(f.events_named("session.budget_warning").is_empty());
+    // Lowered further: #2 was over already; #1 now at 86 % warns.
+    change(&budgets(Some(0.5), None), &budgets(Some(0.35), None));
+    assert_eq!(f.events_named("session.over_budget").len(), 1);
+    let warned = f.events_named("session.budget_warning");
+    assert_eq!(warned.len(), 1, "{warned:#?}");
+    assert_eq!(warned[0]["work_item"], item(1).to_string());
+    // The same budgets again (an unrelated reload): nothing.
+    change(&budgets(Some(0.35), None), &budgets(Some(0.35), None));
+    assert_eq!(f.events_named("session.budget_warning").len(), 1);
+    // The day: $1.80 spent today (the closed session's too) against $1.50: told once.
+    change(&budgets(Some(0.35), None), &budgets(Some(0.35), Some(1.5)));
+    let over = f.events_named("session.over_budget");
+    let daily: Vec<_> = over.iter().filter(|e| e["scope"] == "daily").collect();
+    assert_eq!(daily.len(), 1, "{over:#?}");
+    assert_eq!(daily[0]["work_item"], item(2).to_string());
+    close(&daily[0]["cost_usd"], 1.8);
+}
+
+fn close(a: &serde_json::Value, b: f64) {
+    let a = a.as_f64().unwrap();
+    assert!((a - b).abs() < 1e-9, "{a} != {b}");
+}
+
 /// A session on another host: its figures are what the-loop there sent, whole each time
 /// (a report lost on the way is made good by the next); what changed is told, budgets
 /// crossed as for a session here; nothing here reads the host's paths.

@@ -102,6 +102,8 @@ pub struct Transport {
     channels: Semaphore,
     pub(super) connecting: tokio::sync::Mutex<()>,
     state: Mutex<HostState>,
+    /// Where each change of `state` is reported (the supervisor logs them).
+    changes: Mutex<Option<tokio::sync::mpsc::UnboundedSender<HostState>>>,
     facts: Mutex<Option<Facts>>,
     master_pid: Mutex<Option<u32>>,
     /// Unix sockets on the host forwarded to sockets here, on every master.
@@ -128,6 +130,7 @@ impl Transport {
             channels: Semaphore::new(CHANNELS),
             connecting: tokio::sync::Mutex::new(()),
             state: Mutex::new(HostState::Unknown),
+            changes: Mutex::new(None),
             facts: Mutex::new(None),
             master_pid: Mutex::new(None),
             forwards: Mutex::new(Vec::new()),
@@ -201,8 +204,33 @@ impl Transport {
             .clone()
     }
 
+    /// Each change of the host's state from now on — unknown, up, unreachable; a new
+    /// round trip or another reason is no change — whoever noticed it (a ping, a
+    /// command that failed or got through, a connect), once each and in order. The
+    /// state now comes first when it is known. One subscriber: subscribing again
+    /// replaces the previous one.
+    pub fn changes(&self) -> tokio::sync::mpsc::UnboundedReceiver<HostState> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        // Under the state's lock, so no change slips between the state read and the
+        // subscription.
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if *state != HostState::Unknown {
+            let _ = tx.send(state.clone());
+        }
+        *self.changes.lock().unwrap_or_else(PoisonError::into_inner) = Some(tx);
+        rx
+    }
+
+    /// The one way the state moves: a change is reported as it is made.
     fn set_state(&self, state: HostState) {
-        *self.state.lock().unwrap_or_else(PoisonError::into_inner) = state;
+        let mut current = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let changed = current.label() != state.label();
+        *current = state;
+        if changed
+            && let Some(changes) = &*self.changes.lock().unwrap_or_else(PoisonError::into_inner)
+        {
+            let _ = changes.send(current.clone());
+        }
     }
 
     /// The options of every invocation: the control socket, no prompt, no forwarding.

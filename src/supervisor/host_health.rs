@@ -3,9 +3,10 @@
 //! current. Every host has a loop of its own, so one that does not answer delays no
 //! other; a ping is bounded by the transport's own timeouts (the probe of the master,
 //! `ConnectTimeout`, the command's), and nobody waits on it: the screen only reads the
-//! state it leaves. The supervisor's loops log each change of a host's state
-//! (`host.state_changed`, with why it is unreachable), so the operator reads the reason
-//! in the events, not only a ✗ in the status bar.
+//! state it leaves. The supervisor logs each change of a host's state, whoever noticed
+//! it — the transport reports every change it makes (`Transport::changes`), a ping's
+//! and a delivery's alike — as `host.state_changed`, with why it is unreachable, so the
+//! operator reads the reason in the events, not only a ✗ in the status bar.
 
 use super::polling::stopped;
 use crate::events::{Event, EventLog, EventType, Level, Source};
@@ -13,14 +14,16 @@ use crate::ssh::{HostState, Transport};
 use crate::tmux::Hosts;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::watch;
 
 /// How often each host is pinged.
 pub const PING_EVERY: Duration = Duration::from_secs(10);
 
 /// Pings every host of `hosts`, then again `every` after each answer (or failure),
-/// until `stop` is set. With `log` (the supervisor's), each change of a host's state is
-/// logged there as written by that source.
+/// until `stop` is set. With `log` (the supervisor's), each change of a host's state —
+/// whoever noticed it: a ping, a delivery's command, the session check — is logged
+/// there once, as written by that source.
 pub async fn keep_hosts_checked(
     hosts: Hosts,
     every: Duration,
@@ -28,12 +31,25 @@ pub async fn keep_hosts_checked(
     log: Option<(EventLog, Source)>,
 ) {
     let loops = hosts.iter().map(|host| {
-        keep_pinging(
-            Arc::clone(&host.transport),
-            every,
-            stop.clone(),
-            log.clone(),
-        )
+        let transport = Arc::clone(&host.transport);
+        // Subscribed before the first ping, so its answer is a change seen.
+        let logged = log.clone().map(|log| {
+            log_changes(
+                transport.name().to_string(),
+                transport.changes(),
+                stop.clone(),
+                log,
+            )
+        });
+        let pinged = keep_pinging(transport, every, stop.clone());
+        async move {
+            match logged {
+                Some(logged) => {
+                    futures::future::join(pinged, logged).await;
+                }
+                None => pinged.await,
+            }
+        }
     });
     futures::future::join_all(loops).await;
 }
@@ -52,38 +68,46 @@ pub fn state_event(source: Source, host: &str, state: &HostState) -> Event {
         .with_opt("reason", state.reason().map(str::to_string))
 }
 
-async fn keep_pinging(
-    transport: Arc<Transport>,
-    every: Duration,
-    mut stop: watch::Receiver<bool>,
-    log: Option<(EventLog, Source)>,
-) {
+async fn keep_pinging(transport: Arc<Transport>, every: Duration, mut stop: watch::Receiver<bool>) {
     loop {
-        let before = transport.state();
         tokio::select! {
             () = stopped(&mut stop) => return,
             _ = transport.ping() => {}
-        }
-        let after = transport.state();
-        if after.label() != before.label() {
-            let host = transport.name();
-            match after.reason() {
-                Some(reason) => tracing::warn!(host, reason, "host unreachable"),
-                None => tracing::info!(
-                    host,
-                    state = after.label(),
-                    rtt_ms = after.rtt_ms(),
-                    "host state"
-                ),
-            }
-            if let Some((events, source)) = &log {
-                let _ = events.emit(state_event(*source, host, &after));
-            }
         }
         tokio::select! {
             () = stopped(&mut stop) => return,
             () = tokio::time::sleep(every) => {}
         }
+    }
+}
+
+/// Logs each change `changes` reports of `host`'s state, until `stop` is set (a change
+/// already reported is logged first).
+async fn log_changes(
+    host: String,
+    mut changes: UnboundedReceiver<HostState>,
+    mut stop: watch::Receiver<bool>,
+    (events, source): (EventLog, Source),
+) {
+    loop {
+        let state = tokio::select! {
+            biased;
+            state = changes.recv() => match state {
+                Some(state) => state,
+                None => return,
+            },
+            () = stopped(&mut stop) => return,
+        };
+        match state.reason() {
+            Some(reason) => tracing::warn!(host, reason, "host unreachable"),
+            None => tracing::info!(
+                host,
+                state = state.label(),
+                rtt_ms = state.rtt_ms(),
+                "host state"
+            ),
+        }
+        let _ = events.emit(state_event(source, &host, &state));
     }
 }
 
@@ -121,6 +145,79 @@ mod tests {
             assert!(Instant::now() < deadline, "{what}");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// A host that drops and comes back between two pings, noticed by someone else's
+    /// command (a held delivery's retry, the session check): each change is logged once
+    /// all the same, as it happened — not only what a ping saw change (issue 42).
+    #[tokio::test]
+    async fn a_change_noticed_by_any_caller_is_logged_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let down = dir.path().join("down");
+        let ssh = dir.path().join("toggling-ssh");
+        std::fs::write(
+            &ssh,
+            format!(
+                "#!/bin/sh\n[ -e '{}' ] && exit 255\nexit 0\n",
+                down.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let hosts = Hosts::new([host("flaky", &ssh, dir.path())]);
+        let transport = Arc::clone(&hosts.get("flaky").unwrap().transport);
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let paths = crate::paths::StatePaths::new(dir.path());
+        // One ping at start, the next an hour away: what follows is noticed by others.
+        let task = tokio::spawn(keep_hosts_checked(
+            hosts.clone(),
+            Duration::from_secs(3600),
+            stop_rx,
+            Some((EventLog::open(&paths), Source::Cli)),
+        ));
+        let logged = || -> Vec<String> {
+            crate::events::lines::named(&paths.events(), "host.state_changed")
+                .iter()
+                .map(|e| e["state"].as_str().unwrap_or_default().to_string())
+                .collect()
+        };
+        until("the first ping's up is logged", || logged() == ["up"]).await;
+
+        std::fs::write(&down, "").unwrap();
+        let command = ["true".to_string()];
+        assert!(
+            transport
+                .run(&command, None, Duration::from_secs(5))
+                .await
+                .is_err()
+        );
+        assert!(
+            transport
+                .run(&command, None, Duration::from_secs(5))
+                .await
+                .is_err()
+        );
+        until("the drop is logged", || logged() == ["up", "unreachable"]).await;
+        std::fs::remove_file(&down).unwrap();
+        transport
+            .run(&command, None, Duration::from_secs(5))
+            .await
+            .unwrap();
+        transport
+            .run(&command, None, Duration::from_secs(5))
+            .await
+            .unwrap();
+        until("the return is logged", || {
+            logged() == ["up", "unreachable", "up"]
+        })
+        .await;
+
+        stop_tx.send(true).unwrap();
+        task.await.unwrap();
+        let changes = crate::events::lines::named(&paths.events(), "host.state_changed");
+        assert_eq!(changes[1]["level"], "warning");
+        assert!(changes[1]["reason"].as_str().is_some_and(|r| !r.is_empty()));
+        assert_eq!(logged(), ["up", "unreachable", "up"], "each once");
     }
 
     #[tokio::test]

@@ -424,6 +424,7 @@ impl Parts {
                         http: http.clone(),
                         status: status.clone(),
                         warnings: Arc::clone(&warnings),
+                        source: mode.source(),
                     };
                     tasks.push(tokio::spawn(reload::follow(
                         targets,

@@ -8,8 +8,10 @@ use super::http::HttpServer;
 use super::polling::stopped;
 use crate::config::watch::{ConfigWatch, changed_sections};
 use crate::config::{Config, LoadedConfig};
+use crate::events::Source;
 use crate::paths::StatePaths;
 use crate::session::{Dispatcher, Settings};
+use crate::usage::Budgets;
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 
@@ -25,6 +27,8 @@ pub(crate) struct Targets {
     pub http: Option<Arc<HttpServer>>,
     pub status: StatusCell,
     pub warnings: Arc<Mutex<WarningSources>>,
+    /// Signs what a reload tells (a budget it crossed).
+    pub source: Source,
 }
 
 impl Targets {
@@ -38,7 +42,11 @@ impl Targets {
         }
         let template_warning = match Settings::new(&new.config, new.path.clone(), &self.paths) {
             Ok(settings) => {
-                self.dispatcher.sessions().set_settings(settings);
+                let sessions = self.dispatcher.sessions();
+                let old_budgets = sessions.settings().budgets.clone();
+                let new_budgets = settings.budgets.clone();
+                sessions.set_settings(settings);
+                self.tell_budgets(old_budgets, new_budgets).await;
                 None
             }
             Err(e) => Some(format!(
@@ -64,6 +72,30 @@ impl Targets {
             w.clone()
         };
         self.status.set_warnings(&sources);
+    }
+}
+
+impl Targets {
+    /// A budget the reload lowered under what is spent (or a model it priced) is told
+    /// now, as usage crossing it is: not only at the next delivery's hold (SPEC §20.4).
+    async fn tell_budgets(&self, old: Budgets, new: Budgets) {
+        if old == new {
+            return;
+        }
+        let registry = self.dispatcher.sessions().registry().clone();
+        let events = self.dispatcher.sessions().events().clone();
+        let source = self.source;
+        let told = tokio::task::spawn_blocking(move || {
+            crate::session::usage::tell_budgets_changed(&registry, &events, source, &old, &new)
+        })
+        .await;
+        match told {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "budgets changed: the sessions could not be read")
+            }
+            Err(e) => tracing::warn!(error = %e, "budgets changed: the check did not finish"),
+        }
     }
 }
 

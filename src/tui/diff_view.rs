@@ -242,14 +242,23 @@ impl DiffView {
         }
     }
 
-    /// The scroll that keeps the selected line's row in a view of `height` rows.
+    /// The scroll that keeps the selected line in a view of `height` rows together with
+    /// what is shown under it — its findings, the operator's comments — as far as they
+    /// fit: the line itself never goes above the view's top.
     pub fn scroll_for(&self, scroll: usize, height: usize) -> usize {
         let row = self.cursor_row();
+        // Just past the line's rows: where the next line's start.
+        let end = self
+            .line_row
+            .get(self.cursor + 1)
+            .copied()
+            .unwrap_or(self.rows.len())
+            .max(row + 1);
         let height = height.max(1);
         if row < scroll {
             row
-        } else if row >= scroll + height {
-            row + 1 - height
+        } else if end > scroll + height {
+            (end - height).min(row)
         } else {
             scroll
         }

@@ -107,25 +107,47 @@ impl Budgets {
     /// The budgets whose standing rose from `before` to `after` (a session's tally and
     /// the day's total, each before and after a refresh).
     pub fn crossings(&self, session: (&Tally, &Tally), daily: (&Tally, &Tally)) -> Vec<Crossing> {
-        let mut out = Vec::new();
-        for (scope, (before, after), budget) in [
-            (Scope::Session, session, self.session_usd),
-            (Scope::Daily, daily, self.daily_usd),
-        ] {
-            let Some(budget_usd) = budget else { continue };
-            let (was, now) = (self.priced_cost(before), self.priced_cost(after));
-            let standing = Standing::of(now, Some(budget_usd));
-            if standing > Standing::of(was, Some(budget_usd)) {
-                out.push(Crossing {
-                    scope,
-                    standing,
-                    cost_usd: now,
-                    budget_usd,
-                });
-            }
-        }
-        out
+        [(Scope::Session, session), (Scope::Daily, daily)]
+            .into_iter()
+            .filter_map(|(scope, (before, after))| {
+                let budget = self.budget(scope);
+                let was = Standing::of(self.priced_cost(before), budget);
+                crossing(scope, was, self.priced_cost(after), budget)
+            })
+            .collect()
     }
+
+    /// The crossing of `scope`'s budget by the same figures (`tally`: the session's, or
+    /// the day's total) when the budgets in force became these from `old`: a reload that
+    /// lowered a budget, or priced a model.
+    pub fn crossed_by_change(
+        &self,
+        old: &Budgets,
+        scope: Scope,
+        tally: &Tally,
+    ) -> Option<Crossing> {
+        let was = Standing::of(old.priced_cost(tally), old.budget(scope));
+        crossing(scope, was, self.priced_cost(tally), self.budget(scope))
+    }
+
+    fn budget(&self, scope: Scope) -> Option<f64> {
+        match scope {
+            Scope::Session => self.session_usd,
+            Scope::Daily => self.daily_usd,
+        }
+    }
+}
+
+/// `cost_usd` against `budget`, when that stands higher than `was`.
+fn crossing(scope: Scope, was: Standing, cost_usd: f64, budget: Option<f64>) -> Option<Crossing> {
+    let budget_usd = budget?;
+    let standing = Standing::of(cost_usd, Some(budget_usd));
+    (standing > was).then_some(Crossing {
+        scope,
+        standing,
+        cost_usd,
+        budget_usd,
+    })
 }
 
 #[cfg(test)]

@@ -719,3 +719,23 @@ fn a_repo_on_a_host_is_described_there_without_connecting() {
     assert!(!r.stderr.contains("no path"), "{}", r.stderr);
     assert!(!touched.exists(), "config check connected to the host");
 }
+
+/// An emptied file (or one without repos or authorized users) is reported by `config
+/// check`, as a supervisor refuses to reload to it (issue 42).
+#[test]
+fn check_reports_a_file_that_watches_nothing_and_trusts_no_one() {
+    let sb = Sandbox::new();
+    let r = check_yaml(&sb, "");
+    assert!(r.stderr.contains("note: no repos"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("routing.authorizedUsers: empty"),
+        "{}",
+        r.stderr
+    );
+    let r = check_yaml(
+        &sb,
+        "repos:\n  - name: octo/repo\nrouting:\n  authorizedUsers: [alice]\n",
+    );
+    assert!(!r.stderr.contains("no repos"), "{}", r.stderr);
+    assert!(!r.stderr.contains("authorizedUsers"), "{}", r.stderr);
+}

@@ -136,13 +136,14 @@ async fn an_invalid_edit_keeps_the_old_config_until_fixed() {
     );
     assert_eq!(f.current().config.polling.interval_seconds, 30);
 
-    std::fs::write(&f.path, "polling:\n  intervalSeconds: 40\n").unwrap();
+    std::fs::write(
+        &f.path,
+        "routing:\n  authorizedUsers: [alice]\npolling:\n  intervalSeconds: 40\n",
+    )
+    .unwrap();
     let fixed = f.next_config_event().await;
     assert_eq!(fixed.event, EventType::ConfigReloaded);
-    assert_eq!(
-        fixed.fields["sections"],
-        serde_json::json!(["routing", "polling"])
-    );
+    assert_eq!(fixed.fields["sections"], serde_json::json!(["polling"]));
     assert_eq!(f.error(), None);
     assert_eq!(f.current().config.polling.interval_seconds, 40);
 }
@@ -168,6 +169,26 @@ async fn an_editor_style_replace_is_seen() {
     let event = f.next_config_event().await;
     assert_eq!(event.event, EventType::ConfigReloaded);
     assert_eq!(f.current().config.tui.theme, "high-contrast");
+}
+
+/// A file emptied (a write in place truncates it first) is valid YAML that trusts no one:
+/// not taken while the running config trusts someone (issue 42).
+#[tokio::test]
+async fn an_emptied_file_keeps_the_old_config_and_says_so() {
+    let mut f = start();
+    std::fs::write(&f.path, "").unwrap();
+    let event = f.next_config_event().await;
+    assert_eq!(event.event, EventType::ConfigReloadFailed);
+    let error = event.str_field("error").unwrap();
+    assert!(error.contains("authorizedUsers is empty"), "{error}");
+    assert_eq!(f.error().as_deref(), Some(error));
+    assert_eq!(f.current().config.routing.authorized_users, ["alice"]);
+
+    std::fs::write(&f.path, INITIAL).unwrap();
+    let event = f.next_config_event().await;
+    assert_eq!(event.event, EventType::ConfigReloaded);
+    assert_eq!(event.fields["sections"], serde_json::json!([]));
+    assert_eq!(f.error(), None);
 }
 
 #[tokio::test]

@@ -235,3 +235,73 @@ fn an_over_long_line_is_skipped_and_counted() {
         .unwrap();
     assert_eq!(record.usage.skipped_lines, 1);
 }
+
+/// Critic spend is kept where usage is (SPEC §20.1), a tally per work item added to as a
+/// round finishes: listing it reads no event log, so neither the log's length nor its
+/// rotation changes what is shown.
+#[test]
+fn critic_spend_is_kept_per_item_not_read_from_the_log() {
+    let w = World::new();
+    let critic = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/critics/json.sh");
+    std::fs::write(
+        &w.config,
+        format!(
+            "critics:\n  - {{name: snake, command: {}, args: [snake, '{{prompt}}'], outputFormat: json}}\n",
+            critic.display()
+        ),
+    )
+    .unwrap();
+    let response = line(
+        "m1",
+        "claude-haiku-4-5",
+        "2026-12-02T10:00:00Z",
+        10,
+        1,
+        0,
+        0,
+    );
+    w.session("repo", 1, &[response]);
+    for _ in 0..2 {
+        let out = w.run(&[
+            "critic",
+            "run",
+            "snake",
+            "--prompt",
+            "x",
+            "--work-item",
+            "github:octo/repo#1",
+        ]);
+        assert!(out.status.success(), "{out:?}");
+    }
+    // The log is gone (rotated away, say): what the rounds spent is not.
+    let log = w.state.join("events.jsonl");
+    assert_eq!(
+        the_loop::events::lines::named(&log, "critic.finished").len(),
+        2
+    );
+    std::fs::remove_file(&log).unwrap();
+
+    let socket = w.dir.path().join("no-tmux");
+    let out = Command::cargo_bin("the-loop")
+        .unwrap()
+        .args(["sessions", "list", "--json"])
+        .env("THE_LOOP_HOME", &w.state)
+        .env("THE_LOOP_CONFIG", &w.config)
+        .env("THE_LOOP_TMUX_SOCKET", &socket)
+        .env_remove("TMUX")
+        .env_remove("TMUX_PANE")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let critics = &rows[0]["critics"];
+    assert_eq!(critics["rounds"], 2, "{rows}");
+    assert_eq!(critics["inputTokens"], 200);
+    assert_eq!(critics["outputTokens"], 40);
+    close(&critics["costUsd"], 0.025);
+
+    let usage = w.json(&["usage", "--json"]);
+    assert_eq!(usage["critics"]["rounds"], 2, "{usage}");
+    close(&usage["critics"]["costUsd"], 0.025);
+    assert_eq!(usage["rows"][0]["critics"]["rounds"], 2, "{usage}");
+}

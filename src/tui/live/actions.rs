@@ -77,76 +77,44 @@ impl LiveBackend {
             .map_err(|e| ActionError::Failed(e.to_string()))
     }
 
-    /// Where a session's work is, and what its diff is against: its worktree and the
-    /// base it started from; else its working directory (or the repo's `path` for an
-    /// item without a session) and what git finds there. The same for the diff view and
-    /// for critics (SPEC §11.4, §16.4).
+    /// Where a session's work is, and what its diff is against (`Sessions::work_place`,
+    /// the one rule): the same for the diff view and for critics (SPEC §11.4, §16.4).
     pub(super) fn review_place(&self, item: &WorkItemRef) -> Result<Place, ActionError> {
-        // A session on another host: its directory and git are there.
-        if let Some(record) = self.record(item)?
-            && let Some(name) = record.host.as_deref()
-        {
+        let place = self
+            .sessions
+            .work_place(item)
+            .map_err(|e| ActionError::Failed(e.to_string()))?
+            .ok_or_else(|| {
+                refused(format!(
+                    "{} has no session and its repo has no `path`: nowhere to review",
+                    short_ref(item)
+                ))
+            })?;
+        // On another host: its directory and git are there.
+        if let Some(name) = &place.host {
             let host = self.sessions.hosts().get(name).cloned().ok_or_else(|| {
                 refused(format!(
                     "host `{name}` of {} is not in the config",
                     short_ref(item)
                 ))
             })?;
-            // Its worktree there, when it has one, is diffed against the base it started from.
-            let base = self
-                .sessions
-                .workspaces()
-                .record(item)
-                .ok()
-                .flatten()
-                .filter(|ws| ws.host.as_deref() == Some(name) && record.cwd.starts_with(&ws.dir))
-                .map(|ws| ws.base);
             return Ok(Place {
-                cwd: record.cwd,
-                base,
+                cwd: place.cwd,
+                base: place.base,
                 git: crate::workspace::Git::default().on(Arc::clone(&host.transport)),
                 host: Some(host),
             });
         }
-        let workspace = self
-            .sessions
-            .workspaces()
-            .record(item)
-            .ok()
-            .flatten()
-            .filter(|ws| ws.host.is_none());
-        let cwd = match (self.record(item)?, &workspace) {
-            (Some(record), _) if record.cwd.is_dir() => record.cwd,
-            (_, Some(ws)) => ws.cwd.clone(),
-            (Some(record), None) => record.cwd,
-            (None, None) => self
-                .sessions
-                .settings()
-                .repos
-                .iter()
-                .find(|r| r.name.eq_ignore_ascii_case(&item.repo_full_name()))
-                .and_then(crate::config::RepoConfig::working_dir)
-                .ok_or_else(|| {
-                    refused(format!(
-                        "{} has no session and its repo has no `path`: nowhere to review",
-                        short_ref(item)
-                    ))
-                })?,
-        };
-        if !cwd.is_dir() {
+        if !place.cwd.is_dir() {
             return Err(refused(format!(
                 "the working directory {} of {} does not exist",
-                cwd.display(),
+                place.cwd.display(),
                 short_ref(item)
             )));
         }
-        // A worktree session's diff is against the base its worktree started from.
-        let base = workspace
-            .filter(|ws| cwd.starts_with(&ws.dir))
-            .map(|ws| ws.base);
         Ok(Place {
-            cwd,
-            base,
+            cwd: place.cwd,
+            base: place.base,
             git: crate::workspace::Git::default(),
             host: None,
         })

@@ -151,6 +151,59 @@ fn ten_thousand_findings_are_capped_and_the_rest_noted() {
     );
 }
 
+/// `critic run --work-item` from a shell elsewhere runs where the item's session works
+/// (SPEC §9.3), as the TUI's rounds do: the places it names are found in the session's
+/// worktree, not in the shell's directory. `--cwd` still wins.
+#[test]
+fn a_round_for_a_work_item_runs_in_its_sessions_directory() {
+    use the_loop::events::{EventLog, Source};
+    use the_loop::paths::StatePaths;
+    use the_loop::session::{Registry, SessionRecord};
+    let home = home();
+    let root = worktree(&home);
+    let item: the_loop::work_item::WorkItemRef = ITEM.parse().unwrap();
+    let paths = StatePaths::new(home.state());
+    Registry::new(&paths, EventLog::open(&paths), Source::Cli)
+        .put(&SessionRecord::new(&item, "claude", root.clone()))
+        .unwrap();
+    let elsewhere = home.scratch("elsewhere");
+    let run = |extra: &[&str]| {
+        let out = home
+            .cmd()
+            .current_dir(&elsewhere)
+            .args(["critic", "run", "text-findings", "--prompt", "x"])
+            .args(["--work-item", ITEM])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        envelope(&out)
+    };
+    let env = run(&[]);
+    assert!(env["findings"].is_array(), "no findings: {env}");
+    assert_eq!(
+        places(&env),
+        owned(&[
+            ("src/lib.rs", 2, "warning"),
+            ("src/lib.rs", 4, "error"),
+            ("README.md", 1, "note")
+        ]),
+        "{env}"
+    );
+    let env = run(&["--cwd", elsewhere.to_str().unwrap()]);
+    assert!(
+        env["findings"].as_array().is_none_or(Vec::is_empty),
+        "nothing there: {env}"
+    );
+
+    let help = home.run(&["critic", "run", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("where that work item's session works"),
+        "{help}"
+    );
+}
+
 /// PR #16 of the simulated repository, whose diff touches lines 1–4 of `src/lib.rs`
 /// (and a binary file without a patch).
 async fn pull_sim() -> SimHandle {

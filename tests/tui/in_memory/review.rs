@@ -168,6 +168,44 @@ fn o_off_a_code_line_and_an_empty_comment_keep_nothing() {
     );
 }
 
+/// `]` in a short view brings the finding's line into view *with* what is shown under
+/// it — its findings and the operator's comments — not as the pane's last row with its
+/// findings below the edge.
+#[test]
+fn a_jump_shows_the_line_with_its_findings_and_comments() {
+    let model = the_loop::workspace::diff_model::DiffModel::parse(&sample::diff());
+    let line = model.find_new("src/retry.rs", 2).unwrap();
+    let anchor = the_loop::session::review::Anchor::at(&model, line).unwrap();
+    let comment = the_loop::session::review::ReviewComment::new(anchor, "Cap it, HERON.");
+    let material = ReviewMaterial {
+        pending: Ok(vec![comment]),
+        findings: findings(),
+    };
+    let mut app = diff_app(110, 14, material);
+    keys(&mut app, &["g", "]", "]"]);
+    assert!(cursor_text(&app).starts_with("+/// The delay"));
+    let text = screen(&app);
+    assert!(
+        text.contains("▲ warning: the doc says up to cap_ms"),
+        "the finding under the line is in view: {text}"
+    );
+    snap("diff_jump_finding_110x14", text);
+    keys(&mut app, &["]"]);
+    assert!(cursor_text(&app).starts_with("+pub fn backoff_ms"));
+    let text = screen(&app);
+    assert!(text.contains("▲ error: cap_ms is never used"), "{text}");
+    assert!(text.contains("● you: Cap it, HERON."), "{text}");
+    assert!(text.contains("2 +pub fn backoff_ms"), "{text}");
+    // Back up: the line and what is under it, from the top.
+    keys(&mut app, &["["]);
+    let text = screen(&app);
+    assert!(text.contains("1 +/// The delay"), "{text}");
+    assert!(
+        text.contains("▲ warning: the doc says up to cap_ms"),
+        "{text}"
+    );
+}
+
 #[test]
 fn brackets_jump_between_findings_and_f_takes_one_over() {
     let mut app = diff_app(110, 34, with_findings());

@@ -5,7 +5,7 @@
 
 pub mod version;
 
-use crate::config::{HarnessConfig, PermissionMode, SessionsConfig};
+use crate::config::{CodexPolicy, HarnessConfig, PermissionMode, SessionsConfig};
 use crate::substitute::{self, Missing};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -25,6 +25,8 @@ pub struct Harness {
     hooks: Option<HookWiring>,
     /// Claude Code's `--permission-mode` for interactive sessions, when set.
     permission_mode: Option<PermissionMode>,
+    /// Codex's approval policy and sandbox for interactive sessions, when set.
+    codex_policy: Option<CodexPolicy>,
 }
 
 /// What a built-in harness can report about itself (SPEC §17.2, §17.5).
@@ -197,6 +199,7 @@ impl Harness {
             kind,
             hooks: None,
             permission_mode: None,
+            codex_policy: None,
         })
     }
 
@@ -248,8 +251,26 @@ impl Harness {
         self.permission_mode.filter(|_| self.is_claude())
     }
 
-    /// Claude's `--permission-mode <mode>`, for the interactive argv.
+    /// This harness with its interactive codex sessions (fresh and resumed) under
+    /// `policy` (issue 41). Only the built-in codex takes one; the others ignore it.
+    pub fn with_codex_policy(mut self, policy: CodexPolicy) -> Self {
+        self.codex_policy = Some(policy);
+        self
+    }
+
+    /// The codex policy its interactive sessions run under: `None` for every harness
+    /// but the built-in `codex`.
+    pub fn codex_policy(&self) -> Option<CodexPolicy> {
+        self.codex_policy
+            .filter(|_| matches!(self.kind, Kind::Codex { .. }))
+    }
+
+    /// Claude's `--permission-mode <mode>`, codex's `--ask-for-approval P --sandbox S`,
+    /// for the interactive argv.
     fn permission_flags(&self) -> Vec<String> {
+        if let Some(policy) = self.codex_policy() {
+            return policy.flags();
+        }
         self.permission_mode()
             .map(|mode| vec!["--permission-mode".into(), mode.as_str().into()])
             .unwrap_or_default()
@@ -313,6 +334,7 @@ impl Harness {
             Kind::Codex { program } => {
                 let mut argv = vec![program.clone()];
                 argv.extend(self.hook_flags());
+                argv.extend(self.permission_flags());
                 argv.push(prompt);
                 argv
             }
@@ -343,6 +365,7 @@ impl Harness {
             Kind::Codex { program } => {
                 let mut argv = vec![program.clone(), "resume".into()];
                 argv.extend(self.hook_flags());
+                argv.extend(self.permission_flags());
                 argv.extend([session_id.into(), prompt]);
                 Some(argv)
             }

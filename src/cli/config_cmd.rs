@@ -141,6 +141,9 @@ fn harness_screens(config: &config::Config) -> Vec<String> {
             if harness.is_claude() {
                 facts.push(format!("permission mode {}", permission_modes(config)));
             }
+            if harness.clone().with_codex_policy(config.sessions.codex).codex_policy().is_some() {
+                facts.push(format!("approval policy and sandbox {}", codex_policies(config)));
+            }
             let read = version.as_ref().and_then(|v| v.as_ref().ok());
             let screen = match (Screen::of(&harness, read.map(String::as_str)), reader) {
                 (Screen::Known, _) => format!(
@@ -165,6 +168,22 @@ fn harness_screens(config: &config::Config) -> Vec<String> {
             Some(format!("harness {name}{role}: {}", facts.join("; ")))
         })
         .collect()
+}
+
+/// `on-request, workspace-write`, or with the repos that name their own
+/// (`… (octo/web: never, read-only)`).
+fn codex_policies(config: &config::Config) -> String {
+    let global = config.sessions.codex;
+    let repos: Vec<String> = config
+        .repos
+        .iter()
+        .filter_map(|r| Some(format!("{}: {}", r.name, global.with(r.codex?))))
+        .collect();
+    if repos.is_empty() {
+        global.to_string()
+    } else {
+        format!("{global} ({})", repos.join(", "))
+    }
 }
 
 /// `default`, or `default (octo/web: plan)` when repos name their own.

@@ -2,6 +2,7 @@
 //! live in `load`, parsing with located errors in `parse`, the rules in `validate`.
 
 mod budgets;
+mod codex_policy;
 mod hosts;
 pub mod load;
 mod locate;
@@ -16,6 +17,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub use budgets::{BudgetsConfig, ModelPrice, PricingConfig};
+pub use codex_policy::{ApprovalPolicy, CodexPolicy, CodexPolicyOverride, SandboxMode};
 pub use hosts::{
     DEFAULT_CONNECT_TIMEOUT_SECONDS, DEFAULT_REMOTE_STATE_DIR, DEFAULT_REMOTE_TMUX,
     DEFAULT_SERVER_ALIVE_SECONDS, HostConfig, LOCAL_HOST_NAME,
@@ -106,6 +108,9 @@ pub struct RepoConfig {
     /// This repo's sessions' permission mode, over `sessions.permissionMode`.
     #[serde(default)]
     pub permission_mode: Option<PermissionMode>,
+    /// This repo's codex policy keys, over `sessions.codex`.
+    #[serde(default)]
+    pub codex: Option<CodexPolicyOverride>,
     /// The `hosts:` entry this repo's sessions, worktrees, setup and critics run on;
     /// none: this machine.
     #[serde(default)]
@@ -126,6 +131,7 @@ impl RepoConfig {
             setup: Vec::new(),
             setup_timeout_seconds: default_setup_timeout(),
             permission_mode: None,
+            codex: None,
             host: None,
         }
     }
@@ -328,6 +334,9 @@ pub struct SessionsConfig {
     pub permission_mode: PermissionMode,
     /// `bypassPermissions` is refused unless this says so too.
     pub allow_bypass: bool,
+    /// Codex's approval policy and sandbox (`--ask-for-approval`, `--sandbox`), unless
+    /// the repo names its own; a policy that never asks needs `allowBypass` too.
+    pub codex: CodexPolicy,
 }
 
 impl Default for SessionsConfig {
@@ -345,6 +354,7 @@ impl Default for SessionsConfig {
             budget_usd: None,
             permission_mode: PermissionMode::default(),
             allow_bypass: false,
+            codex: CodexPolicy::default(),
         }
     }
 }

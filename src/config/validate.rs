@@ -3,7 +3,7 @@
 //! file positions.
 
 use super::locate::KeyPath;
-use super::{Config, HarnessConfig, PermissionMode};
+use super::{CodexPolicy, Config, HarnessConfig, PermissionMode};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
@@ -57,11 +57,39 @@ fn permission_modes(config: &Config) -> impl Iterator<Item = (KeyPath, Permissio
     std::iter::once(global).chain(repos)
 }
 
-/// `bypassPermissions` runs every tool call unasked while the agent reads other
-/// people's words: it takes a second, explicit key.
+/// Codex's policy where the config sets one: `sessions.codex`, then each repo's
+/// `codex`, with the policy its sessions get.
+fn codex_policies(config: &Config) -> impl Iterator<Item = (KeyPath, CodexPolicy)> + '_ {
+    let global = config.sessions.codex;
+    let repos = config
+        .repos
+        .iter()
+        .enumerate()
+        .filter_map(move |(i, repo)| {
+            let over = repo.codex?;
+            Some((
+                KeyPath::parse("repos").index(i).key("codex"),
+                global.with(over),
+            ))
+        });
+    std::iter::once((KeyPath::parse("sessions.codex"), global)).chain(repos)
+}
+
+/// `bypassPermissions`, and a codex policy that never asks, run tool calls unasked while
+/// the agent reads other people's words: each takes a second, explicit key.
 fn check_permission_modes(config: &Config, out: &mut Vec<Problem>) {
     if config.sessions.allow_bypass {
         return;
+    }
+    for (path, policy) in codex_policies(config) {
+        if policy.never_asks() {
+            out.push(Problem::new(
+                path,
+                format!(
+                    "codex `{policy}` runs commands without asking you while the agent reads comments from GitHub; set sessions.allowBypass: true as well if you mean it, or keep approvalPolicy on-request with a sandbox other than danger-full-access"
+                ),
+            ));
+        }
     }
     for (path, mode) in permission_modes(config) {
         if mode == PermissionMode::BypassPermissions {
@@ -138,6 +166,16 @@ pub fn warnings(config: &Config) -> Vec<Problem> {
             _ => continue,
         };
         out.push(Problem::new(path, warning));
+    }
+    for (path, policy) in codex_policies(config) {
+        if policy.never_asks() && config.sessions.allow_bypass {
+            out.push(Problem::new(
+                path,
+                format!(
+                    "codex `{policy}` (allowed by sessions.allowBypass): commands run without asking you, steered by comments from GitHub"
+                ),
+            ));
+        }
     }
     out
 }

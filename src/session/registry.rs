@@ -81,6 +81,9 @@ pub struct SessionRecord {
     /// The permission mode the harness was last started in (`claude` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission_mode: Option<crate::config::PermissionMode>,
+    /// Codex's approval policy and sandbox it was last started under (`codex` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codex_policy: Option<crate::config::CodexPolicy>,
     /// The release the harness binary named when it was last started (`claude
     /// --version`): the-loop reads a screen only of releases it has recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -158,6 +161,7 @@ impl SessionRecord {
             harness: harness.to_string(),
             harness_session_id: None,
             permission_mode: None,
+            codex_policy: None,
             harness_version: None,
             host: None,
             cwd,

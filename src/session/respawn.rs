@@ -39,7 +39,8 @@ impl Sessions {
         };
         let harness = Harness::resolve(&record.harness, &settings.sessions)
             .map_err(|e| spawn_failed(e.into()))?
-            .with_permission_mode(settings.permission_mode(item));
+            .with_permission_mode(settings.permission_mode(item))
+            .with_codex_policy(settings.codex_policy(item));
         let host = record
             .host
             .as_deref()

@@ -134,6 +134,15 @@ impl Settings {
             .find(|r| r.name.eq_ignore_ascii_case(&repo))
     }
 
+    /// The codex policy the item's sessions run under: the repo's keys over the global.
+    pub(crate) fn codex_policy(&self, item: &WorkItemRef) -> crate::config::CodexPolicy {
+        let global = self.sessions.codex;
+        match self.repo(item).and_then(|r| r.codex) {
+            Some(over) => global.with(over),
+            None => global,
+        }
+    }
+
     /// The permission mode the item's sessions start in: the repo's, else the global one.
     pub(crate) fn permission_mode(&self, item: &WorkItemRef) -> PermissionMode {
         self.repo(item)

@@ -89,7 +89,8 @@ impl Sessions {
         }
         let harness = Harness::resolve(&harness_name, &settings.sessions)
             .map_err(|e| fail(e.into()))?
-            .with_permission_mode(settings.permission_mode(item));
+            .with_permission_mode(settings.permission_mode(item))
+            .with_codex_policy(settings.codex_policy(item));
         let repo = settings.repo(item);
         let host = self.host_for(repo, item).await.map_err(fail)?;
         let mut record = match (&host, repo) {
@@ -116,6 +117,7 @@ impl Sessions {
         };
         record.harness_session_id = harness.mint_session_id();
         record.permission_mode = harness.permission_mode();
+        record.codex_policy = harness.codex_policy();
         // On a host, the hooks report back over its connection.
         let harness = match &host {
             None => super::hooks::wire(harness, &settings, item),
@@ -146,6 +148,7 @@ impl Sessions {
                     "permission_mode",
                     record.permission_mode.map(|m| m.as_str()),
                 )
+                .with_opt("codex_policy", record.codex_policy.map(|p| p.to_string()))
                 .with("trigger", origin.trigger)
                 .with("actor", origin.actor.clone()),
         );

@@ -100,6 +100,8 @@ pub struct SessionView {
     /// How the-loop reads its client's screen, for a release nobody recorded: `Claude
     /// Code 2.1.337 · read with 2.1.332's rules · seen live: idle ✓ dialog –` (issue 40).
     pub client: Option<String>,
+    /// The approval policy and sandbox a codex session runs under (issue 41).
+    pub policy: Option<crate::config::CodexPolicy>,
 }
 
 /// A session's permission mode as the Sessions pane shows it.
@@ -168,6 +170,7 @@ impl SessionView {
             usage: None,
             mode: None,
             client: None,
+            policy: None,
         }
     }
 }

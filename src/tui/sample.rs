@@ -55,6 +55,7 @@ pub fn session(
         usage: None,
         mode: None,
         client: None,
+        policy: None,
     }
 }
 

@@ -146,6 +146,12 @@ tui: {{notify: none}}
 
     /// Starts the session (its boot prompt is the first turn) and waits for its end.
     async fn start(&self) {
+        self.spawn().await;
+        self.wait_events("session.turn_ended", 1).await;
+    }
+
+    /// Starts the session, its boot prompt the first turn.
+    async fn spawn(&self) {
         let inputs = PromptInputs::manual(&item(), "test");
         let outcome = self
             .sessions
@@ -153,7 +159,6 @@ tui: {{notify: none}}
             .await
             .unwrap();
         assert!(matches!(outcome, StartOutcome::Spawned(_)), "{outcome:?}");
-        self.wait_events("session.turn_ended", 1).await;
     }
 
     /// Delivers a comment by `alice` with `body`, as the dispatcher does, once.
@@ -379,6 +384,79 @@ async fn a_comment_during_codexs_approval_request_waits_for_the_operator() {
     assert_eq!(resolved.len(), 1, "{resolved:#?}");
     assert_eq!(resolved[0]["decision"], "approved");
     eprintln!("figure: approved → comment delivered in {delivered:?} (codex 0.171.0)");
+    assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
+}
+
+/// Codex titles a new session on the side, with its own thread, and runs `notify` for
+/// that thread's turn (issue 41). Answered after the boot turn's command call, that
+/// notice lands while the approval request stands: it names another thread, so it
+/// neither resolves the request nor ends the session's turn. The row stays
+/// awaiting-permission, a comment waits, `sessions approve` runs the command, and the
+/// comment reaches the model once, afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_title_threads_notice_moves_nothing_of_the_session() {
+    let Some(world) = CodexWorld::new().await else {
+        return;
+    };
+    world.model.run_first("touch ran.txt");
+    world
+        .model
+        .titles_after_the_call(Duration::from_millis(1500));
+    world.spawn().await;
+    world.wait_screen(APPROVAL).await;
+    world
+        .wait("the hook's awaiting-permission", || {
+            (world.reported() == Some(ReportedState::AwaitingPermission)).then_some(())
+        })
+        .await;
+    world
+        .wait("the title to be answered", || {
+            world.model.answered().iter().any(|a| a.title).then_some(())
+        })
+        .await;
+    // Give its notice time to land and be recorded.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        world.reported(),
+        Some(ReportedState::AwaitingPermission),
+        "{:#?}",
+        world.events_named("session.permission_resolved")
+    );
+    assert!(world.events_named("session.permission_resolved").is_empty());
+    assert!(world.events_named("session.turn_ended").is_empty());
+    // The command needed escalation, and the-loop's default policy asks for it: the
+    // row says which.
+    let out = world.cli(&["sessions", "list", "--json"]);
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        rows[0]["codexPolicy"],
+        serde_json::json!({"approvalPolicy": "on-request", "sandbox": "workspace-write"}),
+        "{rows:#}"
+    );
+    assert_eq!(rows[0]["state"], "awaiting-permission", "{rows:#}");
+    let held = world.deliver("d-2", "KINGFISHER: and bump the cap.").await;
+    assert!(
+        matches!(&held, Err(DeliveryFailure::Held(h)) if h.reason.as_str() == "permission-dialog"),
+        "{held:?}"
+    );
+    let out = world.cli(&["sessions", "approve", &item().to_string()]);
+    assert!(out.status.success(), "{out:?}");
+    world
+        .wait("the approved command to run", || world.ran().then_some(()))
+        .await;
+    world
+        .deliver_once_released("d-2", "KINGFISHER: and bump the cap.")
+        .await;
+    world
+        .wait("codex's turn to end", || {
+            (world.reported() == Some(ReportedState::Idle)).then_some(())
+        })
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(world.model.requests_with("KINGFISHER").len(), 1);
+    let resolved = world.events_named("session.permission_resolved");
+    assert_eq!(resolved.len(), 1, "{resolved:#?}");
+    assert_eq!(resolved[0]["decision"], "approved");
     assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
 }
 

@@ -31,10 +31,14 @@ fn help(bin: &Path, sub: Option<&str>) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The built-in adapter `name` with its hooks wired, as sessions run it.
+/// The built-in adapter `name` with its hooks wired, as sessions run it (with Claude's
+/// permission mode and codex's policy, which each passes on every start and resume).
 fn adapter(name: &str) -> Harness {
-    Harness::resolve(name, &SessionsConfig::default())
+    let sessions = SessionsConfig::default();
+    Harness::resolve(name, &sessions)
         .unwrap()
+        .with_permission_mode(sessions.permission_mode)
+        .with_codex_policy(sessions.codex)
         .with_hooks(HookWiring {
             bin: PathBuf::from("/opt/the-loop/bin/the-loop"),
             settings_file: Some(PathBuf::from("/state/harness/x/claude-settings.json")),

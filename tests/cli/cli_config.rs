@@ -413,9 +413,11 @@ fn each_configured_harness_says_its_release_mode_and_screen() {
     );
     assert!(lines[1].starts_with("harness codex: "), "{}", r.stderr);
     assert!(lines[1].contains("not on PATH"), "{}", r.stderr);
-    // Codex's screen is read too (issue 31): with no release read, held.
+    // Codex's screen is read too (issue 31): with no release read, on agreement.
     assert!(
-        lines[1].ends_with("screen: unknown (no version read) — deliveries will be held"),
+        lines[1].ends_with(
+            "screen: release unread — a delivery goes out when its hooks and its screen agree"
+        ),
         "{}",
         r.stderr
     );
@@ -441,12 +443,13 @@ fn each_configured_harness_says_its_release_mode_and_screen() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
         harness_lines(&r.stderr)[0],
-        "harness codex (sessions.harness): Codex 0.171.0; screen: known (recorded from Codex 0.171.0)",
+        "harness codex (sessions.harness): Codex 0.171.0; approval policy and sandbox on-request, workspace-write; screen: known (recorded from Codex 0.171.0)",
         "{}",
         r.stderr
     );
 
-    // A release the-loop did not record: known to be unknown.
+    // A release the-loop did not record: read on the agreement of its two witnesses
+    // (issue 40), nothing seen of it live yet.
     let yaml = format!(
         "sessions:\n  harnesses:\n    claude: {{command: {}}}\n",
         newer.display()
@@ -460,12 +463,17 @@ fn each_configured_harness_says_its_release_mode_and_screen() {
     let lines = harness_lines(&r.stderr);
     assert!(
         lines[0].starts_with(
-            "harness claude (sessions.harness): Claude Code 2.1.400; permission mode default; screen: unknown for 2.1.400 — deliveries will be held (recorded: 2.1.197"
+            "harness claude (sessions.harness): Claude Code 2.1.400; permission mode default; screen: Claude Code 2.1.400 · read with "
         ),
         "{}",
         r.stderr
     );
-    assert!(lines[0].contains("sessions deliver REF"), "{}", r.stderr);
+    assert!(
+        lines[0].contains("'s rules · seen live: not seen yet — not recorded (recorded: 2.1.197"),
+        "{}",
+        r.stderr
+    );
+    assert!(lines[0].contains("held `screen-unread`"), "{}", r.stderr);
 
     // Not installed: said, and its screen cannot be known.
     let r = run(
@@ -476,7 +484,9 @@ fn each_configured_harness_says_its_release_mode_and_screen() {
     let lines = harness_lines(&r.stderr);
     assert!(lines[0].contains("which is not on PATH"), "{}", r.stderr);
     assert!(
-        lines[0].ends_with("screen: unknown (no version read) — deliveries will be held"),
+        lines[0].ends_with(
+            "screen: release unread — a delivery goes out when its hooks and its screen agree"
+        ),
         "{}",
         r.stderr
     );
@@ -538,6 +548,62 @@ fn bypass_needs_a_second_key_and_risky_modes_are_warned_about() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("sessions.permissionMode"), "{}", r.stderr);
     assert!(r.stderr.contains("acceptEdits"), "{}", r.stderr);
+}
+
+/// Issue 41: codex's policy is explicit; one that never asks takes the same second key
+/// as `bypassPermissions`, and is warned about even then; a repo's keys replace the
+/// global ones, and `config check` prints what each codex session runs under.
+#[test]
+fn a_codex_policy_that_never_asks_needs_a_second_key() {
+    let sb = Sandbox::new();
+    let yaml = "routing: {authorizedUsers: [alice]}\nrepos:\n  - {name: octo/web, codex: {sandbox: danger-full-access}}\nsessions: {harness: codex}\n";
+    let file = sb.write("c.yaml", yaml);
+    let r = run(
+        &mut sb.cmd(),
+        &["--config", file.to_str().unwrap(), "config", "check"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(":3:")
+            && r.stderr.contains(
+                "repos[0].codex: codex `on-request, danger-full-access` runs commands without asking you"
+            )
+            && r.stderr.contains("sessions.allowBypass: true"),
+        "{}",
+        r.stderr
+    );
+    let r = check_yaml(
+        &sb,
+        &yaml.replace("{harness: codex}", "{harness: codex, allowBypass: true}"),
+    );
+    assert!(
+        r.stderr.contains("warning: ")
+            && r.stderr.contains(
+                "repos[0].codex: codex `on-request, danger-full-access` (allowed by sessions.allowBypass)"
+            ),
+        "{}",
+        r.stderr
+    );
+    let v: serde_norway::Value = serde_norway::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["sessions"]["codex"]["approvalPolicy"].as_str(),
+        Some("on-request")
+    );
+    assert_eq!(
+        v["sessions"]["codex"]["sandbox"].as_str(),
+        Some("workspace-write")
+    );
+    // A policy codex does not name is an error.
+    let file = sb.write(
+        "bad.yaml",
+        "sessions: {codex: {approvalPolicy: sometimes}}\n",
+    );
+    let r = run(
+        &mut sb.cmd(),
+        &["--config", file.to_str().unwrap(), "config", "check"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("sessions.codex"), "{}", r.stderr);
 }
 
 #[test]

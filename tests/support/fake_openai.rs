@@ -51,6 +51,13 @@ struct OpenAiState {
     answered: Vec<Answered>,
     /// The fresh user texts of every agent request (not the titles), in order.
     fresh: Vec<Vec<String>>,
+    /// The first agent request asks to run this command (the boot prompt's turn).
+    run_first: Option<String>,
+    /// Title requests are answered only after a command call was, and `titles_after`
+    /// more: codex's title notice then lands while its approval request stands.
+    titles_after: Option<std::time::Duration>,
+    /// Command calls answered so far.
+    calls: u64,
 }
 
 /// The texts of the user messages after the model's last output (a message or a tool
@@ -106,6 +113,17 @@ impl FakeOpenAi {
         self.lock().fresh.clone()
     }
 
+    /// The first agent request (the boot prompt's turn) asks to run `command`.
+    pub fn run_first(&self, command: &str) {
+        self.lock().run_first = Some(command.to_string());
+    }
+
+    /// Answers codex's title requests only once a command call was answered, `after`
+    /// that (issue 41: the title's `notify` during the approval request).
+    pub fn titles_after_the_call(&self, after: std::time::Duration) {
+        self.lock().titles_after = Some(after);
+    }
+
     /// The agent requests that brought a user text containing `needle`.
     pub fn requests_with(&self, needle: &str) -> Vec<Vec<String>> {
         self.fresh()
@@ -126,10 +144,22 @@ async fn handle(State(state): State<Arc<Mutex<OpenAiState>>>, uri: Uri, body: By
     } else {
         fresh_user_texts(&body)
     };
+    if title {
+        hold_title(&state).await;
+    }
     let run = fresh.iter().find_map(|t| {
         let (_, rest) = t.split_once("RUN[")?;
         rest.split_once(']').map(|(cmd, _)| cmd.to_string())
     });
+    let run = match run {
+        Some(cmd) => Some(cmd),
+        None if !title => state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .run_first
+            .take(),
+        None => None,
+    };
     let (id, usage) = {
         let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
         st.next_id += 1;
@@ -143,6 +173,7 @@ async fn handle(State(state): State<Arc<Mutex<OpenAiState>>>, uri: Uri, body: By
         if !title {
             st.fresh.push(fresh);
         }
+        st.calls += u64::from(run.is_some());
         (id, usage)
     };
     let text = if title {
@@ -170,6 +201,20 @@ async fn handle(State(state): State<Arc<Mutex<OpenAiState>>>, uri: Uri, body: By
         .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
         .collect();
     ([("content-type", "text/event-stream")], sse).into_response()
+}
+
+/// Waits, when asked to, until a command call was answered and the time given after it
+/// passed (at most a minute).
+async fn hold_title(state: &Mutex<OpenAiState>) {
+    let lock = || state.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(after) = lock().titles_after else {
+        return;
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while lock().calls == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(after).await;
 }
 
 /// Codex's `config.toml` for a private `CODEX_HOME`: the fake at `base_url` as its

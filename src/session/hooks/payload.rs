@@ -37,6 +37,19 @@ pub struct Report {
     /// Where the session's usage is read from (SPEC §20.1), accepted only as the
     /// session's own log (`session::usage::accept`).
     pub log: Option<UsageLog>,
+    /// The codex thread the report is about (issue 41): a hook's `session_id`, a
+    /// notice's `thread-id`. Codex titles a session on the side, with a thread of its
+    /// own, and notifies its end: only the session's own thread moves its state.
+    pub thread: Option<Thread>,
+}
+
+/// A codex thread a report names, and how it named it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Thread {
+    pub id: String,
+    /// Named by a hook, which codex runs only for the session's own turns: the first
+    /// such names the session's thread. A `notify` notice runs for any thread.
+    pub by_hook: bool,
 }
 
 /// The log a report names.
@@ -112,7 +125,12 @@ fn claude(v: &Value) -> Option<Report> {
     let log = text(v, "transcript_path")
         .filter(|t| !t.is_empty())
         .map(|t| UsageLog::Transcript(t.into()));
-    Some(Report { event, signal, log })
+    Some(Report {
+        event,
+        signal,
+        log,
+        thread: None,
+    })
 }
 
 fn codex(v: &Value) -> Option<Report> {
@@ -122,17 +140,23 @@ fn codex(v: &Value) -> Option<Report> {
         // rollout, whose usage `notify`'s thread id leads to: not taken from here.
         return claude(v).map(|report| Report {
             log: None,
+            thread: thread_id(v, "session_id").map(|id| Thread { id, by_hook: true }),
             ..report
         });
     }
     let event = text(v, "type")?;
+    let thread = thread_id(v, "thread-id");
     (event == "agent-turn-complete").then_some(Report {
         event,
         signal: Signal::TurnEnded,
-        log: text(v, "thread-id")
-            .filter(|id| crate::usage::codex::is_thread_id(id))
-            .map(UsageLog::CodexThread),
+        log: thread.clone().map(UsageLog::CodexThread),
+        thread: thread.map(|id| Thread { id, by_hook: false }),
     })
+}
+
+/// A codex thread id at `key`: hex digits and dashes only.
+fn thread_id(v: &Value, key: &str) -> Option<String> {
+    text(v, key).filter(|id| crate::usage::codex::is_thread_id(id))
 }
 
 #[cfg(test)]

@@ -132,8 +132,13 @@ fn record_report(
         report.signal,
         state::Signal::TurnEnded | state::Signal::SessionEnded
     );
+    let mut own = true;
     let outcomes = registry
         .update(item, |record| {
+            own = owns(record, report.thread.as_ref());
+            if !own {
+                return Vec::new();
+            }
             let (next, outcomes) = state::apply(
                 record.reported.as_ref(),
                 reporter.as_str(),
@@ -142,9 +147,25 @@ fn record_report(
                 &now,
             );
             record.reported = Some(next);
+            if let Some(thread) = report.thread.as_ref().filter(|t| t.by_hook)
+                && let Some(reported) = record.reported.as_mut()
+            {
+                reported
+                    .conversation
+                    .get_or_insert_with(|| thread.id.clone());
+            }
             outcomes
         })?
         .ok_or_else(|| HookError::NoSession(item.clone()))?;
+    if !own {
+        tracing::debug!(
+            work_item = %item,
+            event = %report.event,
+            "a report of another thread ({:?}): not the session's, ignored",
+            report.thread.as_ref().map(|t| &t.id)
+        );
+        return Ok(Vec::new());
+    }
     for outcome in &outcomes {
         let _ = events.emit(outcome_event(Source::Hook, item, outcome));
     }
@@ -156,6 +177,25 @@ fn record_report(
         usage_later(log, reporter);
     }
     Ok(outcomes)
+}
+
+/// Whether a report naming `thread` is about `record`'s session (issue 41): its own
+/// thread is the one the first hook named (hooks run only for its turns); a report of
+/// another — codex's title request, a sub-agent — moves nothing. Before any hook named
+/// one, every report counts, as before.
+fn owns(
+    record: &crate::session::registry::SessionRecord,
+    thread: Option<&payload::Thread>,
+) -> bool {
+    let own = record
+        .reported
+        .as_ref()
+        .filter(|r| r.harness == Reporter::Codex.as_str())
+        .and_then(|r| r.conversation.as_deref());
+    match (own, thread) {
+        (Some(own), Some(thread)) => own == thread.id,
+        _ => true,
+    }
 }
 
 /// A session on another host, its report sent back: what a turn that ended used is read

@@ -143,3 +143,97 @@ fn a_report_sent_back_from_a_host_leaves_the_tool_output_behind_and_keeps_the_re
     assert_eq!(named("codex"), Some(Reporter::Codex));
     assert_eq!(named("sh"), None);
 }
+
+/// Codex titles a session on the side, with its own thread, and notifies that turn's
+/// end (issue 41): only the session's own thread — the one its hooks named — moves
+/// its state; before any hook named one, a notice counts as before.
+#[test]
+fn only_the_sessions_own_codex_thread_moves_it() {
+    let (_dir, paths, item) = setup();
+    const OWN: &str = "01a23d29-529b-73f3-9002-bfbaf9aebad0";
+    const TITLE: &str = "01a23d29-5aa0-7000-8000-000000000001";
+    let codex = |payload: serde_json::Value| {
+        record(
+            &paths,
+            &item,
+            Reporter::Codex,
+            payload.to_string().as_bytes(),
+        )
+        .unwrap()
+    };
+    let reported = || {
+        Registry::new(&paths, EventLog::open(&paths), Source::Cli)
+            .get(&item)
+            .unwrap()
+            .unwrap()
+            .reported
+            .unwrap()
+    };
+    let hook = |event: &str, extra: serde_json::Value| {
+        let mut v = json!({"session_id": OWN, "turn_id": "t-1", "cwd": "/w",
+            "transcript_path": "/h/.codex/sessions/rollout.jsonl", "hook_event_name": event});
+        v.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        v
+    };
+    let notice = |thread: &str| {
+        json!({"type": "agent-turn-complete", "thread-id": thread, "turn-id": "t",
+            "input-messages": ["Generate a concise, single-line task title"]})
+    };
+    codex(hook("UserPromptSubmit", json!({"prompt": "boot"})));
+    assert_eq!(reported().conversation.as_deref(), Some(OWN));
+    codex(hook(
+        "PermissionRequest",
+        json!({"tool_name": "Bash", "tool_input": {"command": "touch ran.txt"}}),
+    ));
+    assert_eq!(reported().state, ReportedState::AwaitingPermission);
+    // The title's notice: nothing moves, nothing is logged.
+    let before = events(&paths).len();
+    assert!(codex(notice(TITLE)).is_empty());
+    let now = reported();
+    assert_eq!(now.state, ReportedState::AwaitingPermission);
+    assert!(now.permission.is_some(), "still pending");
+    assert_eq!(events(&paths).len(), before, "no resolution, no turn end");
+    // The session's own turn end does.
+    codex(hook("PostToolUse", json!({"tool_name": "Bash"})));
+    let outcomes = codex(notice(OWN));
+    assert!(
+        outcomes.contains(&state::Outcome::TurnEnded),
+        "{outcomes:?}"
+    );
+    assert_eq!(reported().state, ReportedState::Idle);
+    // A hook of another thread (a sub-agent) moves nothing either.
+    let mut other = hook("UserPromptSubmit", json!({"prompt": "x"}));
+    other["session_id"] = json!(TITLE);
+    assert!(codex(other).is_empty());
+    assert_eq!(reported().state, ReportedState::Idle);
+}
+
+#[test]
+fn before_a_hook_names_the_thread_a_notice_counts() {
+    let (_dir, paths, item) = setup();
+    let notice = json!({"type": "agent-turn-complete",
+        "thread-id": "01a23d29-529b-73f3-9002-bfbaf9aebad0"});
+    let outcomes = record(
+        &paths,
+        &item,
+        Reporter::Codex,
+        notice.to_string().as_bytes(),
+    )
+    .unwrap();
+    assert!(
+        outcomes.contains(&state::Outcome::TurnEnded),
+        "{outcomes:?}"
+    );
+    let reported = Registry::new(&paths, EventLog::open(&paths), Source::Cli)
+        .get(&item)
+        .unwrap()
+        .unwrap()
+        .reported
+        .unwrap();
+    assert_eq!(
+        reported.conversation, None,
+        "a notice never names the session's thread"
+    );
+}

@@ -280,6 +280,7 @@ fn merge(
                     .filter(|shown| *shown != started),
             }),
             client: None,
+            policy: record.codex_policy,
         })
         .collect();
     // An ended session whose worktree was kept: listed (watched or not), marked.

@@ -115,6 +115,11 @@ fn mode_word(mode: crate::config::PermissionMode) -> &'static str {
 /// tool calls unasked (issue 30).
 fn harness_cell(s: &SessionView) -> (String, String, bool) {
     let harness = s.harness.clone().unwrap_or_default();
+    // Codex: its approval policy (issue 41), in the warning colour when it never asks.
+    if let Some(policy) = s.policy {
+        let word = format!(" {}", policy.approval_policy.as_str());
+        return (harness, word, policy.never_asks());
+    }
     let Some(mode) = &s.mode else {
         return (harness, String::new(), false);
     };
@@ -309,6 +314,13 @@ fn held_detail(app: &App, s: &SessionView, w: usize) -> Option<Line<'static>> {
 /// started in with nothing running unasked: `⏵ mode auto (started default; changed in
 /// the pane)`, `⏵ mode auto: some tool calls run unasked`.
 fn mode_detail(app: &App, s: &SessionView, w: usize) -> Option<Line<'static>> {
+    if let Some(policy) = s.policy.filter(|p| p.never_asks()) {
+        let forms = [
+            format!("⏵ codex {policy}: commands run without asking you"),
+            format!("⏵ codex {policy}"),
+        ];
+        return Some(warn_line(app, &forms, w));
+    }
     let mode = s.mode.as_ref()?;
     let now = mode.now();
     let forms: Vec<String> = match mode.shown {

@@ -79,9 +79,7 @@ fn each_change_of_state_is_reported_once_in_order() {
     let up = |ms| HostState::Up {
         rtt: Duration::from_millis(ms),
     };
-    let down = |why: &str| HostState::Unreachable {
-        reason: why.into(),
-    };
+    let down = |why: &str| HostState::Unreachable { reason: why.into() };
     let mut changes = host.changes();
     host.set_state(up(4));
     host.set_state(up(9)); // another round trip: no change
@@ -102,5 +100,8 @@ fn each_change_of_state_is_reported_once_in_order() {
     host.set_state(up(1));
     assert_eq!(later.try_recv().unwrap(), up(1));
     assert_eq!(changes.try_recv().unwrap(), down("no route"));
-    assert!(changes.try_recv().is_err(), "replaced: the first hears no more");
+    assert!(
+        changes.try_recv().is_err(),
+        "replaced: the first hears no more"
+    );
 }

@@ -288,6 +288,20 @@ mod tests {
         super::super::load_file(path).unwrap()
     }
 
+    const FAILED_TWICE_THEN_RELOADED: [&str; 3] = [
+        "config.reload_failed",
+        "config.reload_failed",
+        "config.reloaded",
+    ];
+
+    /// The types of the events logged, in order.
+    fn names(events: &EventLog) -> Vec<String> {
+        EventReader::open(events.path(), Default::default())
+            .unwrap()
+            .map(|r| r.unwrap().event.event.as_str().to_string())
+            .collect()
+    }
+
     #[test]
     fn sections_name_what_differs() {
         let old = Config::default();
@@ -339,20 +353,9 @@ mod tests {
         assert_eq!(*error.borrow(), None);
         assert_eq!(config.borrow().config.routing.authorized_users, ["bob"]);
 
-        let logged = crate::events::lines::all(events.path());
-        let names: Vec<&str> = logged
-            .iter()
-            .map(|e| e["event"].as_str().unwrap())
-            .collect();
-        assert_eq!(
-            names,
-            [
-                "config.reload_failed",
-                "config.reload_failed",
-                "config.reloaded"
-            ]
-        );
-        assert!(logged[0]["error"].as_str().unwrap().contains("no repos"));
+        assert_eq!(names(&events), FAILED_TWICE_THEN_RELOADED);
+        let failed = crate::events::lines::named(events.path(), "config.reload_failed");
+        assert!(failed[0]["error"].as_str().unwrap().contains("no repos"));
 
         // A supervisor that runs without them already (a warning at start) reloads as
         // before: only losing them is refused.
@@ -394,17 +397,6 @@ mod tests {
         assert_eq!(*error.borrow(), None);
         assert_eq!(config.borrow().config.polling.interval_seconds, 45);
 
-        let names: Vec<String> = EventReader::open(events.path(), Default::default())
-            .unwrap()
-            .map(|r| r.unwrap().event.event.as_str().to_string())
-            .collect();
-        assert_eq!(
-            names,
-            [
-                "config.reload_failed",
-                "config.reload_failed",
-                "config.reloaded"
-            ]
-        );
+        assert_eq!(names(&events), FAILED_TWICE_THEN_RELOADED);
     }
 }

@@ -13,6 +13,7 @@
 //!   dead master exits and the next call connects again.
 
 use super::forward::Forward;
+use super::state::StateCell;
 use super::{HostState, SshError, command_line};
 use crate::secrets::ChildEnv;
 use std::ffi::OsString;
@@ -101,9 +102,7 @@ pub struct Transport {
     pub(super) child_env: ChildEnv,
     channels: Semaphore,
     pub(super) connecting: tokio::sync::Mutex<()>,
-    state: Mutex<HostState>,
-    /// Where each change of `state` is reported (the supervisor logs them).
-    changes: Mutex<Option<tokio::sync::mpsc::UnboundedSender<HostState>>>,
+    state: StateCell,
     facts: Mutex<Option<Facts>>,
     master_pid: Mutex<Option<u32>>,
     /// Unix sockets on the host forwarded to sockets here, on every master.
@@ -129,8 +128,7 @@ impl Transport {
             child_env: ChildEnv::default(),
             channels: Semaphore::new(CHANNELS),
             connecting: tokio::sync::Mutex::new(()),
-            state: Mutex::new(HostState::Unknown),
-            changes: Mutex::new(None),
+            state: StateCell::default(),
             facts: Mutex::new(None),
             master_pid: Mutex::new(None),
             forwards: Mutex::new(Vec::new()),
@@ -166,10 +164,7 @@ impl Transport {
     }
 
     pub fn state(&self) -> HostState {
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.state.get()
     }
 
     pub fn stats(&self) -> Stats {
@@ -204,33 +199,14 @@ impl Transport {
             .clone()
     }
 
-    /// Each change of the host's state from now on — unknown, up, unreachable; a new
-    /// round trip or another reason is no change — whoever noticed it (a ping, a
-    /// command that failed or got through, a connect), once each and in order. The
-    /// state now comes first when it is known. One subscriber: subscribing again
-    /// replaces the previous one.
+    /// Each change of the host's state from now on, whoever noticed it (a ping, a
+    /// command that failed or got through, a connect): see [`StateCell::changes`].
     pub fn changes(&self) -> tokio::sync::mpsc::UnboundedReceiver<HostState> {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        // Under the state's lock, so no change slips between the state read and the
-        // subscription.
-        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if *state != HostState::Unknown {
-            let _ = tx.send(state.clone());
-        }
-        *self.changes.lock().unwrap_or_else(PoisonError::into_inner) = Some(tx);
-        rx
+        self.state.changes()
     }
 
-    /// The one way the state moves: a change is reported as it is made.
     fn set_state(&self, state: HostState) {
-        let mut current = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let changed = current.label() != state.label();
-        *current = state;
-        if changed
-            && let Some(changes) = &*self.changes.lock().unwrap_or_else(PoisonError::into_inner)
-        {
-            let _ = changes.send(current.clone());
-        }
+        self.state.set(state);
     }
 
     /// The options of every invocation: the control socket, no prompt, no forwarding.

@@ -71,37 +71,3 @@ async fn a_host_that_cannot_be_reached_fails_fast_with_the_destination_named() {
     assert!(error.to_string().contains("ssh dev@build-1"), "{error}");
     assert_eq!(host.stats().connections, 1);
 }
-
-#[test]
-fn each_change_of_state_is_reported_once_in_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let host = transport(dir.path());
-    let up = |ms| HostState::Up {
-        rtt: Duration::from_millis(ms),
-    };
-    let down = |why: &str| HostState::Unreachable { reason: why.into() };
-    let mut changes = host.changes();
-    host.set_state(up(4));
-    host.set_state(up(9)); // another round trip: no change
-    host.set_state(down("refused"));
-    host.set_state(down("timed out")); // another reason: no change
-    host.set_state(up(5));
-    host.set_state(HostState::Unknown);
-    let mut seen = Vec::new();
-    while let Ok(state) = changes.try_recv() {
-        seen.push(state);
-    }
-    assert_eq!(seen, [up(4), down("refused"), up(5), HostState::Unknown]);
-
-    // A subscriber that comes later hears the state as it is first, when it is known.
-    host.set_state(down("no route"));
-    let mut later = host.changes();
-    assert_eq!(later.try_recv().unwrap(), down("no route"));
-    host.set_state(up(1));
-    assert_eq!(later.try_recv().unwrap(), up(1));
-    assert_eq!(changes.try_recv().unwrap(), down("no route"));
-    assert!(
-        changes.try_recv().is_err(),
-        "replaced: the first hears no more"
-    );
-}

@@ -139,6 +139,14 @@ mod tests {
         )
     }
 
+    /// An executable `sh` script `name` in `dir` running `body`.
+    fn script(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
     async fn until(what: &str, mut done: impl FnMut() -> bool) {
         let deadline = Instant::now() + Duration::from_secs(10);
         while !done() {
@@ -154,16 +162,8 @@ mod tests {
     async fn a_change_noticed_by_any_caller_is_logged_once() {
         let dir = tempfile::tempdir().unwrap();
         let down = dir.path().join("down");
-        let ssh = dir.path().join("toggling-ssh");
-        std::fs::write(
-            &ssh,
-            format!(
-                "#!/bin/sh\n[ -e '{}' ] && exit 255\nexit 0\n",
-                down.display()
-            ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let answer = format!("[ -e '{}' ] && exit 255\nexit 0", down.display());
+        let ssh = script(dir.path(), "toggling-ssh", &answer);
         let hosts = Hosts::new([host("flaky", &ssh, dir.path())]);
         let transport = Arc::clone(&hosts.get("flaky").unwrap().transport);
         let (stop_tx, stop_rx) = watch::channel(false);
@@ -223,9 +223,7 @@ mod tests {
     #[tokio::test]
     async fn each_host_is_pinged_apart_and_a_hung_one_stops_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let hung = dir.path().join("hung-ssh");
-        std::fs::write(&hung, "#!/bin/sh\nexec sleep 60\n").unwrap();
-        std::fs::set_permissions(&hung, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let hung = script(dir.path(), "hung-ssh", "exec sleep 60");
         let hosts = Hosts::new([
             host("up", Path::new("true"), dir.path()),
             host("down", Path::new("false"), dir.path()),

@@ -68,6 +68,15 @@ impl Fixture {
     fn error(&self) -> Option<String> {
         self.watch.error().borrow().clone()
     }
+
+    /// Puts the first file back (unchanged): the error clears, no section changed.
+    async fn restore(&mut self) {
+        std::fs::write(&self.path, INITIAL).unwrap();
+        let event = self.next_config_event().await;
+        assert_eq!(event.event, EventType::ConfigReloaded);
+        assert_eq!(event.fields["sections"], serde_json::json!([]));
+        assert_eq!(self.error(), None);
+    }
 }
 
 /// How an editor saves: write a sibling temp file, then rename it over the original.
@@ -183,12 +192,7 @@ async fn an_emptied_file_keeps_the_old_config_and_says_so() {
     assert!(error.contains("authorizedUsers is empty"), "{error}");
     assert_eq!(f.error().as_deref(), Some(error));
     assert_eq!(f.current().config.routing.authorized_users, ["alice"]);
-
-    std::fs::write(&f.path, INITIAL).unwrap();
-    let event = f.next_config_event().await;
-    assert_eq!(event.event, EventType::ConfigReloaded);
-    assert_eq!(event.fields["sections"], serde_json::json!([]));
-    assert_eq!(f.error(), None);
+    f.restore().await;
 }
 
 #[tokio::test]
@@ -205,11 +209,7 @@ async fn a_deleted_file_keeps_the_old_config_and_says_so() {
     assert_eq!(f.current().config.routing.authorized_users, ["alice"]);
 
     // Putting it back (unchanged) clears the error without any section changing.
-    std::fs::write(&f.path, INITIAL).unwrap();
-    let event = f.next_config_event().await;
-    assert_eq!(event.event, EventType::ConfigReloaded);
-    assert_eq!(event.fields["sections"], serde_json::json!([]));
-    assert_eq!(f.error(), None);
+    f.restore().await;
 }
 
 #[test]

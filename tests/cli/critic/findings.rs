@@ -71,6 +71,15 @@ fn places(env: &Value) -> Vec<(String, u64, String)> {
         .collect()
 }
 
+/// The places of `findings.sh` that are in the worktree, as the envelope keeps them.
+fn good_places() -> Vec<(String, u64, String)> {
+    owned(&[
+        ("src/lib.rs", 2, "warning"),
+        ("src/lib.rs", 4, "error"),
+        ("README.md", 1, "note"),
+    ])
+}
+
 fn owned(list: &[(&str, u64, &str)]) -> Vec<(String, u64, String)> {
     list.iter()
         .map(|(p, l, s)| (p.to_string(), *l, s.to_string()))
@@ -82,14 +91,7 @@ fn text_findings_land_in_the_envelope_and_bad_places_stay_in_the_output() {
     let home = home();
     let root = worktree(&home);
     let env = round(&home, "text-findings", &root);
-    assert_eq!(
-        places(&env),
-        owned(&[
-            ("src/lib.rs", 2, "warning"),
-            ("src/lib.rs", 4, "error"),
-            ("README.md", 1, "note")
-        ])
-    );
+    assert_eq!(places(&env), good_places());
     assert_eq!(env["findings"][1]["column"], 3);
     let message = env["findings"][1]["message"].as_str().unwrap();
     assert!(!message.contains('\u{1b}'), "inert: {message:?}");
@@ -111,14 +113,7 @@ fn json_findings_land_in_the_envelope_and_the_refused_are_listed_in_the_output()
     let home = home();
     let root = worktree(&home);
     let env = round(&home, "json-findings", &root);
-    assert_eq!(
-        places(&env),
-        owned(&[
-            ("src/lib.rs", 2, "warning"),
-            ("src/lib.rs", 4, "error"),
-            ("README.md", 1, "note")
-        ])
-    );
+    assert_eq!(places(&env), good_places());
     assert_eq!(env["findings"][0]["endLine"], 3);
     assert!(
         !env["findings"][1]["message"]
@@ -181,15 +176,7 @@ fn a_round_for_a_work_item_runs_in_its_sessions_directory() {
     };
     let env = run(&[]);
     assert!(env["findings"].is_array(), "no findings: {env}");
-    assert_eq!(
-        places(&env),
-        owned(&[
-            ("src/lib.rs", 2, "warning"),
-            ("src/lib.rs", 4, "error"),
-            ("README.md", 1, "note")
-        ]),
-        "{env}"
-    );
+    assert_eq!(places(&env), good_places(), "{env}");
     let env = run(&["--cwd", elsewhere.to_str().unwrap()]);
     assert!(
         env["findings"].as_array().is_none_or(Vec::is_empty),

@@ -303,7 +303,7 @@ impl Drop for CodexWorld {
 
 /// Processes whose command line names `home` (codex's daemon runs from
 /// `home/.codex/packages`), zombies aside.
-fn running_from(home: &Path) -> Vec<i32> {
+pub(crate) fn running_from(home: &Path) -> Vec<i32> {
     let needle = home.to_string_lossy().into_owned();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();

@@ -6,3 +6,33 @@
 //! beside it. Nothing here knows sessions or panes: `session` calls it.
 
 pub mod codex;
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// A session's protocol channel, as its record keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ChannelRecord {
+    /// Codex's app server in the session's tmux session, its TUI attached.
+    CodexAppServer {
+        /// Where it listens (`unix://` this path).
+        socket: PathBuf,
+        /// The pane it runs in (a hidden window of the session's tmux session).
+        #[serde(
+            rename = "serverPane",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
+        server_pane: Option<String>,
+    },
+}
+
+impl ChannelRecord {
+    /// How `dispatch.*` events and `sessions list` name it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::CodexAppServer { .. } => "codex-app-server",
+        }
+    }
+}

@@ -314,3 +314,128 @@ async fn a_declined_command_does_not_run_and_a_steer_joins_the_turn() {
     drop(client);
     assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
 }
+
+/// `sessions.codexChannel: app-server` (issue 41): the session's tmux session runs
+/// codex's app server on a private socket under the state root, and in front of it the
+/// TUI attached to it. The hooks, declared on the server, report the boot turn's end;
+/// the record names the channel; a second client finds the session's thread there; a
+/// comment still goes in by the paste path (the fallback) and reaches the model once;
+/// nothing is left running after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_session_with_an_app_server_runs_its_tui_attached() {
+    use crate::codex_delivery::{CodexWorld, item};
+    use std::os::unix::fs::PermissionsExt;
+    use the_loop::channel::ChannelRecord;
+    let Some(world) = CodexWorld::with_app_server().await else {
+        return;
+    };
+    world.start().await;
+    let record = world.sessions.registry().get(&item()).unwrap().unwrap();
+    let Some(ChannelRecord::CodexAppServer {
+        socket,
+        server_pane,
+    }) = record.channel.clone()
+    else {
+        panic!("no channel recorded: {record:#?}");
+    };
+    assert_eq!(
+        socket,
+        world
+            .state
+            .join("channels")
+            .join(item().slug())
+            .join("codex.sock")
+    );
+    let mode = std::fs::metadata(socket.parent().unwrap())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700);
+    assert!(server_pane.is_some());
+    assert_ne!(
+        server_pane, record.pane_id,
+        "the TUI's pane is the one tracked"
+    );
+    let spawned = world.events_named("session.spawned");
+    assert_eq!(spawned[0]["channel"], "codex-app-server", "{spawned:#?}");
+    // The pane the-loop tracks and shows is the TUI's.
+    let screen = world.screen();
+    assert!(screen.contains("Ask Codex to do anything"), "{screen}");
+    let panes = world.tmux.raw(&[
+        "list-panes",
+        "-s",
+        "-t",
+        &CodexWorld::target(),
+        "-F",
+        "#{window_index} #{pane_id} #{pane_current_command}",
+    ]);
+    let panes = String::from_utf8_lossy(&panes.stdout).into_owned();
+    assert_eq!(panes.lines().count(), 2, "{panes}");
+    assert!(
+        panes
+            .lines()
+            .next()
+            .unwrap()
+            .contains(record.pane_id.as_deref().unwrap()),
+        "{panes}"
+    );
+
+    let client = Client::connect(&socket, "the-loop-test").await.unwrap();
+    let thread = client.thread_of(&world.project).await.unwrap();
+    let thread = thread.expect("the session's thread on its app server");
+    client.subscribe(&thread).await.unwrap();
+    drop(client);
+
+    world
+        .deliver_until_seen("d-1", "HERON: five retries.", "HERON")
+        .await;
+    assert_eq!(world.model.requests_with("HERON").len(), 1);
+    eprintln!(
+        "figure: processes per codex session (app-server channel): {}",
+        session_processes(&world.tmux)
+    );
+    assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
+}
+
+/// Every process under the panes of a tmux server (each pane's first process and its
+/// descendants).
+pub(crate) fn session_processes(tmux: &TmuxServer) -> usize {
+    let out = tmux.raw(&["list-panes", "-a", "-F", "#{pane_pid}"]);
+    let roots: Vec<u32> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    let mut parent = std::collections::HashMap::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let Some(after) = stat.rfind(')').map(|at| &stat[at + 1..]) else {
+            continue;
+        };
+        if let Some(ppid) = after
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<u32>().ok())
+        {
+            parent.insert(pid, ppid);
+        }
+    }
+    parent
+        .keys()
+        .filter(|pid| {
+            let mut at = **pid;
+            for _ in 0..64 {
+                if roots.contains(&at) {
+                    return true;
+                }
+                match parent.get(&at) {
+                    Some(up) if *up > 1 => at = *up,
+                    _ => return false,
+                }
+            }
+            false
+        })
+        .count()
+}

@@ -3,6 +3,7 @@
 //! is written here once; nothing else builds a harness command line. Argv only, never
 //! a shell.
 
+mod app_server;
 pub mod version;
 
 use crate::config::{CodexPolicy, HarnessConfig, PermissionMode, SessionsConfig};
@@ -27,6 +28,8 @@ pub struct Harness {
     permission_mode: Option<PermissionMode>,
     /// Codex's approval policy and sandbox for interactive sessions, when set.
     codex_policy: Option<CodexPolicy>,
+    /// Codex's app server its TUI attaches to (`harness::app_server`), when one is.
+    app_server: Option<app_server::AppServer>,
 }
 
 /// What a built-in harness can report about itself (SPEC §17.2, §17.5).
@@ -200,6 +203,7 @@ impl Harness {
             hooks: None,
             permission_mode: None,
             codex_policy: None,
+            app_server: None,
         })
     }
 
@@ -333,7 +337,11 @@ impl Harness {
             }
             Kind::Codex { program } => {
                 let mut argv = vec![program.clone()];
-                argv.extend(self.hook_flags());
+                match &self.app_server {
+                    // The hooks run where the agent does: in the app server.
+                    Some(server) => argv.extend(server.tui_flags()),
+                    None => argv.extend(self.hook_flags()),
+                }
                 argv.extend(self.permission_flags());
                 argv.push(prompt);
                 argv

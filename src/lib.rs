@@ -4,6 +4,7 @@
 //! dispatcher → tmux pane, with every decision written to the event log that the TUI
 //! shows. See `docs/architecture.md`.
 
+pub mod channel;
 pub mod cli;
 pub mod config;
 pub mod critic;

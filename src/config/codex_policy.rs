@@ -5,6 +5,29 @@
 
 use serde::{Deserialize, Serialize};
 
+/// `sessions.codexChannel` (issue 41): how a local codex session is driven. With
+/// `app-server`, the-loop starts codex's app server in the session's tmux session and
+/// the pane's TUI attaches to it (`codex --remote`); with `paste`, the TUI runs alone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CodexChannel {
+    /// The TUI alone in the pane; deliveries are pasted.
+    #[default]
+    Paste,
+    /// The TUI attached to an app server the-loop starts for the session, on a private
+    /// socket under the state root.
+    AppServer,
+}
+
+impl CodexChannel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Paste => "paste",
+            Self::AppServer => "app-server",
+        }
+    }
+}
+
 /// `--ask-for-approval`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

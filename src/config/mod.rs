@@ -17,7 +17,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub use budgets::{BudgetsConfig, ModelPrice, PricingConfig};
-pub use codex_policy::{ApprovalPolicy, CodexPolicy, CodexPolicyOverride, SandboxMode};
+pub use codex_policy::{
+    ApprovalPolicy, CodexChannel, CodexPolicy, CodexPolicyOverride, SandboxMode,
+};
 pub use hosts::{
     DEFAULT_CONNECT_TIMEOUT_SECONDS, DEFAULT_REMOTE_STATE_DIR, DEFAULT_REMOTE_TMUX,
     DEFAULT_SERVER_ALIVE_SECONDS, HostConfig, LOCAL_HOST_NAME,
@@ -337,6 +339,9 @@ pub struct SessionsConfig {
     /// Codex's approval policy and sandbox (`--ask-for-approval`, `--sandbox`), unless
     /// the repo names its own; a policy that never asks needs `allowBypass` too.
     pub codex: CodexPolicy,
+    /// How a local codex session is driven: its TUI alone (`paste`) or attached to an
+    /// app server the-loop starts for it (`app-server`).
+    pub codex_channel: CodexChannel,
 }
 
 impl Default for SessionsConfig {
@@ -355,6 +360,7 @@ impl Default for SessionsConfig {
             permission_mode: PermissionMode::default(),
             allow_bypass: false,
             codex: CodexPolicy::default(),
+            codex_channel: CodexChannel::default(),
         }
     }
 }

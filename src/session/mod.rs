@@ -8,6 +8,7 @@
 pub mod activity;
 pub mod ask;
 pub mod caller;
+mod codex_server;
 pub mod comment;
 mod dedupe_store;
 pub mod delivery;

@@ -84,6 +84,10 @@ pub struct SessionRecord {
     /// Codex's approval policy and sandbox it was last started under (`codex` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub codex_policy: Option<crate::config::CodexPolicy>,
+    /// The harness's own protocol the session is reached through besides its pane
+    /// (`channel`; codex's app server), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<crate::channel::ChannelRecord>,
     /// The release the harness binary named when it was last started (`claude
     /// --version`): the-loop reads a screen only of releases it has recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -162,6 +166,7 @@ impl SessionRecord {
             harness_session_id: None,
             permission_mode: None,
             codex_policy: None,
+            channel: None,
             harness_version: None,
             host: None,
             cwd,

@@ -228,6 +228,8 @@ impl Sessions {
             r.harness_session_id = id;
             r.permission_mode = mode;
             r.harness_version = version;
+            // A respawned session runs its TUI alone (resume has no app server yet).
+            r.channel = None;
         }) {
             tracing::warn!(work_item = %record.work_item, "respawn not recorded: {error}");
         }

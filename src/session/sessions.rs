@@ -112,6 +112,9 @@ pub enum SessionError {
     },
     #[error(transparent)]
     Tmux(#[from] tmux::Error),
+    /// A session's protocol channel could not be set up (codex's app server, issue 41).
+    #[error("{0}")]
+    Channel(String),
     #[error(transparent)]
     Registry(#[from] RegistryError),
     #[error("could not signal the harness (pid {pid}) in pane {pane}: {error}")]

@@ -123,16 +123,19 @@ impl Sessions {
             None => super::hooks::wire(harness, &settings, item),
             Some(host) => super::remote::wire_hooks(host, harness, item).await,
         };
+        let harness = self
+            .with_codex_app_server(harness, item, &record.cwd, host.is_some())
+            .map_err(fail)?;
         let prompt = settings.templates.render_spawn(&inputs.vars(item));
         let argv = harness.fresh_argv(&prompt, record.harness_session_id.as_deref());
         let spec = spawn_spec(&settings, &record, host.as_deref(), argv);
-        let pane = self
-            .tmux_of(&record)
-            .map_err(|e| fail(e.into()))?
-            .new_session(&spec)
+        let tmux = self.tmux_of(&record).map_err(|e| fail(e.into()))?;
+        let (pane, channel) = self
+            .spawn_panes(tmux.as_ref(), &harness, spec)
             .await
-            .map_err(|e| fail(e.into()))?;
+            .map_err(fail)?;
         record.pane_id = Some(pane.to_string());
+        record.channel = channel;
         self.registry.put(&record).map_err(|e| fail(e.into()))?;
         self.emit(
             Event::new(origin.spawn_source(), EventType::SessionSpawned)
@@ -149,6 +152,7 @@ impl Sessions {
                     record.permission_mode.map(|m| m.as_str()),
                 )
                 .with_opt("codex_policy", record.codex_policy.map(|p| p.to_string()))
+                .with_opt("channel", record.channel.as_ref().map(|c| c.name()))
                 .with("trigger", origin.trigger)
                 .with("actor", origin.actor.clone()),
         );

@@ -37,15 +37,20 @@ pub fn new_session(socket: &Socket, spec: &SpawnSpec) -> Result<Vec<String>, Err
         .format("#{pane_id}")
         .start_directory(spec.cwd.to_string_lossy())
         .session_name(spec.name.as_str());
+    check_env_names(&spec.env)?;
     for (key, value) in &spec.env {
-        if key.is_empty() || key.contains('=') {
-            return Err(Error::InvalidSpawn(format!(
-                "environment variable name {key:?} is empty or contains '='"
-            )));
-        }
         session = session.environment(key.as_str(), value.as_str());
     }
-    let mut command = session.build();
+    let commands = running(session.build(), spec, session_target(&spec.name))?;
+    Ok(invocation(socket, &commands))
+}
+
+/// `command -- ARGV`, then `set-option -t TARGET remain-on-exit on` when asked for.
+fn running<'a>(
+    mut command: TmuxCommand<'a>,
+    spec: &'a SpawnSpec,
+    target: String,
+) -> Result<Vec<TmuxCommand<'a>>, Error> {
     command.push_param("--");
     for word in program_argv(&spec.argv)? {
         command.push_param(word);
@@ -54,13 +59,52 @@ pub fn new_session(socket: &Socket, spec: &SpawnSpec) -> Result<Vec<String>, Err
     if spec.remain_on_exit {
         commands.push(
             SetOption::new()
-                .target_pane(session_target(&spec.name))
+                .target_pane(target)
                 .option("remain-on-exit")
                 .value("on")
                 .build(),
         );
     }
+    Ok(commands)
+}
+
+/// `new-window -b -P -F #{pane_id} -t =NAME:0 -n WINDOW -c CWD -e K=V… -- ARGV ; set-option
+/// -t =NAME:0 remain-on-exit on`: a window inserted before the session's first, so it
+/// becomes window 0 — the one `list-panes -a` names first for the session and the one
+/// shown — while the window that was there (a process the session's pane talks to, like
+/// codex's app server) keeps running behind it.
+pub fn new_front_window(
+    socket: &Socket,
+    window: &str,
+    spec: &SpawnSpec,
+) -> Result<Vec<String>, Error> {
+    let target = format!("={}:0", spec.name);
+    let mut command = TmuxCommand::new();
+    command.name("new-window");
+    command.push_flag("-b").push_flag("-P");
+    command.push_option("-F", "#{pane_id}");
+    command.push_option("-t", target.clone());
+    command.push_option("-n", window.to_string());
+    command.push_option("-c", spec.cwd.to_string_lossy().into_owned());
+    check_env_names(&spec.env)?;
+    for (key, value) in &spec.env {
+        command.push_option("-e", format!("{key}={value}"));
+    }
+    let commands = running(command, spec, target)?;
     Ok(invocation(socket, &commands))
+}
+
+/// A name tmux's `-e K=V` cannot carry is refused before anything starts.
+fn check_env_names(env: &[(String, String)]) -> Result<(), Error> {
+    match env
+        .iter()
+        .find(|(key, _)| key.is_empty() || key.contains('='))
+    {
+        Some((key, _)) => Err(Error::InvalidSpawn(format!(
+            "environment variable name {key:?} is empty or contains '='"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The argv tmux will exec directly: with one element tmux would use `sh -c`, so that

@@ -289,6 +289,23 @@ pub trait Tmux: Send + Sync {
     /// Every session on the server; no server is an empty list.
     fn list_sessions<'a>(&'a self) -> BoxFuture<'a, Result<Vec<SessionInfo>, Error>>;
 
+    /// Opens window `window` running `spec.argv` in front of the existing session
+    /// `spec.name` (it becomes window 0, selected; the session's other windows keep
+    /// running) and returns its pane id. Only this machine's tmux opens one.
+    fn new_front_window<'a>(
+        &'a self,
+        window: &'a str,
+        spec: &'a SpawnSpec,
+    ) -> BoxFuture<'a, Result<PaneId, Error>> {
+        let _ = window;
+        Box::pin(async move {
+            Err(Error::InvalidSpawn(format!(
+                "this tmux cannot open a second window in {}",
+                spec.name
+            )))
+        })
+    }
+
     /// SPEC §7.3 liveness: a probe failure is `Unknown`, never `Absent`.
     fn liveness<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Liveness> {
         Box::pin(async move {

@@ -422,6 +422,38 @@ fn unreachable_or_io(error: &SshError) -> Error {
 }
 
 impl Tmux for RealTmux {
+    fn new_front_window<'a>(
+        &'a self,
+        window: &'a str,
+        spec: &'a SpawnSpec,
+    ) -> BoxFuture<'a, Result<PaneId, Error>> {
+        Box::pin(async move {
+            if self.remote.is_some() {
+                return Err(Error::InvalidSpawn(
+                    "a second window is opened only on this machine's tmux".into(),
+                ));
+            }
+            let mut spec = spec.clone();
+            spec.env.extend(self.child_env.session_entries().cleared);
+            let args = argv::new_front_window(&self.socket, window, &spec)?;
+            let shown = argv::display_command("tmux", &args);
+            let out = self.run_as(args, None, None).await?;
+            argv::parse_pane_id(&out.stdout).map_err(|output| {
+                if out.success {
+                    Error::UnexpectedOutput {
+                        command: shown,
+                        output,
+                    }
+                } else {
+                    Error::Failed {
+                        command: shown,
+                        stderr: out.stderr,
+                    }
+                }
+            })
+        })
+    }
+
     fn create_session<'a>(&'a self, spec: &'a SpawnSpec) -> BoxFuture<'a, Result<PaneId, Error>> {
         Box::pin(async move {
             // The server may be one the-loop did not start (the operator's default), whose

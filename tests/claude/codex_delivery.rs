@@ -33,18 +33,17 @@ const PATIENCE: Duration = Duration::from_secs(90);
 /// Codex 0.171.0's approval request.
 const APPROVAL: &str = "Would you like to run the following command?";
 
-fn item() -> WorkItemRef {
+pub(crate) fn item() -> WorkItemRef {
     WorkItemRef::new("octo", "repo", 31)
 }
 
-struct CodexWorld {
-    model: FakeOpenAi,
-    tmux: TmuxServer,
-    sessions: Sessions,
-    state: PathBuf,
+pub(crate) struct CodexWorld {
+    pub(crate) model: FakeOpenAi,
+    pub(crate) tmux: TmuxServer,
+    pub(crate) sessions: Sessions,
+    pub(crate) state: PathBuf,
     config: PathBuf,
-    home: PathBuf,
-    project: PathBuf,
+    pub(crate) project: PathBuf,
     // Last: the directory holding them all.
     _dir: tempfile::TempDir,
 }
@@ -57,6 +56,15 @@ impl CodexWorld {
     /// A world whose codex answers `--version` as `release` (a wrapper around the real
     /// one) when given: a release nobody recorded.
     async fn reporting(release: Option<&str>) -> Option<Self> {
+        Self::build(release, "paste").await
+    }
+
+    /// A world whose codex sessions get an app server of their own (issue 41).
+    pub(crate) async fn with_app_server() -> Option<Self> {
+        Self::build(None, "app-server").await
+    }
+
+    async fn build(release: Option<&str>, channel: &str) -> Option<Self> {
         let codex = npm_bin("codex", "THE_LOOP_CODEX_BIN", "Codex")?;
         let model = FakeOpenAi::start().await;
         let dir = tempfile::tempdir().unwrap();
@@ -95,6 +103,7 @@ routing: {{authorizedUsers: [alice]}}
 polling: {{enabled: false}}
 sessions:
   harness: codex
+  codexChannel: {channel}
   harnesses:
     codex: {{command: "{codex}"}}
   tmux: {{socket: "{socket}", submitDelayMs: 150}}
@@ -102,6 +111,7 @@ tui: {{notify: none}}
 "#,
                 project = project.display(),
                 codex = codex.display(),
+                channel = channel,
                 socket = tmux.socket,
             ),
         )
@@ -138,20 +148,19 @@ tui: {{notify: none}}
             sessions,
             state,
             config,
-            home,
             project,
             _dir: dir,
         })
     }
 
     /// Starts the session (its boot prompt is the first turn) and waits for its end.
-    async fn start(&self) {
+    pub(crate) async fn start(&self) {
         self.spawn().await;
         self.wait_events("session.turn_ended", 1).await;
     }
 
     /// Starts the session, its boot prompt the first turn.
-    async fn spawn(&self) {
+    pub(crate) async fn spawn(&self) {
         let inputs = PromptInputs::manual(&item(), "test");
         let outcome = self
             .sessions
@@ -162,7 +171,7 @@ tui: {{notify: none}}
     }
 
     /// Delivers a comment by `alice` with `body`, as the dispatcher does, once.
-    async fn deliver(&self, id: &str, body: &str) -> Result<(), DeliveryFailure> {
+    pub(crate) async fn deliver(&self, id: &str, body: &str) -> Result<(), DeliveryFailure> {
         let excerpt = serde_json::json!({
             "comment": {"user": {"login": "alice"}, "body": body},
         })
@@ -181,7 +190,7 @@ tui: {{notify: none}}
     }
 
     /// Delivers again while held, as the held lane does, until it goes out.
-    async fn deliver_once_released(&self, id: &str, body: &str) {
+    pub(crate) async fn deliver_once_released(&self, id: &str, body: &str) {
         let start = Instant::now();
         loop {
             match self.deliver(id, body).await {
@@ -195,11 +204,22 @@ tui: {{notify: none}}
         }
     }
 
-    fn events_named(&self, name: &str) -> Vec<Value> {
+    /// Delivers once released, waits for the model to get `needle`, then a little
+    /// longer (a second copy would have come by then).
+    pub(crate) async fn deliver_until_seen(&self, id: &str, body: &str, needle: &str) {
+        self.deliver_once_released(id, body).await;
+        self.wait("the comment to reach the model", || {
+            (!self.model.requests_with(needle).is_empty()).then_some(())
+        })
+        .await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+
+    pub(crate) fn events_named(&self, name: &str) -> Vec<Value> {
         the_loop::events::lines::named(&self.state.join("events.jsonl"), name)
     }
 
-    async fn wait_events(&self, name: &str, n: usize) -> Vec<Value> {
+    pub(crate) async fn wait_events(&self, name: &str, n: usize) -> Vec<Value> {
         self.wait(&format!("{n} × {name}"), || {
             let found = self.events_named(name);
             (found.len() >= n).then_some(found)
@@ -207,7 +227,7 @@ tui: {{notify: none}}
         .await
     }
 
-    async fn wait<T>(&self, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    pub(crate) async fn wait<T>(&self, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
         let start = Instant::now();
         loop {
             if let Some(value) = check() {
@@ -223,30 +243,30 @@ tui: {{notify: none}}
         }
     }
 
-    fn target() -> String {
+    pub(crate) fn target() -> String {
         format!("={}:", item().tmux_session_name())
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         let out = self
             .tmux
             .raw(&["capture-pane", "-p", "-t", &Self::target()]);
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    async fn wait_screen(&self, needle: &str) {
+    pub(crate) async fn wait_screen(&self, needle: &str) {
         self.wait(&format!("`{needle}` in codex's pane"), || {
             self.screen().contains(needle).then_some(())
         })
         .await;
     }
 
-    fn reported(&self) -> Option<ReportedState> {
+    pub(crate) fn reported(&self) -> Option<ReportedState> {
         let record = self.sessions.registry().get(&item()).ok()??;
         record.reported.map(|r| r.state)
     }
 
-    fn cli(&self, args: &[&str]) -> std::process::Output {
+    pub(crate) fn cli(&self, args: &[&str]) -> std::process::Output {
         Command::new(BIN)
             .args(args)
             .env("THE_LOOP_HOME", &self.state)
@@ -259,13 +279,13 @@ tui: {{notify: none}}
             .unwrap()
     }
 
-    fn ran(&self) -> bool {
+    pub(crate) fn ran(&self) -> bool {
         self.project.join("ran.txt").exists()
     }
 
     /// Ends every process this world started and returns the ones still running from
-    /// its private home (none, when the clean-up works).
-    fn shut_down(&self) -> Vec<i32> {
+    /// its private directory (none, when the clean-up works).
+    pub(crate) fn shut_down(&self) -> Vec<i32> {
         let out = self.tmux.raw(&["list-panes", "-a", "-F", "#{pane_pid}"]);
         let pids: Vec<i32> = String::from_utf8_lossy(&out.stdout)
             .lines()
@@ -278,7 +298,7 @@ tui: {{notify: none}}
             let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);
         }
         // The app-server daemon leads a session of its own: found by where it runs from.
-        for pid in running_from(&self.home) {
+        for pid in running_from(self._dir.path()) {
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(pid),
                 nix::sys::signal::Signal::SIGKILL,
@@ -286,7 +306,7 @@ tui: {{notify: none}}
         }
         let start = Instant::now();
         loop {
-            let left = running_from(&self.home);
+            let left = running_from(self._dir.path());
             if left.is_empty() || start.elapsed() > Duration::from_secs(10) {
                 return left;
             }
@@ -303,7 +323,7 @@ impl Drop for CodexWorld {
 
 /// Processes whose command line names `home` (codex's daemon runs from
 /// `home/.codex/packages`), zombies aside.
-fn running_from(home: &Path) -> Vec<i32> {
+pub(crate) fn running_from(home: &Path) -> Vec<i32> {
     let needle = home.to_string_lossy().into_owned();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -519,14 +539,8 @@ async fn a_draft_in_codexs_composer_goes_out_alone_then_the_comment() {
         })
         .await;
     world
-        .deliver_once_released("d-1", "HERON: five retries.")
+        .deliver_until_seen("d-1", "HERON: five retries.", "HERON")
         .await;
-    world
-        .wait("the comment to reach the model", || {
-            (!world.model.requests_with("HERON").is_empty()).then_some(())
-        })
-        .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
     let drafts = world.model.requests_with(draft);
     let comments = world.model.requests_with("HERON");
     assert_eq!(drafts.len(), 1, "{drafts:#?}");

@@ -11,6 +11,7 @@ mod support;
 mod agent_comment;
 mod claude_code;
 mod claude_hooks;
+mod codex_channel;
 mod codex_delivery;
 mod codex_usage;
 mod harness_cli;

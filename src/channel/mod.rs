@@ -1,0 +1,38 @@
+//! A harness's own protocol, where it has one, beside the paste path (issue 41): the
+//! words of a delivery go in as a message of the protocol, an approval comes out as a
+//! structured request and is answered as one, and a turn's start and end are told,
+//! not read off a screen. One submodule per client protocol — `codex` (its app server:
+//! JSON-RPC over WebSocket over a Unix socket) today; opencode's HTTP server would sit
+//! beside it. Nothing here knows sessions or panes: `session` calls it.
+
+pub mod codex;
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// A session's protocol channel, as its record keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ChannelRecord {
+    /// Codex's app server in the session's tmux session, its TUI attached.
+    CodexAppServer {
+        /// Where it listens (`unix://` this path).
+        socket: PathBuf,
+        /// The pane it runs in (a hidden window of the session's tmux session).
+        #[serde(
+            rename = "serverPane",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
+        server_pane: Option<String>,
+    },
+}
+
+impl ChannelRecord {
+    /// How `dispatch.*` events and `sessions list` name it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::CodexAppServer { .. } => "codex-app-server",
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! A local codex session with its own app server (`sessions.codexChannel: app-server`,
+//! issue 41): the server is the session's first process — it runs the agent, so the
+//! session's environment hand-off and private umask are its — on a socket in a 0700
+//! directory under the state root; once it listens, the TUI attached to it opens in
+//! front (window 0, the pane the-loop tracks and the operator sees), and the server's
+//! window stays behind it, outliving the supervisor as the pane does.
+
+use super::sessions::{SessionError, Sessions};
+use crate::channel::ChannelRecord;
+use crate::config::CodexChannel;
+use crate::harness::Harness;
+use crate::tmux::{PaneId, SpawnSpec};
+use crate::work_item::WorkItemRef;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long the server may take to listen before the spawn fails.
+const LISTEN_WITHIN: Duration = Duration::from_secs(20);
+
+/// The TUI's window.
+const TUI_WINDOW: &str = "codex";
+
+impl Sessions {
+    /// `harness` attached to an app server of its own, when the config asks for one and
+    /// the session is a built-in codex one on this machine; its socket's directory
+    /// made (0700) and an old socket removed.
+    pub(super) fn with_codex_app_server(
+        &self,
+        harness: Harness,
+        item: &WorkItemRef,
+        cwd: &Path,
+        on_host: bool,
+    ) -> Result<Harness, SessionError> {
+        let settings = self.settings();
+        if on_host || settings.sessions.codex_channel != CodexChannel::AppServer {
+            return Ok(harness);
+        }
+        let dir = settings.home.join("channels").join(item.slug());
+        let socket = dir.join("codex.sock");
+        let harness = harness.with_app_server(&socket, cwd);
+        if harness.app_server_socket().is_none() {
+            return Ok(harness);
+        }
+        crate::fsutil::create_private_dir_all(&dir)
+            .map_err(|e| SessionError::Channel(format!("cannot create {}: {e}", dir.display())))?;
+        match std::fs::remove_file(&socket) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(SessionError::Channel(format!(
+                    "cannot remove the old {}: {e}",
+                    socket.display()
+                )));
+            }
+        }
+        Ok(harness)
+    }
+
+    /// Starts the session `spec` describes: with an app server first (`spec`'s
+    /// environment, the TUI's argv replaced by the server's), then, once it listens, the
+    /// TUI in front; else the pane alone. The TUI's pane, and the channel to record.
+    pub(super) async fn spawn_panes(
+        &self,
+        tmux: &dyn crate::tmux::Tmux,
+        harness: &Harness,
+        spec: SpawnSpec,
+    ) -> Result<(PaneId, Option<ChannelRecord>), SessionError> {
+        let (Some(server_argv), Some(socket)) =
+            (harness.app_server_argv(), harness.app_server_socket())
+        else {
+            return Ok((tmux.new_session(&spec).await?, None));
+        };
+        let socket = socket.to_path_buf();
+        let server = tmux
+            .new_session(&SpawnSpec {
+                argv: server_argv,
+                ..spec.clone()
+            })
+            .await?;
+        if let Err(error) = listening(&socket).await {
+            let _ = tmux.kill_session(&spec.name).await;
+            return Err(error);
+        }
+        // The TUI runs none of the agent's commands: no hand-off, no secrets.
+        let tui = SpawnSpec {
+            private_files: false,
+            ..spec
+        };
+        match tmux.new_front_window(TUI_WINDOW, &tui).await {
+            Ok(pane) => Ok((
+                pane,
+                Some(ChannelRecord::CodexAppServer {
+                    socket,
+                    server_pane: Some(server.to_string()),
+                }),
+            )),
+            Err(error) => {
+                let _ = tmux.kill_session(&tui.name).await;
+                Err(error.into())
+            }
+        }
+    }
+}
+
+/// Waits until the server's socket accepts a connection.
+async fn listening(socket: &PathBuf) -> Result<(), SessionError> {
+    let deadline = tokio::time::Instant::now() + LISTEN_WITHIN;
+    loop {
+        if tokio::net::UnixStream::connect(socket).await.is_ok() {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(SessionError::Channel(format!(
+                "codex's app server did not listen on {} within {LISTEN_WITHIN:?}; see its window in the session's tmux",
+                socket.display()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -14,6 +14,7 @@ pub mod delivery;
 pub mod dispatcher;
 mod ending;
 pub mod hooks;
+pub mod limits;
 mod jobs;
 pub mod place;
 pub mod questions;

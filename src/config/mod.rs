@@ -337,6 +337,16 @@ pub struct SessionsConfig {
     /// Codex's approval policy and sandbox (`--ask-for-approval`, `--sandbox`), unless
     /// the repo names its own; a policy that never asks needs `allowBypass` too.
     pub codex: CodexPolicy,
+    /// After a limit, the session gets one short framed note that its previous turn
+    /// ended on it (issue 43); by default it gets nothing but what waited.
+    pub resume_after_limit: bool,
+    /// A rate limit or overload backs off this long after the first failed turn,
+    /// doubling (with jitter) after each next one.
+    pub limit_backoff_seconds: u64,
+    /// The most a back-off waits.
+    pub limit_backoff_max_seconds: u64,
+    /// Added to a usage limit's printed reset (Claude Code prints it to the minute).
+    pub limit_reset_margin_seconds: u64,
 }
 
 impl Default for SessionsConfig {
@@ -355,6 +365,10 @@ impl Default for SessionsConfig {
             permission_mode: PermissionMode::default(),
             allow_bypass: false,
             codex: CodexPolicy::default(),
+            resume_after_limit: false,
+            limit_backoff_seconds: 30,
+            limit_backoff_max_seconds: 15 * 60,
+            limit_reset_margin_seconds: 60,
         }
     }
 }

@@ -141,6 +141,9 @@ pub struct SessionRecord {
     pub recent_comments: Vec<u64>,
     /// What the session's model responses used, read from its transcripts (SPEC §20;
     /// `session::usage`).
+    /// The limit its turns last failed on (issue 43), until a turn ends well.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<crate::session::limits::Limit>,
     #[serde(default, skip_serializing_if = "is_default_usage")]
     pub usage: crate::usage::SessionUsage,
     /// Fields written by another version, kept untouched.
@@ -181,6 +184,7 @@ impl SessionRecord {
             pushed: None,
             pull_request: None,
             recent_comments: Vec::new(),
+            limit: None,
             usage: Default::default(),
             extra: Map::new(),
         }

@@ -28,7 +28,6 @@ use crate::session::hooks::Reported;
 use crate::session::registry::{RegistryError, SessionRecord, Status};
 use crate::session::sessions::{PaneState, Sessions};
 use crate::session::spawn::PromptInputs;
-use crate::session::usage::held_for_budget;
 use crate::tmux::{self, PaneId, Tmux};
 use crate::work_item::WorkItemRef;
 use std::time::Duration;
@@ -204,14 +203,8 @@ impl Sessions {
         };
         let _lock = self.lock_for_paste(&item, policy).await?;
         let record = self.active_record(&item)?;
-        // Over budget, nothing goes to the session — not a paste, not a respawn.
-        if !policy.over_budget_confirmed
-            && held_for_budget(&self.registry, &record, &self.settings())
-        {
-            let held = Held {
-                reason: HoldReason::OverBudget,
-                pasted: false,
-            };
+        // Over budget or under a limit, nothing goes to the session (`gate`).
+        if let Some(held) = self.gate(&record, policy.over_budget_confirmed) {
             return Err(PasteError::Held(record.work_item, held).into());
         }
         let text = text(&record.work_item);
@@ -270,6 +263,10 @@ impl Sessions {
                     }
                 }
             }
+        };
+        let then = move |r: &mut SessionRecord| {
+            super::gate::mark_try(r);
+            then(r);
         };
         self.record_delivery(&record.work_item, &delivered.pane, policy.delivery_id, then)
             .await;

@@ -23,6 +23,9 @@
 
 pub mod reset;
 
+use crate::events::{Event, EventType, Level, Source};
+use crate::session::hooks::state::Signal;
+use crate::work_item::WorkItemRef;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use time::OffsetDateTime;
@@ -145,6 +148,18 @@ impl Default for Backoff {
     }
 }
 
+impl Backoff {
+    /// As `sessions.limitBackoffSeconds`, `limitBackoffMaxSeconds` and
+    /// `limitResetMarginSeconds` say.
+    pub fn from_config(sessions: &crate::config::SessionsConfig) -> Self {
+        Self {
+            first: Duration::from_secs(sessions.limit_backoff_seconds.max(1)),
+            max: Duration::from_secs(sessions.limit_backoff_max_seconds.max(1)),
+            reset_margin: Duration::from_secs(sessions.limit_reset_margin_seconds),
+        }
+    }
+}
+
 /// What changed on a report.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
@@ -241,6 +256,52 @@ pub fn delay(backoff: &Backoff, failures: u32, seed: &str) -> Duration {
     // Half plus up to another half.
     let fraction = (hash % 1000) as f64 / 1000.0;
     full.div_f64(2.0) + full.div_f64(2.0).mul_f64(fraction)
+}
+
+/// The limits' part of one report: a turn that ended well clears the limit, one that
+/// failed on a limit records it; anything else leaves it. Under the record's lock.
+pub fn on_signal(limit: &mut Option<Limit>, signal: &Signal, now: &str) -> Option<Change> {
+    match signal {
+        Signal::TurnEnded => observe(limit, None, now),
+        Signal::TurnFailed { error, message } => {
+            let at = crate::time::parse_ts(now).unwrap_or_else(OffsetDateTime::now_utc);
+            let failure = from_claude(error, message, at)?;
+            observe(limit, Some(failure), now)
+        }
+        _ => None,
+    }
+}
+
+/// What the log says of a change (`session.limit_hit`, `session.limit_cleared`); a
+/// limit failing again is not said twice.
+pub fn event(source: Source, item: &WorkItemRef, change: &Change) -> Option<Event> {
+    match change {
+        Change::Hit(limit) => {
+            let level = if limit.kind == LimitKind::Authentication {
+                Level::Error
+            } else {
+                Level::Warning
+            };
+            Some(
+                Event::new(source, EventType::SessionLimitHit)
+                    .level(level)
+                    .with("work_item", item.to_string())
+                    .with("kind", limit.kind.as_str())
+                    .with_opt("resets", limit.resets.clone())
+                    .with("source", limit.source.as_str())
+                    .with("said", limit.said.as_str())
+                    .with("failures", limit.failures),
+            )
+        }
+        Change::Again(_) => None,
+        Change::Cleared(limit) => Some(
+            Event::new(source, EventType::SessionLimitCleared)
+                .with("work_item", item.to_string())
+                .with("kind", limit.kind.as_str())
+                .with("since", limit.at.as_str())
+                .with("failures", limit.failures),
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -45,3 +45,7 @@ pub(super) fn mark_try(record: &mut SessionRecord) {
         limit.released.get_or_insert_with(crate::time::now_ts);
     }
 }
+
+#[cfg(test)]
+#[path = "gate_tests.rs"]
+mod tests;

@@ -222,8 +222,13 @@ impl SessionRecord {
     /// is why (`screen unread (Claude Code 2.1.400)`).
     pub fn held(&self) -> Option<crate::session::delivery::HeldSummary> {
         let mut summary = self.hold.summary()?;
-        if summary.reason == crate::session::delivery::HoldReason::ScreenUnread {
-            summary.client = Some(self.client_release());
+        use crate::session::delivery::HoldReason;
+        match summary.reason {
+            HoldReason::ScreenUnread => summary.client = Some(self.client_release()),
+            HoldReason::Limit | HoldReason::Login => {
+                summary.limit = self.limit.as_ref().map(|l| l.note());
+            }
+            _ => {}
         }
         Some(summary)
     }

@@ -354,12 +354,7 @@ pub fn describe(event: &Event, offset: UtcOffset) -> EventRow {
             format!("limit: {}", s("kind")),
             s("said"),
         ),
-        T::SessionLimitCleared => (
-            "▶",
-            RowKind::Delivered,
-            "limit cleared".into(),
-            s("kind"),
-        ),
+        T::SessionLimitCleared => ("▶", RowKind::Delivered, "limit cleared".into(), s("kind")),
         T::CriticStarted => (
             "◇",
             RowKind::Critic,

@@ -38,6 +38,29 @@ pub(super) fn limit_hold(record: &SessionRecord, backoff: &Backoff) -> Option<Ho
     }
 }
 
+/// The try after a limit, with `sessions.resumeAfterLimit`: one short framed note
+/// before the text, once (the try is recorded with it: nothing after it gets one).
+pub(super) fn with_resume_note(
+    record: &SessionRecord,
+    settings: &crate::session::Settings,
+    text: String,
+) -> String {
+    let Some(limit) = record.limit.as_ref().filter(|l| l.released.is_none()) else {
+        return text;
+    };
+    if !settings.sessions.resume_after_limit {
+        return text;
+    }
+    let at = crate::time::parse_ts(&limit.at)
+        .map(|t| t.to_offset(crate::time::local_offset()))
+        .map(|t| format!(" at {:02}:{:02}", t.hour(), t.minute()))
+        .unwrap_or_default();
+    format!(
+        "[the-loop] The previous turn ended with: {}{at}; continue.\n\n{text}",
+        limit.kind.describe()
+    )
+}
+
 /// The paste that went out under a limit that is over is its one try: recorded with
 /// the delivery, so nothing else goes until that turn ends.
 pub(super) fn mark_try(record: &mut SessionRecord) {

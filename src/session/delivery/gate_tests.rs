@@ -118,7 +118,10 @@ async fn a_burst_over_five_limited_sessions_waits_then_goes_out_once_in_order() 
         let pasted = f.pasted(pane);
         assert_eq!(pasted.len(), PER_SESSION as usize, "#{n}: each once");
         for (k, text) in pasted.iter().enumerate() {
-            assert!(text.contains(&format!("comment {k} to #{n}")), "#{n} in order: {pasted:?}");
+            assert!(
+                text.contains(&format!("comment {k} to #{n}")),
+                "#{n} in order: {pasted:?}"
+            );
         }
         let record = f.record(n).unwrap();
         assert!(record.limit.is_none() && record.hold.is_empty());
@@ -129,28 +132,97 @@ async fn a_burst_over_five_limited_sessions_waits_then_goes_out_once_in_order() 
 async fn an_expired_login_holds_until_a_turn_succeeds_and_a_usage_limit_until_its_reset() {
     let f = Fixture::new();
     let (pane, _claude) = f.claude_session(1);
-    fail_turn(&f, 1, "authentication_failed", "Invalid API key · Fix external API key");
+    fail_turn(
+        &f,
+        1,
+        "authentication_failed",
+        "Invalid API key · Fix external API key",
+    );
     let inputs = crate::session::PromptInputs {
         delivery_id: "d-1".into(),
         ..crate::session::PromptInputs::manual(&item(1), "test")
     };
-    let held = f.sessions.deliver_event(&item(1), &inputs).await.unwrap_err();
+    let held = f
+        .sessions
+        .deliver_event(&item(1), &inputs)
+        .await
+        .unwrap_err();
     assert!(
         matches!(held, crate::session::DeliveryFailure::Held(h) if h.reason == HoldReason::Login),
         "{held:?}"
     );
     end_turn_well(&f, 1);
-    assert_eq!(f.events_named("session.limit_hit").len(), 0, "the hook logs, not this");
+    assert_eq!(
+        f.events_named("session.limit_hit").len(),
+        0,
+        "the hook logs, not this"
+    );
     f.sessions.deliver_event(&item(1), &inputs).await.unwrap();
     assert_eq!(f.pasted(&pane).len(), 1);
 
     // A usage limit an hour away holds; none is guessed when none was printed.
-    fail_turn(&f, 1, "rate_limit", "You've hit your session limit · resets 9:56pm (UTC)");
+    fail_turn(
+        &f,
+        1,
+        "rate_limit",
+        "You've hit your session limit · resets 9:56pm (UTC)",
+    );
     let limit = f.record(1).unwrap().limit.unwrap();
     assert!(limit.resets.is_some());
-    let held = f.sessions.deliver_event(&item(1), &inputs).await.unwrap_err();
+    let held = f
+        .sessions
+        .deliver_event(&item(1), &inputs)
+        .await
+        .unwrap_err();
     assert!(
         matches!(held, crate::session::DeliveryFailure::Held(h) if h.reason == HoldReason::Limit),
         "{held:?}"
     );
+}
+
+#[tokio::test]
+async fn the_try_after_a_limit_carries_one_note_only_when_the_operator_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Fixture::with_config(dir, |c| {
+        c.sessions.limit_backoff_seconds = 1;
+        c.sessions.limit_backoff_max_seconds = 1;
+        c.sessions.resume_after_limit = true;
+    });
+    let (pane, _claude) = f.claude_session(1);
+    fail_turn(&f, 1, "server_error", "API Error: 529 Overloaded.");
+    let limit = f.record(1).unwrap().limit.unwrap();
+    let json = limit.to_json(&Backoff::from_config(&f.config.sessions));
+    assert_eq!(json["kind"], "overloaded");
+    assert_eq!(json["source"], "hook:StopFailure");
+    assert!(json["until"].is_string(), "{json}");
+    let inputs = |id: &str| crate::session::PromptInputs {
+        delivery_id: id.into(),
+        ..crate::session::PromptInputs::manual(&item(1), "test")
+    };
+    let settled = tokio::spawn({
+        let sessions = std::sync::Arc::clone(&f.sessions);
+        async move {
+            loop {
+                match sessions.deliver_event(&item(1), &inputs("d-1")).await {
+                    Err(crate::session::DeliveryFailure::Held(_)) => {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    other => return other.map(|_| ()),
+                }
+            }
+        }
+    });
+    settled.await.unwrap().unwrap();
+    end_turn_well(&f, 1);
+    f.sessions
+        .deliver_event(&item(1), &inputs("d-2"))
+        .await
+        .unwrap();
+    let pasted = f.pasted(&pane);
+    assert_eq!(pasted.len(), 2);
+    assert!(
+        pasted[0].starts_with("[the-loop] The previous turn ended with: API overloaded at "),
+        "{pasted:?}"
+    );
+    assert!(!pasted[1].contains("[the-loop] The previous turn"), "once");
 }

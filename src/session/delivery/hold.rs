@@ -269,6 +269,7 @@ impl Hold {
             since,
             client: None,
             witnesses,
+            limit: None,
         })
     }
 }
@@ -333,6 +334,9 @@ pub struct HeldSummary {
     /// What each witness said, for `screen-unread`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub witnesses: Option<Disagreement>,
+    /// The limit, for `limit` and `login`: `usage limit · resets 14:00`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
 }
 
 impl HeldSummary {
@@ -343,8 +347,8 @@ impl HeldSummary {
 
     /// The reason for people, with the client when the screen is unread.
     pub fn reason_text(&self) -> String {
-        match &self.client {
-            Some(client) => format!("{} ({client})", self.reason.describe()),
+        match self.client.as_ref().or(self.limit.as_ref()) {
+            Some(about) => format!("{} ({about})", self.reason.describe()),
             None => self.reason.describe().to_string(),
         }
     }

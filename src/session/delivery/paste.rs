@@ -207,7 +207,8 @@ impl Sessions {
         if let Some(held) = self.gate(&record, policy.over_budget_confirmed) {
             return Err(PasteError::Held(record.work_item, held).into());
         }
-        let text = text(&record.work_item);
+        let text =
+            super::gate::with_resume_note(&record, &self.settings(), text(&record.work_item));
         let unreachable = Held {
             reason: HoldReason::HostUnreachable,
             pasted: false,

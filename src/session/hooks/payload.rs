@@ -243,9 +243,11 @@ mod tests {
         );
         // As Claude Code 2.1.197 sent it, the fake model answering 429 at once.
         assert_eq!(
-            with(serde_json::json!({"hook_event_name": "StopFailure", "prompt_id": "c4a4",
+            with(
+                serde_json::json!({"hook_event_name": "StopFailure", "prompt_id": "c4a4",
                 "effort": {"level": "high"}, "error": "rate_limit",
-                "last_assistant_message": "You've hit your session limit · resets 9:56pm (UTC)"})),
+                "last_assistant_message": "You've hit your session limit · resets 9:56pm (UTC)"})
+            ),
             Some(Signal::TurnFailed {
                 error: "rate_limit".into(),
                 message: "You've hit your session limit · resets 9:56pm (UTC)".into()

@@ -64,11 +64,20 @@ fn a_limit_is_hit_once_counted_on_and_cleared_by_a_turn_that_ends_well() {
     let mut limit = None;
     assert_eq!(observe(&mut limit, None, NOW), None);
     let hit = observe(&mut limit, Some(failure(LimitKind::RateLimit)), NOW);
-    assert!(matches!(hit, Some(Change::Hit(ref l)) if l.failures == 1), "{hit:?}");
+    assert!(
+        matches!(hit, Some(Change::Hit(ref l)) if l.failures == 1),
+        "{hit:?}"
+    );
     let again = observe(&mut limit, Some(failure(LimitKind::RateLimit)), NOW);
-    assert!(matches!(again, Some(Change::Again(ref l)) if l.failures == 2), "{again:?}");
+    assert!(
+        matches!(again, Some(Change::Again(ref l)) if l.failures == 2),
+        "{again:?}"
+    );
     let other = observe(&mut limit, Some(failure(LimitKind::Overloaded)), NOW);
-    assert!(matches!(other, Some(Change::Hit(ref l)) if l.failures == 3), "{other:?}");
+    assert!(
+        matches!(other, Some(Change::Hit(ref l)) if l.failures == 3),
+        "{other:?}"
+    );
     let cleared = observe(&mut limit, None, NOW);
     assert!(matches!(cleared, Some(Change::Cleared(_))), "{cleared:?}");
     assert_eq!(limit, None);
@@ -84,7 +93,11 @@ fn the_back_off_doubles_with_jitter_up_to_its_cap() {
         for seed in ["a", "2026-12-07T20:56:21.000Z", "2026-12-07T20:56:21.001Z"] {
             let d = delay(&backoff, failures, seed);
             assert!(d >= full / 2 && d <= full, "{failures} {seed}: {d:?}");
-            assert_eq!(d, delay(&backoff, failures, seed), "the same for every reader");
+            assert_eq!(
+                d,
+                delay(&backoff, failures, seed),
+                "the same for every reader"
+            );
         }
     }
     // Two sessions failing in the same second do not come back together.

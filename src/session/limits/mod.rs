@@ -227,6 +227,39 @@ impl Limit {
     }
 }
 
+impl Limit {
+    /// For people: `usage limit · resets 21:56`, `rate limit`, in the local time.
+    pub fn note(&self) -> String {
+        let local = crate::time::local_offset();
+        match self.resets_at() {
+            Some(at) => {
+                let at = at.to_offset(local);
+                format!(
+                    "{} · resets {:02}:{:02}",
+                    self.kind.describe(),
+                    at.hour(),
+                    at.minute()
+                )
+            }
+            None => self.kind.describe().to_string(),
+        }
+    }
+
+    /// As `sessions list --json` shows it (`limit`).
+    pub fn to_json(&self, backoff: &Backoff) -> serde_json::Value {
+        serde_json::json!({
+            "kind": self.kind.as_str(),
+            "until": self.until(backoff).map(crate::time::format_ts),
+            "resets": self.resets,
+            "source": self.source,
+            "said": self.said,
+            "failures": self.failures,
+            "since": self.at,
+            "trying": self.released.is_some(),
+        })
+    }
+}
+
 /// Whether deliveries wait on `limit` at `now`.
 pub fn standing(limit: &Limit, backoff: &Backoff, now: OffsetDateTime) -> Standing {
     if limit.released.is_some() {
@@ -248,11 +281,9 @@ pub fn delay(backoff: &Backoff, failures: u32, seed: &str) -> Duration {
         .saturating_mul(1u32 << exp)
         .min(backoff.max)
         .max(backoff.first.min(backoff.max));
-    let hash = seed
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
+    let hash = seed.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
     // Half plus up to another half.
     let fraction = (hash % 1000) as f64 / 1000.0;
     full.div_f64(2.0) + full.div_f64(2.0).mul_f64(fraction)

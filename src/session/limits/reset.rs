@@ -45,20 +45,14 @@ pub fn claude(said: &str, now: OffsetDateTime, local: UtcOffset) -> Option<Offse
     let (month, day) = date.split_once(' ')?;
     let month = month_named(month)?;
     let day: u8 = day.parse().ok()?;
-    let reset = at(Date::from_calendar_date(
-        year.unwrap_or(here.year()),
-        month,
-        day,
-    )
-    .ok()?);
+    let reset = at(Date::from_calendar_date(year.unwrap_or(here.year()), month, day).ok()?);
     match year {
         // No year: this year's, or next year's when that date has passed.
-        None if reset + time::Duration::days(1) < now => Some(at(Date::from_calendar_date(
-            here.year() + 1,
-            month,
-            day,
-        )
-        .ok()?)),
+        None if reset + time::Duration::days(1) < now => {
+            Some(at(
+                Date::from_calendar_date(here.year() + 1, month, day).ok()?
+            ))
+        }
         _ => Some(reset),
     }
 }
@@ -147,7 +141,11 @@ mod tests {
                 utc,
                 Some("2028-01-02T17:30:00Z"),
             ),
-            ("resets Jan 2, 5:30 PM (UTC)", utc, Some("2027-01-02T17:30:00Z")),
+            (
+                "resets Jan 2, 5:30 PM (UTC)",
+                utc,
+                Some("2027-01-02T17:30:00Z"),
+            ),
             ("You've hit your session limit", utc, None),
             ("resets soon (UTC)", utc, None),
             ("resets 13pm (UTC)", utc, None),

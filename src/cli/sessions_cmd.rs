@@ -344,6 +344,7 @@ async fn list(sessions: &Sessions, as_json: bool) -> CliResult {
     }
     if as_json {
         let prices = sessions.settings().budgets.prices.clone();
+        let backoff = crate::session::limits::Backoff::from_config(&sessions.settings().sessions);
         let critics = crate::usage::critics::CriticTally::new(&crate::paths::StatePaths::new(
             &sessions.settings().home,
         ));
@@ -352,6 +353,10 @@ async fn list(sessions: &Sessions, as_json: bool) -> CliResult {
             .zip(&seen)
             .map(|(r, a)| {
                 let mut row = json_row(r, a);
+                row["limit"] = r
+                    .limit
+                    .as_ref()
+                    .map_or(Value::Null, |l| l.to_json(&backoff));
                 row["screenRead"] = json!(sessions.client_reading(r));
                 row["usage"] = usage_json(r, &prices);
                 row["critics"] = json!(critics.of(&r.work_item, None).unwrap_or_else(|e| {

@@ -342,6 +342,16 @@ pub struct SessionsConfig {
     /// How a local codex session is driven: its TUI alone (`paste`) or attached to an
     /// app server the-loop starts for it (`app-server`).
     pub codex_channel: CodexChannel,
+    /// After a limit, the session gets one short framed note that its previous turn
+    /// ended on it (issue 43); by default it gets nothing but what waited.
+    pub resume_after_limit: bool,
+    /// A rate limit or overload backs off this long after the first failed turn,
+    /// doubling (with jitter) after each next one.
+    pub limit_backoff_seconds: u64,
+    /// The most a back-off waits.
+    pub limit_backoff_max_seconds: u64,
+    /// Added to a usage limit's printed reset (Claude Code prints it to the minute).
+    pub limit_reset_margin_seconds: u64,
 }
 
 impl Default for SessionsConfig {
@@ -361,6 +371,10 @@ impl Default for SessionsConfig {
             allow_bypass: false,
             codex: CodexPolicy::default(),
             codex_channel: CodexChannel::default(),
+            resume_after_limit: false,
+            limit_backoff_seconds: 30,
+            limit_backoff_max_seconds: 15 * 60,
+            limit_reset_margin_seconds: 60,
         }
     }
 }

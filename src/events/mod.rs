@@ -100,6 +100,8 @@ event_types! {
     SessionUsage => "session.usage",
     SessionBudgetWarning => "session.budget_warning",
     SessionOverBudget => "session.over_budget",
+    SessionLimitHit => "session.limit_hit",
+    SessionLimitCleared => "session.limit_cleared",
     CriticStarted => "critic.started",
     CriticFinished => "critic.finished",
     CriticPosted => "critic.posted",

@@ -16,6 +16,7 @@ pub mod dispatcher;
 mod ending;
 pub mod hooks;
 mod jobs;
+pub mod limits;
 pub mod place;
 pub mod questions;
 mod queue;

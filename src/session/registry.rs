@@ -145,6 +145,9 @@ pub struct SessionRecord {
     pub recent_comments: Vec<u64>,
     /// What the session's model responses used, read from its transcripts (SPEC §20;
     /// `session::usage`).
+    /// The limit its turns last failed on (issue 43), until a turn ends well.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<crate::session::limits::Limit>,
     #[serde(default, skip_serializing_if = "is_default_usage")]
     pub usage: crate::usage::SessionUsage,
     /// Fields written by another version, kept untouched.
@@ -186,6 +189,7 @@ impl SessionRecord {
             pushed: None,
             pull_request: None,
             recent_comments: Vec::new(),
+            limit: None,
             usage: Default::default(),
             extra: Map::new(),
         }
@@ -223,8 +227,13 @@ impl SessionRecord {
     /// is why (`screen unread (Claude Code 2.1.400)`).
     pub fn held(&self) -> Option<crate::session::delivery::HeldSummary> {
         let mut summary = self.hold.summary()?;
-        if summary.reason == crate::session::delivery::HoldReason::ScreenUnread {
-            summary.client = Some(self.client_release());
+        use crate::session::delivery::HoldReason;
+        match summary.reason {
+            HoldReason::ScreenUnread => summary.client = Some(self.client_release()),
+            HoldReason::Limit | HoldReason::Login => {
+                summary.limit = self.limit.as_ref().map(|l| l.note());
+            }
+            _ => {}
         }
         Some(summary)
     }

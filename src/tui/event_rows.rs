@@ -348,6 +348,13 @@ pub fn describe(event: &Event, offset: UtcOffset) -> EventRow {
             let verb = if over { "over budget" } else { "budget 80%" };
             ("$", RowKind::Question, verb.into(), usage_text(event))
         }
+        T::SessionLimitHit => (
+            "⏸",
+            RowKind::Question,
+            format!("limit: {}", s("kind")),
+            s("said"),
+        ),
+        T::SessionLimitCleared => ("▶", RowKind::Delivered, "limit cleared".into(), s("kind")),
         T::CriticStarted => (
             "◇",
             RowKind::Critic,

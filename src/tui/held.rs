@@ -121,6 +121,7 @@ mod tests {
             since: crate::time::format_ts(at),
             client: None,
             witnesses: None,
+            limit: None,
         });
         s
     }

@@ -245,6 +245,7 @@ pub fn held(now: OffsetDateTime, count: usize, reason: HoldReason, secs: i64) ->
         since: crate::time::format_ts(now - Duration::seconds(secs)),
         client: None,
         witnesses: None,
+        limit: None,
     }
 }
 

@@ -16,6 +16,7 @@ mod codex_delivery;
 mod codex_usage;
 mod harness_cli;
 mod inbox;
+mod limits;
 mod record_screens;
 mod safe_delivery;
 mod unknown_release;

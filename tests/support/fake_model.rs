@@ -132,6 +132,68 @@ struct ModelState {
     /// What each response reported: its id, whether it answered the agent loop, and
     /// the final usage.
     sent: Vec<Sent>,
+    /// While set, every agent-loop request is answered with this error (issue 43).
+    failing: Option<ApiError>,
+}
+
+/// An error the API answers with: 429 (`retry-after`), 529, 401, a usage limit.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+impl ApiError {
+    /// The API's rate limit, `retry-after` seconds.
+    pub fn rate_limit(retry_after: u32) -> Self {
+        Self {
+            status: 429,
+            headers: vec![("retry-after".into(), retry_after.to_string())],
+            body: json!({"type": "error", "error": {"type": "rate_limit_error",
+                "message": "Number of request tokens has exceeded your per-minute rate limit"}}),
+        }
+    }
+
+    pub fn overloaded() -> Self {
+        Self {
+            status: 529,
+            headers: Vec::new(),
+            body: json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        }
+    }
+
+    pub fn unauthorized() -> Self {
+        Self {
+            status: 401,
+            headers: Vec::new(),
+            body: json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
+        }
+    }
+
+    /// A subscriber's usage limit resetting at `reset` (Unix seconds), as the API
+    /// says it in its headers; Claude Code (logged in, not with an API key) prints it.
+    pub fn usage_limit(reset: i64) -> Self {
+        Self {
+            status: 429,
+            headers: vec![
+                (
+                    "anthropic-ratelimit-unified-status".into(),
+                    "rejected".into(),
+                ),
+                (
+                    "anthropic-ratelimit-unified-reset".into(),
+                    reset.to_string(),
+                ),
+                (
+                    "anthropic-ratelimit-unified-representative-claim".into(),
+                    "five_hour".into(),
+                ),
+            ],
+            body: json!({"type": "error", "error": {"type": "rate_limit_error",
+                "message": "This request would exceed your account's rate limit. Please try again later."}}),
+        }
+    }
 }
 
 /// The usage one response reported.
@@ -234,6 +296,11 @@ impl FakeModel {
         self.lock().answering_model = Some(model.to_string());
     }
 
+    /// From now on every agent-loop request gets `error` (`None`: answered again).
+    pub fn fail_with(&self, error: Option<ApiError>) {
+        self.lock().failing = error;
+    }
+
     /// The usage every response reported so far.
     pub fn sent(&self) -> Vec<Sent> {
         self.lock().sent.clone()
@@ -294,6 +361,24 @@ async fn handle(
     if !recorded.is_messages() || uri.path() != "/v1/messages" {
         record(&state, recorded);
         return (StatusCode::NOT_FOUND, "not served by the fake model").into_response();
+    }
+    let failing = {
+        let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+        let failing = st.failing.clone().filter(|_| recorded.is_agent_loop());
+        if failing.is_some() {
+            st.requests.push(recorded.clone());
+        }
+        failing
+    };
+    if let Some(error) = failing {
+        let mut response = Response::builder().status(error.status);
+        for (k, v) in &error.headers {
+            response = response.header(k.as_str(), v.as_str());
+        }
+        return response
+            .header("content-type", "application/json")
+            .body(Body::from(error.body.to_string()))
+            .unwrap();
     }
     let stream = recorded.body["stream"] == true;
     let (turn, id, usage, model) = {

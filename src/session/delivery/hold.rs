@@ -47,6 +47,13 @@ pub enum HoldReason {
     /// The session's host cannot be reached (issue 32): nothing is known of its
     /// screen; the delivery goes out once the host answers again.
     HostUnreachable,
+    /// The session's turns fail on a limit (issue 43: a usage limit, a rate limit, the
+    /// API overloaded): it waits for the reset the client printed or the back-off, then
+    /// one delivery tries and the rest follow once its turn ends well.
+    Limit,
+    /// The session's login expired or its key was refused (issue 43): nothing goes out
+    /// until a turn succeeds.
+    Login,
 }
 
 impl HoldReason {
@@ -60,6 +67,8 @@ impl HoldReason {
             Self::ScreenUnread => "screen-unread",
             Self::TurnRunning => "turn-running",
             Self::HostUnreachable => "host-unreachable",
+            Self::Limit => "limit",
+            Self::Login => "login",
         }
     }
 
@@ -73,6 +82,8 @@ impl HoldReason {
             Self::ScreenUnread => "screen unread",
             Self::TurnRunning => "turn running",
             Self::HostUnreachable => "host unreachable",
+            Self::Limit => "limit",
+            Self::Login => "login expired",
         }
     }
 
@@ -88,6 +99,8 @@ impl HoldReason {
             }
             Self::TurnRunning => "its agent's turn to end",
             Self::HostUnreachable => "its host, which does not answer over SSH",
+            Self::Limit => "its limit to reset",
+            Self::Login => "a login: its harness's was refused",
         }
     }
 
@@ -107,6 +120,10 @@ impl HoldReason {
             Self::HostUnreachable => {
                 "it goes out, once and in order, when the host answers again (`the-loop hosts check NAME` says why it does not)"
             }
+            Self::Limit => "it goes out, once and in order, after the reset or the back-off",
+            Self::Login => {
+                "log in again in the pane (`the-loop sessions attach REF`); it goes out once a turn succeeds"
+            }
         }
     }
 }
@@ -123,6 +140,8 @@ impl std::str::FromStr for HoldReason {
             Self::ScreenUnread,
             Self::TurnRunning,
             Self::HostUnreachable,
+            Self::Limit,
+            Self::Login,
         ]
         .into_iter()
         .find(|r| r.as_str() == s)
@@ -250,6 +269,7 @@ impl Hold {
             since,
             client: None,
             witnesses,
+            limit: None,
         })
     }
 }
@@ -314,6 +334,9 @@ pub struct HeldSummary {
     /// What each witness said, for `screen-unread`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub witnesses: Option<Disagreement>,
+    /// The limit, for `limit` and `login`: `usage limit · resets 14:00`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
 }
 
 impl HeldSummary {
@@ -324,176 +347,13 @@ impl HeldSummary {
 
     /// The reason for people, with the client when the screen is unread.
     pub fn reason_text(&self) -> String {
-        match &self.client {
-            Some(client) => format!("{} ({client})", self.reason.describe()),
+        match self.client.as_ref().or(self.limit.as_ref()) {
+            Some(about) => format!("{} ({about})", self.reason.describe()),
             None => self.reason.describe().to_string(),
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn look(dialog: bool, input: InputBox) -> Look {
-        Look {
-            dialog: dialog.then_some(Dialog::Permission),
-            input,
-        }
-    }
-
-    fn reported(state: ReportedState) -> Reported {
-        Reported {
-            harness: "claude".into(),
-            state,
-            at: "2026-12-03T10:00:00Z".into(),
-            event: "Notification".into(),
-            permission: None,
-            last_tool: None,
-            conversation: None,
-            model: None,
-            prompts: 0,
-        }
-    }
-
-    #[test]
-    fn a_paste_waits_out_only_a_fresh_turn_end() {
-        let at = crate::time::parse_ts("2026-12-03T10:00:00Z").unwrap();
-        let settle = Duration::from_millis(500);
-        let after = |ms: i64| at + time::Duration::milliseconds(ms);
-        let idle = reported(ReportedState::Idle);
-        assert_eq!(
-            settling(&idle, settle, after(120)),
-            Some(Duration::from_millis(380))
-        );
-        assert_eq!(settling(&idle, settle, after(500)), None);
-        assert_eq!(settling(&idle, settle, after(9_000)), None);
-        // A clock that went back waits the whole settle, no more.
-        assert_eq!(settling(&idle, settle, after(-3_000)), Some(settle));
-        for busy in [
-            ReportedState::Working,
-            ReportedState::AwaitingPermission,
-            ReportedState::Exited,
-        ] {
-            assert_eq!(
-                settling(&reported(busy), settle, after(10)),
-                None,
-                "{busy:?}"
-            );
-        }
-        let garbled = Reported {
-            at: "yesterday".into(),
-            ..idle
-        };
-        assert_eq!(settling(&garbled, settle, after(10)), None);
-    }
-
-    #[test]
-    fn only_an_empty_drawn_box_without_a_dialog_takes_a_paste() {
-        let idle = reported(ReportedState::Idle);
-        let awaiting = reported(ReportedState::AwaitingPermission);
-        let draft = || InputBox::Holds("half a thought".into());
-        let cases: Vec<(Look, Option<&Reported>, Option<HoldReason>)> = vec![
-            (look(false, InputBox::Empty), None, None),
-            (look(false, InputBox::Empty), Some(&idle), None),
-            (
-                look(true, InputBox::Empty),
-                Some(&idle),
-                Some(HoldReason::PermissionDialog),
-            ),
-            (
-                look(false, InputBox::Empty),
-                Some(&awaiting),
-                Some(HoldReason::PermissionDialog),
-            ),
-            (
-                look(true, InputBox::NotDrawn),
-                None,
-                Some(HoldReason::PermissionDialog),
-            ),
-            (look(false, draft()), None, Some(HoldReason::OperatorDraft)),
-            (
-                look(true, draft()),
-                None,
-                Some(HoldReason::PermissionDialog),
-            ),
-            (
-                look(false, InputBox::NotDrawn),
-                Some(&idle),
-                Some(HoldReason::NotReady),
-            ),
-            (
-                Look {
-                    dialog: Some(Dialog::Other),
-                    input: InputBox::NotDrawn,
-                },
-                Some(&idle),
-                Some(HoldReason::NotReady),
-            ),
-            (
-                Look {
-                    dialog: Some(Dialog::Other),
-                    input: InputBox::Empty,
-                },
-                Some(&awaiting),
-                Some(HoldReason::PermissionDialog),
-            ),
-        ];
-        for (look, reported, want) in cases {
-            assert_eq!(decide(&look, reported), want, "{look:?} {reported:?}");
-        }
-    }
-
-    #[test]
-    fn the_summary_counts_events_and_replies_and_names_the_oldest_reason() {
-        assert_eq!(Hold::default().summary(), None);
-        let reply = |since: &str, reason| HeldReply {
-            id: "r1".into(),
-            text: "framed".into(),
-            reply: "yes".into(),
-            actor: "op".into(),
-            via: "tui".into(),
-            comment: true,
-            reason,
-            since: since.into(),
-            over_budget: false,
-            review: None,
-        };
-        let hold = Hold {
-            events: Some(HeldEvents {
-                reason: HoldReason::PermissionDialog,
-                since: "2026-12-03T10:00:05Z".into(),
-                waiting: 2,
-            }),
-            replies: vec![reply("2026-12-03T10:00:01Z", HoldReason::OperatorDraft)],
-            unsubmitted: None,
-            in_doubt: None,
-            release_one: None,
-            unread: None,
-        };
-        let summary = hold.summary().unwrap();
-        assert_eq!(summary.count, 3);
-        assert_eq!(summary.reason, HoldReason::OperatorDraft);
-        assert_eq!(summary.since, "2026-12-03T10:00:01Z");
-        assert_eq!(summary.label(), "⏸ 3 held: operator's draft");
-        let json = serde_json::to_value(&summary).unwrap();
-        assert_eq!(json["reason"], "operator-draft");
-        assert_eq!(json["count"], 3);
-    }
-
-    #[test]
-    fn an_empty_hold_is_not_written() {
-        let mut record = crate::session::registry::SessionRecord::new(
-            &crate::work_item::WorkItemRef::new("o", "r", 1),
-            "claude",
-            "/tmp".into(),
-        );
-        let json = serde_json::to_value(&record).unwrap();
-        assert!(json.get("hold").is_none(), "{json}");
-        record.hold.unsubmitted = Some("d-1".into());
-        let json = serde_json::to_value(&record).unwrap();
-        assert_eq!(json["hold"]["unsubmitted"], "d-1");
-        let back: crate::session::registry::SessionRecord = serde_json::from_value(json).unwrap();
-        assert_eq!(back, record);
-    }
-}
+#[path = "hold_tests.rs"]
+mod tests;

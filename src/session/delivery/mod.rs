@@ -22,6 +22,7 @@
 
 pub mod deliver;
 mod failure;
+mod gate;
 mod held_lane;
 mod held_replies;
 mod hold;

@@ -28,7 +28,6 @@ use crate::session::hooks::Reported;
 use crate::session::registry::{RegistryError, SessionRecord, Status};
 use crate::session::sessions::{PaneState, Sessions};
 use crate::session::spawn::PromptInputs;
-use crate::session::usage::held_for_budget;
 use crate::tmux::{self, PaneId, Tmux};
 use crate::work_item::WorkItemRef;
 use std::time::Duration;
@@ -204,17 +203,12 @@ impl Sessions {
         };
         let _lock = self.lock_for_paste(&item, policy).await?;
         let record = self.active_record(&item)?;
-        // Over budget, nothing goes to the session — not a paste, not a respawn.
-        if !policy.over_budget_confirmed
-            && held_for_budget(&self.registry, &record, &self.settings())
-        {
-            let held = Held {
-                reason: HoldReason::OverBudget,
-                pasted: false,
-            };
+        // Over budget or under a limit, nothing goes to the session (`gate`).
+        if let Some(held) = self.gate(&record, policy.over_budget_confirmed) {
             return Err(PasteError::Held(record.work_item, held).into());
         }
-        let text = text(&record.work_item);
+        let text =
+            super::gate::with_resume_note(&record, &self.settings(), text(&record.work_item));
         let unreachable = Held {
             reason: HoldReason::HostUnreachable,
             pasted: false,
@@ -270,6 +264,10 @@ impl Sessions {
                     }
                 }
             }
+        };
+        let then = move |r: &mut SessionRecord| {
+            super::gate::mark_try(r);
+            then(r);
         };
         self.record_delivery(&record.work_item, &delivered.pane, policy.delivery_id, then)
             .await;

@@ -119,6 +119,12 @@ fn claude(v: &Value) -> Option<Report> {
             _ => Signal::Notified,
         },
         "Stop" => Signal::TurnEnded,
+        // Claude Code 2.1.197: `error` (`rate_limit`, `server_error`,
+        // `authentication_failed`, …) and the text it showed, `last_assistant_message`.
+        "StopFailure" => Signal::TurnFailed {
+            error: text(v, "error").unwrap_or_default(),
+            message: text(v, "last_assistant_message").unwrap_or_default(),
+        },
         "SessionEnd" => Signal::SessionEnded,
         _ => return None,
     };
@@ -234,6 +240,18 @@ mod tests {
         assert_eq!(
             with(serde_json::json!({"hook_event_name": "Stop", "last_assistant_message": "ok"})),
             Some(Signal::TurnEnded)
+        );
+        // As Claude Code 2.1.197 sent it, the fake model answering 429 at once.
+        assert_eq!(
+            with(
+                serde_json::json!({"hook_event_name": "StopFailure", "prompt_id": "c4a4",
+                "effort": {"level": "high"}, "error": "rate_limit",
+                "last_assistant_message": "You've hit your session limit · resets 9:56pm (UTC)"})
+            ),
+            Some(Signal::TurnFailed {
+                error: "rate_limit".into(),
+                message: "You've hit your session limit · resets 9:56pm (UTC)".into()
+            })
         );
         assert_eq!(
             with(serde_json::json!({"hook_event_name": "SessionEnd", "reason": "exit"})),

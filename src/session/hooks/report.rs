@@ -130,20 +130,22 @@ fn record_report(
     let now = crate::time::now_ts();
     let turn_over = matches!(
         report.signal,
-        state::Signal::TurnEnded | state::Signal::SessionEnded
+        state::Signal::TurnEnded | state::Signal::TurnFailed { .. } | state::Signal::SessionEnded
     );
     let mut own = true;
+    let mut limit = None;
     let outcomes = registry
         .update(item, |record| {
             own = owns(record, report.thread.as_ref());
             if !own {
                 return Vec::new();
             }
+            limit = crate::session::limits::on_signal(&mut record.limit, &report.signal, &now);
             let (next, outcomes) = state::apply(
                 record.reported.as_ref(),
                 reporter.as_str(),
                 &report.event,
-                report.signal,
+                report.signal.clone(),
                 &now,
             );
             record.reported = Some(next);
@@ -168,6 +170,12 @@ fn record_report(
     }
     for outcome in &outcomes {
         let _ = events.emit(outcome_event(Source::Hook, item, outcome));
+    }
+    if let Some(event) = limit
+        .as_ref()
+        .and_then(|change| crate::session::limits::event(Source::Hook, item, change))
+    {
+        let _ = events.emit(event);
     }
     if let Some(log) = report.log.as_ref().filter(|_| turn_over && usage) {
         // What the turn used (SPEC §20): Claude Code 2.1.197 writes the turn's last

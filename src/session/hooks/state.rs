@@ -157,6 +157,12 @@ pub enum Signal {
     /// Any other notification: nothing changes.
     Notified,
     TurnEnded,
+    /// The turn ended on an API error (Claude's `StopFailure`): the limits read it
+    /// (`session::limits`).
+    TurnFailed {
+        error: String,
+        message: String,
+    },
     SessionEnded,
 }
 
@@ -281,7 +287,7 @@ pub fn apply(
             ReportedState::Idle
         }
         Signal::Notified => previous.map_or(ReportedState::Idle, |p| p.state),
-        Signal::TurnEnded => {
+        Signal::TurnEnded | Signal::TurnFailed { .. } => {
             resolve_pending(&mut next, &mut out);
             out.push(Outcome::TurnEnded);
             ReportedState::Idle

@@ -23,7 +23,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 /// The Claude Code events the settings file hooks, and whether each takes a matcher.
-pub const CLAUDE_EVENTS: [(&str, bool); 8] = [
+pub const CLAUDE_EVENTS: [(&str, bool); 9] = [
     ("SessionStart", true),
     ("UserPromptSubmit", false),
     ("PreToolUse", true),
@@ -31,6 +31,8 @@ pub const CLAUDE_EVENTS: [(&str, bool); 8] = [
     ("PostToolUse", true),
     ("Notification", true),
     ("Stop", false),
+    // A turn that ended on an API error (matched on its `error`): limits (issue 43).
+    ("StopFailure", true),
     ("SessionEnd", true),
 ];
 
@@ -134,7 +136,7 @@ mod tests {
         let settings = claude_settings(Path::new("/opt/my tools/the-loop")).unwrap();
         assert_eq!(settings["crossSessionInbound"], "refuse");
         let hooks = settings["hooks"].as_object().unwrap();
-        assert_eq!(hooks.len(), 8);
+        assert_eq!(hooks.len(), 9);
         for (event, matcher) in CLAUDE_EVENTS {
             let entry = &hooks[event][0];
             assert_eq!(entry.get("matcher").is_some(), matcher, "{event}");

@@ -1,0 +1,74 @@
+//! What holds a paste before anything is looked at: the session's budget (SPEC §20.4)
+//! and its limit (issue 43). Over budget or under a limit, nothing goes to the session —
+//! not a paste, not a respawn (a fresh harness would fail on the same limit).
+
+use super::hold::{Held, HoldReason};
+use crate::session::limits::{self, Backoff, LimitKind, Standing};
+use crate::session::registry::SessionRecord;
+use crate::session::sessions::Sessions;
+use crate::session::usage::held_for_budget;
+
+impl Sessions {
+    /// Why `record`'s session takes no paste now, if it does not: over budget (unless
+    /// the operator confirmed), or under a limit that stands (or whose one try is out).
+    pub(super) fn gate(&self, record: &SessionRecord, budget_confirmed: bool) -> Option<Held> {
+        let settings = self.settings();
+        let reason = if !budget_confirmed && held_for_budget(&self.registry, record, &settings) {
+            Some(HoldReason::OverBudget)
+        } else {
+            limit_hold(record, &Backoff::from_config(&settings.sessions))
+        };
+        reason.map(|reason| Held {
+            reason,
+            pasted: false,
+        })
+    }
+}
+
+/// Whether `record`'s limit holds its deliveries now.
+pub(super) fn limit_hold(record: &SessionRecord, backoff: &Backoff) -> Option<HoldReason> {
+    let limit = record.limit.as_ref()?;
+    let reason = match limit.kind {
+        LimitKind::Authentication => HoldReason::Login,
+        _ => HoldReason::Limit,
+    };
+    match limits::standing(limit, backoff, time::OffsetDateTime::now_utc()) {
+        Standing::Try => None,
+        Standing::Holds { .. } | Standing::Trying => Some(reason),
+    }
+}
+
+/// The try after a limit, with `sessions.resumeAfterLimit`: one short framed note
+/// before the text, once (the try is recorded with it: nothing after it gets one).
+pub(super) fn with_resume_note(
+    record: &SessionRecord,
+    settings: &crate::session::Settings,
+    text: String,
+) -> String {
+    let Some(limit) = record.limit.as_ref().filter(|l| l.released.is_none()) else {
+        return text;
+    };
+    if !settings.sessions.resume_after_limit {
+        return text;
+    }
+    let at = crate::time::parse_ts(&limit.at)
+        .map(|t| t.to_offset(crate::time::local_offset()))
+        .map(|t| format!(" at {:02}:{:02}", t.hour(), t.minute()))
+        .unwrap_or_default();
+    format!(
+        "[the-loop] The previous turn ended with: {}{at}; continue.\n\n{text}",
+        limit.kind.describe()
+    )
+}
+
+/// The paste that went out under a limit that is over is its one try: recorded with
+/// the delivery, so nothing else goes until that turn ends.
+pub(super) fn mark_try(record: &mut SessionRecord) {
+    if let Some(limit) = record.limit.as_mut() {
+        limit.released.get_or_insert_with(crate::time::now_ts);
+    }
+}
+
+#[cfg(test)]
+#[path = "gate_tests.rs"]
+mod tests;

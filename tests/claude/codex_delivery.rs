@@ -215,6 +215,35 @@ tui: {{notify: none}}
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
 
+    /// The operator approves the pending request (`sessions approve`); the command runs,
+    /// then the held comment `body` goes out, reaching the model exactly once after the
+    /// turn ends, and the request is resolved as approved. How long from the approval
+    /// to the delivery.
+    async fn approve_then_deliver_once(&self, id: &str, body: &str) -> Duration {
+        let out = self.cli(&["sessions", "approve", &item().to_string()]);
+        assert!(out.status.success(), "{out:?}");
+        let approved = Instant::now();
+        self.wait("the approved command to run", || self.ran().then_some(()))
+            .await;
+        self.deliver_once_released(id, body).await;
+        let delivered = approved.elapsed();
+        let needle = body.split(':').next().unwrap_or(body);
+        self.wait("the comment to reach the model", || {
+            (!self.model.requests_with(needle).is_empty()).then_some(())
+        })
+        .await;
+        self.wait("codex's turn to end", || {
+            (self.reported() == Some(ReportedState::Idle)).then_some(())
+        })
+        .await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(self.model.requests_with(needle).len(), 1);
+        let resolved = self.events_named("session.permission_resolved");
+        assert_eq!(resolved.len(), 1, "{resolved:#?}");
+        assert_eq!(resolved[0]["decision"], "approved");
+        delivered
+    }
+
     pub(crate) fn events_named(&self, name: &str) -> Vec<Value> {
         the_loop::events::lines::named(&self.state.join("events.jsonl"), name)
     }
@@ -378,31 +407,9 @@ async fn a_comment_during_codexs_approval_request_waits_for_the_operator() {
     assert!(world.model.requests_with("KINGFISHER").is_empty());
     assert!(world.screen().contains(APPROVAL), "{}", world.screen());
 
-    let out = world.cli(&["sessions", "approve", &item().to_string()]);
-    assert!(out.status.success(), "{out:?}");
-    let approved = Instant::now();
-    world
-        .wait("the approved command to run", || world.ran().then_some(()))
+    let delivered = world
+        .approve_then_deliver_once("d-2", "KINGFISHER: please also bump the cap to 5.")
         .await;
-    world
-        .deliver_once_released("d-2", "KINGFISHER: please also bump the cap to 5.")
-        .await;
-    let delivered = approved.elapsed();
-    world
-        .wait("the comment to reach the model", || {
-            (!world.model.requests_with("KINGFISHER").is_empty()).then_some(())
-        })
-        .await;
-    world
-        .wait("codex's turn to end", || {
-            (world.reported() == Some(ReportedState::Idle)).then_some(())
-        })
-        .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(world.model.requests_with("KINGFISHER").len(), 1);
-    let resolved = world.events_named("session.permission_resolved");
-    assert_eq!(resolved.len(), 1, "{resolved:#?}");
-    assert_eq!(resolved[0]["decision"], "approved");
     eprintln!("figure: approved → comment delivered in {delivered:?} (codex 0.171.0)");
     assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
 }
@@ -459,24 +466,9 @@ async fn the_title_threads_notice_moves_nothing_of_the_session() {
         matches!(&held, Err(DeliveryFailure::Held(h)) if h.reason.as_str() == "permission-dialog"),
         "{held:?}"
     );
-    let out = world.cli(&["sessions", "approve", &item().to_string()]);
-    assert!(out.status.success(), "{out:?}");
     world
-        .wait("the approved command to run", || world.ran().then_some(()))
+        .approve_then_deliver_once("d-2", "KINGFISHER: and bump the cap.")
         .await;
-    world
-        .deliver_once_released("d-2", "KINGFISHER: and bump the cap.")
-        .await;
-    world
-        .wait("codex's turn to end", || {
-            (world.reported() == Some(ReportedState::Idle)).then_some(())
-        })
-        .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(world.model.requests_with("KINGFISHER").len(), 1);
-    let resolved = world.events_named("session.permission_resolved");
-    assert_eq!(resolved.len(), 1, "{resolved:#?}");
-    assert_eq!(resolved[0]["decision"], "approved");
     assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
 }
 

@@ -287,6 +287,10 @@ impl ClaudeHome {
             ),
             ("DISABLE_TELEMETRY", "1".to_string()),
             ("DISABLE_ERROR_REPORTING", "1".to_string()),
+            // A failed request is not retried by the client (it would retry a 429 ten
+            // times, ~2.5 min): a limit the fake model answers ends the turn at once
+            // (issue 43). The fake never fails unless a test tells it to.
+            ("CLAUDE_CODE_MAX_RETRIES", "0".to_string()),
             ("TMPDIR", self.tmp.display().to_string()),
         ]
         .into_iter()

@@ -62,9 +62,14 @@ pub(super) fn with_resume_note(
 }
 
 /// The paste that went out under a limit that is over is its one try: recorded with
-/// the delivery, so nothing else goes until that turn ends.
-pub(super) fn mark_try(record: &mut SessionRecord) {
-    if let Some(limit) = record.limit.as_mut() {
+/// the delivery, so nothing else goes until that turn ends. `passed`: the limit on
+/// record when the gate let the paste through — none, and the paste is no try (a limit
+/// hit meanwhile, by the turn this very paste started, still stands whole).
+pub(super) fn mark_try(record: &mut SessionRecord, passed: Option<&crate::session::limits::Limit>) {
+    let Some(passed) = passed else {
+        return;
+    };
+    if let Some(limit) = record.limit.as_mut().filter(|l| l.at == passed.at) {
         limit.released.get_or_insert_with(crate::time::now_ts);
     }
 }

@@ -226,3 +226,20 @@ async fn the_try_after_a_limit_carries_one_note_only_when_the_operator_asked() {
     );
     assert!(!pasted[1].contains("[the-loop] The previous turn"), "once");
 }
+
+/// A delivery whose own turn fails on a limit is not that limit's one try: the limit
+/// it started stands whole (the real Claude Code reports `StopFailure` before the-loop
+/// records the delivery that started the turn).
+#[tokio::test]
+async fn a_delivery_whose_own_turn_failed_is_not_the_try() {
+    let f = Fixture::new();
+    f.live_session(1);
+    fail_turn(&f, 1, "rate_limit", "API Error: Request rejected (429)");
+    let mut record = f.record(1).unwrap();
+    super::mark_try(&mut record, None);
+    assert_eq!(record.limit.as_ref().unwrap().released, None, "not a try");
+    // The gate let it through with this limit on record: it is.
+    let passed = record.limit.clone();
+    super::mark_try(&mut record, passed.as_ref());
+    assert!(record.limit.as_ref().unwrap().released.is_some());
+}

@@ -265,8 +265,11 @@ impl Sessions {
                 }
             }
         };
+        // Only a delivery the gate let through with the limit already on record is its
+        // one try: one that went out as the turn it started failed is not.
+        let the_try = record.limit.clone();
         let then = move |r: &mut SessionRecord| {
-            super::gate::mark_try(r);
+            super::gate::mark_try(r, the_try.as_ref());
             then(r);
         };
         self.record_delivery(&record.work_item, &delivered.pane, policy.delivery_id, then)

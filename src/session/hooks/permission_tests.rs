@@ -70,6 +70,30 @@ async fn waiting_at(fx: &Fixture, screen: &str, harness: &str, release: &str) ->
     pane
 }
 
+/// Makes issue #1's request old enough to have been drawn, then looks at the sessions
+/// as a screen does, reconciling their requests; what the look saw.
+async fn reconcile_an_old_request(fx: &Fixture) -> Vec<crate::session::SessionActivity> {
+    fx.sessions
+        .registry()
+        .update(&item(1), |r| {
+            let p = r.reported.as_mut().unwrap().permission.as_mut().unwrap();
+            p.requested_at = "2026-01-01T00:00:00.000Z".into();
+        })
+        .unwrap();
+    let records = fx.sessions.registry().list().unwrap();
+    let mut tracker = crate::session::ActivityTracker::new();
+    let seen = crate::session::observe(
+        |r| fx.sessions.tmux_of(r),
+        &records,
+        &mut tracker,
+        |_| false,
+        1,
+    )
+    .await;
+    reconcile(&fx.sessions, &records, &seen, Source::Tui).await;
+    seen
+}
+
 fn input_after_screen(fx: &Fixture, pane: &PaneId, screen: &str) -> Vec<u8> {
     fx.tmux.fake.pane_input(pane)[screen.len()..].to_vec()
 }
@@ -329,24 +353,7 @@ async fn on_a_release_nobody_recorded_an_unread_dialog_is_never_taken_for_answer
         input_after_screen(&fx, &pane, screen).is_empty(),
         "nothing sent"
     );
-    fx.sessions
-        .registry()
-        .update(&item(1), |r| {
-            let p = r.reported.as_mut().unwrap().permission.as_mut().unwrap();
-            p.requested_at = "2026-01-01T00:00:00.000Z".into();
-        })
-        .unwrap();
-    let records = fx.sessions.registry().list().unwrap();
-    let mut tracker = crate::session::ActivityTracker::new();
-    let seen = crate::session::observe(
-        |r| fx.sessions.tmux_of(r),
-        &records,
-        &mut tracker,
-        |_| false,
-        1,
-    )
-    .await;
-    reconcile(&fx.sessions, &records, &seen, Source::Tui).await;
+    reconcile_an_old_request(&fx).await;
     assert!(fx.events_named("session.permission_resolved").is_empty());
     assert!(pending(&fx.record(1).unwrap()).is_some(), "still pending");
 
@@ -428,36 +435,13 @@ async fn nothing_waiting_or_no_session() {
 async fn a_dialog_answered_in_the_pane_is_reconciled_as_elsewhere() {
     let fx = Fixture::new();
     let pane = waiting(&fx, "❯ ").await;
-    // Old enough to have been drawn.
-    fx.sessions
-        .registry()
-        .update(&item(1), |r| {
-            r.reported
-                .as_mut()
-                .unwrap()
-                .permission
-                .as_mut()
-                .unwrap()
-                .requested_at = "2026-01-01T00:00:00.000Z".into();
-        })
-        .unwrap();
-    let records = fx.sessions.registry().list().unwrap();
-    let mut tracker = crate::session::ActivityTracker::new();
-    let seen = crate::session::observe(
-        |r| fx.sessions.tmux_of(r),
-        &records,
-        &mut tracker,
-        |_| false,
-        1,
-    )
-    .await;
+    let seen = reconcile_an_old_request(&fx).await;
     assert_eq!(
         seen[0].state,
         crate::session::ActivityState::AwaitingPermission
     );
     assert_eq!(seen[0].source, crate::session::StateSource::Hooks);
     assert_eq!(seen[0].permission.as_ref().unwrap().summary, "rm -rf build");
-    reconcile(&fx.sessions, &records, &seen, Source::Tui).await;
     let resolved = fx.events_named("session.permission_resolved");
     assert_eq!(resolved.len(), 1);
     assert_eq!(resolved[0]["decision"], "elsewhere");

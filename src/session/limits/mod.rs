@@ -319,7 +319,7 @@ pub fn event(source: Source, item: &WorkItemRef, change: &Change) -> Option<Even
                     .with("work_item", item.to_string())
                     .with("kind", limit.kind.as_str())
                     .with_opt("resets", limit.resets.clone())
-                    .with("source", limit.source.as_str())
+                    .with("witness", limit.source.as_str())
                     .with("said", limit.said.as_str())
                     .with("failures", limit.failures),
             )

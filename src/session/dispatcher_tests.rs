@@ -85,6 +85,7 @@ async fn the_event_prompt_arrives_as_one_bracketed_paste_and_the_id_is_recorded(
     assert_eq!(ok[0]["pane"], pane.to_string());
     assert_eq!(ok[0]["respawned"], false);
     assert_eq!(ok[0]["actor"], "alice");
+    assert_eq!(ok[0]["channel"], "paste");
     let record = f.record(1).unwrap();
     assert_eq!(record.recent_deliveries, ["d-7"]);
     assert!(record.last_event_at.is_some());

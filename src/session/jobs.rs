@@ -152,6 +152,7 @@ impl Inner {
                         .with("bytes", delivered.bytes)
                         .with("respawned", delivered.respawned.is_some())
                         .with("resumed", delivered.respawned)
+                        .with("channel", delivered.channel.unwrap_or("paste"))
                         .with("duration_ms", started.elapsed().as_millis() as u64),
                 );
                 Disposition::Delivered

@@ -245,6 +245,7 @@ impl Sessions {
             pane,
             bytes,
             respawned: Some(resumed),
+            channel: None,
         }
     }
 }

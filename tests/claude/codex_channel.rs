@@ -319,8 +319,8 @@ async fn a_declined_command_does_not_run_and_a_steer_joins_the_turn() {
 /// codex's app server on a private socket under the state root, and in front of it the
 /// TUI attached to it. The hooks, declared on the server, report the boot turn's end;
 /// the record names the channel; a second client finds the session's thread there; a
-/// comment still goes in by the paste path (the fallback) and reaches the model once;
-/// nothing is left running after.
+/// comment goes in through the channel (`codex_channel_delivery.rs`) and reaches the
+/// model once; nothing is left running after.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_codex_session_with_an_app_server_runs_its_tui_attached() {
     use crate::codex_delivery::{CodexWorld, item};

@@ -12,6 +12,7 @@ mod agent_comment;
 mod claude_code;
 mod claude_hooks;
 mod codex_channel;
+mod codex_channel_delivery;
 mod codex_delivery;
 mod codex_usage;
 mod harness_cli;

@@ -17,6 +17,7 @@ use super::paste::Stopped;
 use crate::session::registry::SessionRecord;
 use crate::session::sessions::Sessions;
 use crate::tmux::{self, BufferName, PaneId, Paste, Tmux};
+use crate::work_item::WorkItemRef;
 
 /// What a paste in doubt is held as: its host does not answer, and the text may be in
 /// the box.
@@ -110,6 +111,20 @@ impl Sessions {
                     error,
                 }))
             }
+        }
+    }
+}
+
+impl Sessions {
+    /// Records (or clears) the paste a dialog stopped before its Enter.
+    pub(super) async fn set_unsubmitted(&self, item: &WorkItemRef, key: Option<&str>) {
+        let key = key.map(str::to_string);
+        let saved = self
+            .registry
+            .update_async(item, |r| r.hold.unsubmitted = key)
+            .await;
+        if let Err(error) = saved {
+            tracing::warn!(%item, "held paste not recorded: {error}");
         }
     }
 }

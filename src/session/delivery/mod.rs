@@ -7,6 +7,8 @@
 //! lane ─► held_lane ─┐                       ┌─ look (screen::<harness> + hold::decide): hold, or
 //! Replier ───────────┼─► Sessions::paste_into ┤    paste (deliver), Enter once a fresh look shows it,
 //! held_replies ──────┘  (paste_lock, record) └─ the submit check (deliver::confirm_submitted)
+//!                                  └─ a session with a channel (codex's app server): `channel`,
+//!                                     turn/start instead of the look and the paste
 //! ```
 //!
 //! The rest of the product names only what this file re-exports: the paste into a
@@ -20,6 +22,7 @@
 //! (`screen`, `deliver`) are public only for the integration tests and benchmarks that
 //! run them against real panes; `session_files_tests` holds the product to this list.
 
+mod channel;
 pub mod deliver;
 mod failure;
 mod gate;

@@ -43,6 +43,8 @@ pub struct Delivered {
     pub bytes: usize,
     /// `Some(resumed)` when the harness was respawned for this delivery.
     pub respawned: Option<bool>,
+    /// The protocol it went by (`ChannelRecord::name`); `None`: pasted.
+    pub channel: Option<&'static str>,
 }
 
 pub use super::failure::DeliveryFailure;
@@ -331,7 +333,8 @@ impl Sessions {
     /// and no dialog; a dialog that appears in between leaves the paste in the box, held
     /// (recorded as `hold.unsubmitted`, so the next try submits it instead of pasting it
     /// again). Submitted, the submit is made sure of (§7.4). Any other harness is pasted
-    /// and submitted after `submitDelayMs`, as before.
+    /// and submitted after `submitDelayMs`, as before. A session with a channel gets
+    /// the text through it instead (`channel`): no look, no paste, no key.
     async fn paste(
         &self,
         pane: &PaneId,
@@ -339,6 +342,9 @@ impl Sessions {
         record: &SessionRecord,
         policy: &PastePolicy<'_>,
     ) -> Result<Delivered, Stopped> {
+        if let Some(channel) = &record.channel {
+            return self.send_by_channel(channel, pane, text, record).await;
+        }
         let outcome = self.paste_now(pane, text, record, policy).await;
         self.hold_in_doubt(record, policy.key, outcome).await
     }
@@ -424,6 +430,7 @@ impl Sessions {
                     pane: pane.clone(),
                     bytes,
                     respawned: None,
+                    channel: None,
                 });
             }
             Shown::Gone => {
@@ -464,6 +471,7 @@ impl Sessions {
             pane: pane.clone(),
             bytes,
             respawned: None,
+            channel: None,
         })
     }
 
@@ -529,18 +537,6 @@ impl Sessions {
                 return hold::decide(&look, None).map_or(Shown::Gone, Shown::Held);
             }
             tokio::time::sleep(timings.poll).await;
-        }
-    }
-
-    /// Records (or clears) the paste a dialog stopped before its Enter.
-    pub(super) async fn set_unsubmitted(&self, item: &WorkItemRef, key: Option<&str>) {
-        let key = key.map(str::to_string);
-        let saved = self
-            .registry
-            .update_async(item, |r| r.hold.unsubmitted = key)
-            .await;
-        if let Err(error) = saved {
-            tracing::warn!(%item, "held paste not recorded: {error}");
         }
     }
 

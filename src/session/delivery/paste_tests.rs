@@ -155,3 +155,30 @@ async fn an_event_records_its_delivery_id_and_a_reply_only_that_it_was_there() {
     f.sessions.deliver_event(&item(1), &event(1)).await.unwrap();
     assert_eq!(f.record(1).unwrap().recent_deliveries, ["d-1"]);
 }
+
+/// A session whose channel's socket does not answer: the event is held `not-ready`
+/// (tried again, never lost), and nothing is pasted into its live pane.
+#[tokio::test]
+async fn a_dead_channel_holds_the_delivery_and_pastes_nothing() {
+    let f = Fixture::new();
+    let pane = f.live_session(1);
+    let socket = f.dir.path().join("gone.sock");
+    f.sessions
+        .registry()
+        .update(&item(1), |r| {
+            r.channel = Some(crate::channel::ChannelRecord::CodexAppServer {
+                socket,
+                server_pane: None,
+            });
+        })
+        .unwrap();
+
+    let held = f.sessions.deliver_event(&item(1), &event(1)).await;
+    assert!(
+        matches!(&held, Err(DeliveryFailure::Held(h)) if h.reason == HoldReason::NotReady && !h.pasted),
+        "{held:?}"
+    );
+    assert!(f.pasted(&pane).is_empty());
+    assert_eq!(creates(&f), 0, "a live pane is not respawned");
+    assert!(f.record(1).unwrap().recent_deliveries.is_empty());
+}

@@ -317,6 +317,7 @@ impl Sessions {
             pane: pane.clone(),
             bytes,
             respawned: None,
+            channel: None,
         })
     }
 

@@ -1,0 +1,206 @@
+//! Deliveries through codex's app server (`sessions.codexChannel: app-server`, issue 41)
+//! against the real Codex 0.171.0: the comment goes to the session's thread as a user
+//! message by `turn/start`, never typed into the pane. tmux's own hooks count every
+//! `paste-buffer` and `send-keys` on the server, so "nothing typed" is a count, not a
+//! guess (the draft's own keys prove the counter counts).
+
+use crate::codex_delivery::{CodexWorld, item};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use the_loop::session::hooks::ReportedState;
+use the_loop::session::{Delivered, PromptInputs};
+
+/// Codex 0.171.0's approval request.
+const APPROVAL: &str = "Would you like to run the following command?";
+
+/// Files tmux's hooks append a line to, per `paste-buffer` and per `send-keys`.
+struct KeyCounter {
+    pastes: PathBuf,
+    keys: PathBuf,
+}
+
+impl KeyCounter {
+    fn install(world: &CodexWorld, dir: &Path) -> Self {
+        let counter = Self {
+            pastes: dir.join("pastes.log"),
+            keys: dir.join("keys.log"),
+        };
+        for (hook, file) in [
+            ("after-paste-buffer", &counter.pastes),
+            ("after-send-keys", &counter.keys),
+        ] {
+            let command = format!("run-shell \"echo x >> '{}'\"", file.display());
+            let out = world.tmux.raw(&["set-hook", "-g", hook, &command]);
+            assert!(out.status.success(), "{out:?}");
+        }
+        counter
+    }
+
+    fn count(file: &Path) -> usize {
+        std::fs::read_to_string(file)
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    }
+
+    fn pastes(&self) -> usize {
+        Self::count(&self.pastes)
+    }
+
+    fn keys(&self) -> usize {
+        Self::count(&self.keys)
+    }
+}
+
+/// Delivers a comment by `alice` with `body` as the dispatcher does, once; what came back.
+async fn deliver(world: &CodexWorld, id: &str, body: &str) -> Delivered {
+    let excerpt = serde_json::json!({
+        "comment": {"user": {"login": "alice"}, "body": body},
+    })
+    .to_string();
+    let inputs = PromptInputs {
+        event: "issue_comment".into(),
+        action: "created".into(),
+        delivery_id: id.into(),
+        repository: "octo/repo".into(),
+        excerpt,
+    };
+    let delivered = world.sessions.deliver_event(&item(), &inputs).await;
+    let delivered = delivered.unwrap_or_else(|e| panic!("{e}\n{}", world.screen()));
+    assert_eq!(delivered.channel, Some("codex-app-server"), "{delivered:?}");
+    delivered
+}
+
+async fn turn_ended(world: &CodexWorld) {
+    world
+        .wait("codex's turn to end", || {
+            (world.reported() == Some(ReportedState::Idle)).then_some(())
+        })
+        .await;
+}
+
+/// Idle: each comment reaches the model once, as a user message of its own, and
+/// nothing is pasted or typed into the pane; the composer stays empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comment_goes_through_the_app_server_not_the_pane() {
+    let Some(world) = CodexWorld::with_app_server().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let counter = KeyCounter::install(&world, dir.path());
+    world.start().await;
+    let mut took = Vec::new();
+    for (n, needle) in ["HERON", "EGRET", "IBIS"].iter().enumerate() {
+        let sent = Instant::now();
+        deliver(
+            &world,
+            &format!("d-{n}"),
+            &format!("{needle}: five retries."),
+        )
+        .await;
+        world
+            .wait("the comment to reach the model", || {
+                (!world.model.requests_with(needle).is_empty()).then_some(())
+            })
+            .await;
+        took.push(sent.elapsed());
+        turn_ended(&world).await;
+    }
+    eprintln!("figure: comment → model request through the app server: {took:?}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for needle in ["HERON", "EGRET", "IBIS"] {
+        let got = world.model.requests_with(needle);
+        assert_eq!(got.len(), 1, "{got:#?}");
+    }
+    assert_eq!(counter.pastes(), 0, "pasted into the pane");
+    assert_eq!(counter.keys(), 0, "keys sent to the pane");
+    assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
+}
+
+/// During codex's approval request a comment is not held: it goes to the thread as a
+/// user message, answers nothing (the command has not run, the request stands), and
+/// reaches the model once, in a message of its own, when the operator answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comment_during_an_approval_is_its_own_message_and_answers_nothing() {
+    let Some(world) = CodexWorld::with_app_server().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let counter = KeyCounter::install(&world, dir.path());
+    world.start().await;
+    deliver(&world, "d-1", "Run the check, please: RUN[touch ran.txt]").await;
+    world.wait_screen(APPROVAL).await;
+    world
+        .wait("the hook's awaiting-permission", || {
+            (world.reported() == Some(ReportedState::AwaitingPermission)).then_some(())
+        })
+        .await;
+
+    deliver(&world, "d-2", "KINGFISHER: please also bump the cap to 5.").await;
+    // Give a wrong answer time to act before judging.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(!world.ran(), "the comment answered the approval");
+    assert!(world.screen().contains(APPROVAL), "{}", world.screen());
+    assert_eq!(counter.pastes(), 0, "pasted into the pane");
+    assert_eq!(counter.keys(), 0, "keys sent to the pane");
+
+    let out = world.cli(&["sessions", "approve", &item().to_string()]);
+    assert!(out.status.success(), "{out:?}");
+    world
+        .wait("the approved command to run", || world.ran().then_some(()))
+        .await;
+    world
+        .wait("the comment to reach the model", || {
+            (!world.model.requests_with("KINGFISHER").is_empty()).then_some(())
+        })
+        .await;
+    turn_ended(&world).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let got = world.model.requests_with("KINGFISHER");
+    assert_eq!(got.len(), 1, "{got:#?}");
+    let own = got[0].iter().filter(|t| t.contains("KINGFISHER"));
+    assert!(
+        own.clone().count() == 1 && own.clone().all(|t| !t.contains("RUN[")),
+        "{got:#?}"
+    );
+    assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
+}
+
+/// The operator's draft in the TUI's composer: a comment goes out anyway, alone, and
+/// the draft stays in the composer, never sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comment_leaves_the_operators_draft_in_the_composer() {
+    let Some(world) = CodexWorld::with_app_server().await else {
+        return;
+    };
+    world.start().await;
+    let draft = "DRAFT: my own words";
+    let target = CodexWorld::target();
+    let dir = tempfile::tempdir().unwrap();
+    let counter = KeyCounter::install(&world, dir.path());
+    world.tmux.raw(&["send-keys", "-t", &target, "-l", draft]);
+    world.wait_screen(draft).await;
+    assert_eq!(counter.keys(), 1, "the counter counts the draft's keys");
+
+    deliver(&world, "d-1", "HERON: five retries.").await;
+    world
+        .wait("the comment to reach the model", || {
+            (!world.model.requests_with("HERON").is_empty()).then_some(())
+        })
+        .await;
+    turn_ended(&world).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let comments = world.model.requests_with("HERON");
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    assert!(
+        !comments[0].iter().any(|t| t.contains(draft)),
+        "{comments:#?}"
+    );
+    assert!(
+        world.model.requests_with(draft).is_empty(),
+        "the draft was sent"
+    );
+    assert!(world.screen().contains(draft), "{}", world.screen());
+    assert_eq!(counter.pastes(), 0, "pasted into the pane");
+    assert_eq!(counter.keys(), 1, "keys sent to the pane");
+    assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
+}

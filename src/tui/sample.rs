@@ -84,6 +84,7 @@ pub fn status(now: OffsetDateTime) -> StatusView {
         reload_error: None,
         allowlist_empty: false,
         hosts: Vec::new(),
+        limit: None,
     }
 }
 

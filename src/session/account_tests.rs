@@ -128,6 +128,7 @@ fn only_open_sessions_of_the_harness_here_whose_limit_holds_count_and_the_longes
             source: "hook:StopFailure".into(),
             said: String::new(),
             at: crate::time::format_ts(now),
+            since: None,
             failures: 1,
             released: None,
         });

@@ -247,6 +247,7 @@ pub fn held(now: OffsetDateTime, count: usize, reason: HoldReason, secs: i64) ->
         client: None,
         witnesses: None,
         limit: None,
+        limit_since: None,
     }
 }
 

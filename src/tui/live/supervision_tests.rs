@@ -19,6 +19,7 @@ fn limited(n: u64, kind: LimitKind, resets: Option<OffsetDateTime>) -> SessionRe
         source: "hook:StopFailure".into(),
         said: String::new(),
         at: crate::time::format_ts(NOW - Duration::minutes(5)),
+        since: None,
         failures: 1,
         released: None,
     });

@@ -80,6 +80,7 @@ event_types! {
     DispatchDropped => "dispatch.dropped",
     SessionSpawned => "session.spawned",
     SessionSpawnFailed => "session.spawn_failed",
+    SessionSpawnHeld => "session.spawn_held",
     SessionRespawned => "session.respawned",
     SessionResumeFailed => "session.resume_failed",
     SessionPaused => "session.paused",

@@ -60,29 +60,18 @@ impl Inner {
                 self.delivered(&item, &delivery_id, &gh_event, actor, started, result)
             }
             JobKind::Start { inputs, origin } => {
-                let result = self.sessions.start(&item, &inputs, &origin).await;
+                // Under the account's limit a new session would fail too: it waits.
+                let waited = self.wait_for_account(&item, &delivery_id, &origin).await;
+                let (disposition, pane) = match waited {
+                    Ok(()) => {
+                        let result = self.sessions.start(&item, &inputs, &origin).await;
+                        self.started(source, &item, &delivery_id, result, &origin)
+                    }
+                    Err(ended) => (ended, None),
+                };
                 self.pending().remove(&item.slug());
-                match result {
-                    Ok(StartOutcome::Spawned(record)) => {
-                        spawned = record
-                            .pane_id
-                            .as_deref()
-                            .and_then(|p| PaneId::parse(p).ok());
-                        Disposition::Delivered
-                    }
-                    Ok(StartOutcome::AlreadyRunning(_)) => {
-                        let command = ControlCommand::Start;
-                        self.refused(source, &item, command, "already-running", None, &origin);
-                        dropped("already-running")
-                    }
-                    Err(error) => self.control_failed(
-                        &item,
-                        &delivery_id,
-                        ControlCommand::Start,
-                        error,
-                        &origin,
-                    ),
-                }
+                spawned = pane;
+                disposition
             }
             JobKind::Pause { origin } => {
                 let result = self.sessions.pause(&item, &origin);
@@ -117,6 +106,36 @@ impl Inner {
         let _ = reply.send(disposition);
         if let Some(pane) = spawned {
             self.sessions.settle(&item, &pane).await;
+        }
+    }
+
+    /// The settlement of a start, and the pane it spawned.
+    fn started(
+        &self,
+        source: Source,
+        item: &WorkItemRef,
+        delivery_id: &str,
+        result: Result<StartOutcome, SessionError>,
+        origin: &Origin,
+    ) -> (Disposition, Option<PaneId>) {
+        match result {
+            Ok(StartOutcome::Spawned(record)) => {
+                let pane = record
+                    .pane_id
+                    .as_deref()
+                    .and_then(|p| PaneId::parse(p).ok());
+                (Disposition::Delivered, pane)
+            }
+            Ok(StartOutcome::AlreadyRunning(_)) => {
+                let command = ControlCommand::Start;
+                self.refused(source, item, command, "already-running", None, origin);
+                (dropped("already-running"), None)
+            }
+            Err(error) => {
+                let command = ControlCommand::Start;
+                let failed = self.control_failed(item, delivery_id, command, error, origin);
+                (failed, None)
+            }
         }
     }
 

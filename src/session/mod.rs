@@ -5,6 +5,7 @@
 //! goes through [`delivery`]. Every session change — from a comment, the CLI or
 //! the TUI — goes through [`Sessions`].
 
+pub mod account;
 pub mod activity;
 pub mod ask;
 pub mod caller;

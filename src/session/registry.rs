@@ -232,6 +232,7 @@ impl SessionRecord {
             HoldReason::ScreenUnread => summary.client = Some(self.client_release()),
             HoldReason::Limit | HoldReason::Login => {
                 summary.limit = self.limit.as_ref().map(|l| l.note());
+                summary.limit_since = self.limit.as_ref().map(|l| l.hit_at().to_string());
             }
             _ => {}
         }

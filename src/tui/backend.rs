@@ -294,6 +294,23 @@ pub struct StatusView {
     /// The configured hosts (`hosts:`, issue 32) by name; none: the bar shows nothing of
     /// them.
     pub hosts: Vec<HostView>,
+    /// A limit holding deliveries (issue 43); none: the bar shows nothing of it.
+    pub limit: Option<LimitView>,
+}
+
+/// The limits that hold deliveries now (issue 43), for the status bar:
+/// `⏸ limit · resets 14:00 · 3 deliveries · 1 start`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitView {
+    /// An expired login holds (it waits for a turn that succeeds), else a limit.
+    pub login: bool,
+    /// When the longest one stops holding: the reset the client printed, or the
+    /// back-off's end; none for a login, or when only the tries after it are out.
+    pub until: Option<OffsetDateTime>,
+    /// Deliveries waiting on it.
+    pub deliveries: usize,
+    /// Starts waiting on it (`session.spawn_held`).
+    pub starts: usize,
 }
 
 /// A configured host's connection as last seen: `state.label()` (`up`, `unreachable`,

@@ -355,6 +355,12 @@ pub fn describe(event: &Event, offset: UtcOffset) -> EventRow {
             s("said"),
         ),
         T::SessionLimitCleared => ("▶", RowKind::Delivered, "limit cleared".into(), s("kind")),
+        T::SessionSpawnHeld => (
+            "⏸",
+            RowKind::Question,
+            format!("start waits: {}", s("reason")),
+            format!("{} under {}", s("limited"), s("kind")),
+        ),
         T::CriticStarted => (
             "◇",
             RowKind::Critic,

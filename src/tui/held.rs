@@ -75,13 +75,13 @@ pub fn due_notices(
         .filter_map(|s| {
             let held = s.held.as_ref()?;
             let waited = (now - since(held)?).whole_seconds();
-            // Witnesses that disagree need the operator: it notifies at once.
-            let due = if held.reason == HoldReason::ScreenUnread {
-                0
-            } else {
-                after
+            // Witnesses that disagree, or a login that expired, need the operator: it
+            // notifies at once.
+            let due = match held.reason {
+                HoldReason::ScreenUnread | HoldReason::Login => 0,
+                _ => after,
             };
-            if waited < due || !notified.insert((s.work_item.clone(), held.since.clone())) {
+            if waited < due || !notified.insert(key(s, held)) {
                 return None;
             }
             let title = format!("the-loop: deliveries held on {}", short_ref(&s.work_item));
@@ -95,6 +95,18 @@ pub fn due_notices(
             Some((title, body))
         })
         .collect()
+}
+
+/// What notifies once: a hold, or — for `limit` and `login` — the limit: its lane's
+/// hold ends as each delivery goes out (the try after the reset) and begins again
+/// behind it, while the limit is one.
+fn key(session: &SessionView, held: &HeldSummary) -> HoldKey {
+    let limit = matches!(held.reason, HoldReason::Limit | HoldReason::Login);
+    let since = match held.limit_since.as_ref().filter(|_| limit) {
+        Some(hit) => format!("limit {hit}"),
+        None => held.since.clone(),
+    };
+    (session.work_item.clone(), since)
 }
 
 #[cfg(test)]
@@ -122,6 +134,7 @@ mod tests {
             client: None,
             witnesses: None,
             limit: None,
+            limit_since: None,
         });
         s
     }
@@ -168,6 +181,41 @@ mod tests {
         assert!(due_notices(&again, much_later, 60, &mut notified).is_empty());
         let after = much_later + Duration::seconds(60);
         assert_eq!(due_notices(&again, after, 60, &mut notified).len(), 1);
+    }
+
+    fn limited(reason: HoldReason, hold_since: i64, limit_hit: &str) -> SessionView {
+        let mut s = held_since(NOW - Duration::seconds(hold_since));
+        if let Some(h) = s.held.as_mut() {
+            h.reason = reason;
+            h.limit = Some("usage limit · resets 14:00".into());
+            h.limit_since = Some(limit_hit.into());
+        }
+        s
+    }
+
+    #[test]
+    fn an_expired_login_notifies_at_once_and_a_limit_once_per_limit() {
+        let mut notified = HashSet::new();
+        let login = [limited(HoldReason::Login, 0, "2026-12-03T09:00:00.000Z")];
+        let due = due_notices(&login, NOW, 60, &mut notified);
+        assert_eq!(due.len(), 1, "at once");
+        assert!(
+            due[0].1.starts_with("2 held for 0s: login expired"),
+            "{due:?}"
+        );
+
+        let hit = "2026-12-03T09:30:00.000Z";
+        let first = [limited(HoldReason::Limit, 59, hit)];
+        assert!(due_notices(&first, NOW, 60, &mut notified).is_empty());
+        let later = NOW + Duration::seconds(1);
+        assert_eq!(due_notices(&first, later, 60, &mut notified).len(), 1);
+        // The try went out and the rest are held again: the same limit, quiet.
+        let again = [limited(HoldReason::Limit, 120, hit)];
+        let much_later = NOW + Duration::minutes(10);
+        assert!(due_notices(&again, much_later, 60, &mut notified).is_empty());
+        // Another limit on that session notifies in its turn.
+        let next = [limited(HoldReason::Limit, 120, "2026-12-03T10:05:00.000Z")];
+        assert_eq!(due_notices(&next, much_later, 60, &mut notified).len(), 1);
     }
 
     #[test]

@@ -84,6 +84,7 @@ pub fn status(now: OffsetDateTime) -> StatusView {
         reload_error: None,
         allowlist_empty: false,
         hosts: Vec::new(),
+        limit: None,
     }
 }
 
@@ -246,6 +247,7 @@ pub fn held(now: OffsetDateTime, count: usize, reason: HoldReason, secs: i64) ->
         client: None,
         witnesses: None,
         limit: None,
+        limit_since: None,
     }
 }
 

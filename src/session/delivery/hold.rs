@@ -270,6 +270,7 @@ impl Hold {
             client: None,
             witnesses,
             limit: None,
+            limit_since: None,
         })
     }
 }
@@ -337,6 +338,9 @@ pub struct HeldSummary {
     /// The limit, for `limit` and `login`: `usage limit · resets 14:00`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<String>,
+    /// When that limit was hit: the holds it makes are one (they notify once).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_since: Option<String>,
 }
 
 impl HeldSummary {

@@ -116,6 +116,7 @@ fn deliveries_wait_for_the_printed_reset_or_the_back_off_then_one_tries() {
         source: "hook:StopFailure".into(),
         said: "You've hit your session limit · resets 9:56pm (UTC)".into(),
         at: NOW.into(),
+        since: None,
         failures: 1,
         released: None,
     };
@@ -150,4 +151,27 @@ fn deliveries_wait_for_the_printed_reset_or_the_back_off_then_one_tries() {
         Standing::Holds { until: None },
         "an expired login waits for a turn that succeeds"
     );
+}
+
+#[test]
+fn a_limit_keeps_when_it_was_hit_across_the_turns_that_fail_on_it() {
+    let (first, second, third) = (
+        "2026-12-03T10:00:00.000Z",
+        "2026-12-03T10:01:00.000Z",
+        "2026-12-03T10:02:00.000Z",
+    );
+    let mut limit = None;
+    observe(&mut limit, Some(failure(LimitKind::RateLimit)), first);
+    observe(&mut limit, Some(failure(LimitKind::RateLimit)), second);
+    let l = limit.clone().unwrap();
+    assert_eq!((l.hit_at(), l.at.as_str()), (first, second));
+    // Another kind is another limit.
+    observe(&mut limit, Some(failure(LimitKind::Overloaded)), third);
+    assert_eq!(limit.as_ref().unwrap().hit_at(), third);
+    // A record of before `since`: its `at`.
+    let old = Limit {
+        since: None,
+        ..limit.unwrap()
+    };
+    assert_eq!(old.hit_at(), third);
 }

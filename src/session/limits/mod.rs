@@ -118,6 +118,10 @@ pub struct Limit {
     pub said: String,
     /// When the turn failed (RFC 3339).
     pub at: String,
+    /// When this limit was hit: the first of its failed turns (RFC 3339); a retried turn
+    /// failing the same way keeps it. Records of before it: `at`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
     /// Failed turns in a row: the back-off's exponent.
     pub failures: u32,
     /// When the one delivery that tries again went out: until its turn ends, nothing
@@ -179,12 +183,17 @@ pub fn observe(limit: &mut Option<Limit>, failure: Option<Failure>, now: &str) -
     };
     let previous = limit.take();
     let same = previous.as_ref().is_some_and(|p| p.kind == failure.kind);
+    let since = match previous.as_ref().filter(|_| same) {
+        Some(p) => p.hit_at().to_string(),
+        None => now.to_string(),
+    };
     let next = Limit {
         kind: failure.kind,
         resets: failure.resets.map(crate::time::format_ts),
         source: failure.source,
         said: failure.said,
         at: now.to_string(),
+        since: Some(since),
         failures: previous.as_ref().map_or(0, |p| p.failures) + 1,
         released: None,
     };
@@ -219,6 +228,12 @@ impl Limit {
         }
         let at = crate::time::parse_ts(&self.at)?;
         Some(at + delay(backoff, self.failures, &self.at))
+    }
+
+    /// When this limit was hit (its first failed turn): one limit, however many turns
+    /// failed on it.
+    pub fn hit_at(&self) -> &str {
+        self.since.as_deref().unwrap_or(&self.at)
     }
 
     /// The reset the client printed, if any.

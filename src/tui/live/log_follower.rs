@@ -38,6 +38,9 @@ pub struct Observed {
     pub reload_error: Option<String>,
     /// Counts `config.reloaded` events: a viewer reloads its config when it changes.
     pub config_generation: u64,
+    /// Items whose start waits on a limit (`session.spawn_held`), until it spawned,
+    /// failed or was refused.
+    pub waiting_starts: std::collections::BTreeSet<String>,
 }
 
 impl Observed {
@@ -65,6 +68,15 @@ impl Observed {
                 let error = event.str_field("error").unwrap_or("the server stopped");
                 self.webhook = WebhookState::Failed(error.to_string());
             }
+            EventType::SessionSpawnHeld => {
+                if let Some(item) = event.str_field("work_item") {
+                    self.waiting_starts.insert(item.to_string());
+                }
+            }
+            EventType::SessionSpawned | EventType::SessionSpawnFailed => self.start_ended(event),
+            EventType::ControlRefused if event.str_field("keyword") == Some("start") => {
+                self.start_ended(event);
+            }
             EventType::ConfigReloaded => {
                 self.reload_error = None;
                 self.config_generation += 1;
@@ -76,6 +88,14 @@ impl Observed {
                 self.reload_error = Some(error.to_string());
             }
             _ => {}
+        }
+    }
+}
+
+impl Observed {
+    fn start_ended(&mut self, event: &Event) {
+        if let Some(item) = event.str_field("work_item") {
+            self.waiting_starts.remove(item);
         }
     }
 }

@@ -25,8 +25,8 @@ pub mod ships;
 mod supervision;
 
 use super::backend::{
-    ActionError, ActionResult, AttachPlan, Backend, CriticSpecView, HostView, QuestionView, RunId,
-    Snapshot,
+    ActionError, ActionResult, AttachPlan, Backend, CriticSpecView, HostView, LimitView,
+    QuestionView, RunId, Snapshot,
 };
 use crate::config::LoadedConfig;
 use crate::critic::CriticRunner;
@@ -134,13 +134,17 @@ impl LiveBackend {
             .rows
             .rows(&self.sessions, &loaded.config, &self.paths, &questions)
             .await;
-        let status = status_view(
+        let mut status = status_view(
             &self.supervision,
             &loaded,
             &observed,
             &self.paths,
             rows.tmux_unknown,
         );
+        status.limit = rows.limit.clone().map(|limit| LimitView {
+            starts: observed.waiting_starts.len(),
+            ..limit
+        });
         let now = time::OffsetDateTime::now_utc();
         let runs_of_listed = self.runs.views_with(&rounds, |item| {
             rows.sessions.iter().any(|s| &s.work_item == item)

@@ -41,6 +41,8 @@ pub struct Rows {
     /// The ship requests of open sessions (SPEC §19.3).
     pub ship_requests: Vec<(WorkItemRef, crate::session::ship::ShipRequest)>,
     pub tmux_unknown: bool,
+    /// The limits that hold deliveries (the starts waiting are the log's to add).
+    pub limit: Option<crate::tui::backend::LimitView>,
 }
 
 /// What the pane keeps between refreshes.
@@ -129,8 +131,12 @@ impl SessionRows {
                 row.client = sessions.client_reading(record);
             }
         }
+        let backoff = crate::session::limits::Backoff::from_config(&sessions.settings().sessions);
+        let now = time::OffsetDateTime::now_utc();
+        let limit = super::supervision::limit_view(&records, &rows, &backoff, now);
         Rows {
             ship_requests,
+            limit,
             sessions: rows,
             permissions: permissions(&seen),
             tmux_unknown,

@@ -5,9 +5,14 @@ use super::log_follower::Observed;
 use crate::config::LoadedConfig;
 use crate::ingress::webhook::WebhookStatus;
 use crate::paths::StatePaths;
+use crate::session::SessionRecord;
+use crate::session::limits::{self, Backoff, LimitKind, Standing};
 use crate::supervisor::{ServerState, SupervisorStatus, lock};
-use crate::tui::backend::{PollSummary, RateLimit, Role, StatusView, WebhookState};
+use crate::tui::backend::{
+    LimitView, PollSummary, RateLimit, Role, SessionView, StatusView, WebhookState,
+};
 use std::sync::Arc;
+use time::OffsetDateTime;
 use tokio::sync::watch;
 
 /// Whether this screen runs the supervisor (SPEC §11.6).
@@ -82,6 +87,8 @@ fn supervisor(s: &SupervisorStatus) -> StatusView {
         allowlist_empty: s.allowlist_empty,
         // The screen's loop reads them beside each snapshot (`Backend::hosts`).
         hosts: Vec::new(),
+        // From the records, beside the rows (`limit_view`).
+        limit: None,
     }
 }
 
@@ -112,5 +119,65 @@ fn viewer(loaded: &LoadedConfig, observed: &Observed, paths: &StatePaths) -> Sta
         reload_error: observed.reload_error.clone(),
         allowlist_empty: config.routing.authorized_users.is_empty(),
         hosts: Vec::new(),
+        // From the records, beside the rows (`limit_view`).
+        limit: None,
     }
 }
+
+/// The status bar's limit (issue 43): the open sessions' limits that hold deliveries at
+/// `now` — the longest one's end, whether a login expired — and the deliveries held on
+/// them (the rows' counts); `None` while no limit holds. The waiting starts come from
+/// the log, and are added by the caller.
+pub fn limit_view(
+    records: &[SessionRecord],
+    rows: &[SessionView],
+    backoff: &Backoff,
+    now: OffsetDateTime,
+) -> Option<LimitView> {
+    let standing: Vec<_> = records
+        .iter()
+        .filter(|r| r.status.is_open())
+        .filter_map(|r| {
+            let limit = r.limit.as_ref()?;
+            match limits::standing(limit, backoff, now) {
+                Standing::Try => None,
+                standing => Some((limit.kind, standing)),
+            }
+        })
+        .collect();
+    if standing.is_empty() {
+        return None;
+    }
+    let login = standing
+        .iter()
+        .any(|(kind, _)| *kind == LimitKind::Authentication);
+    let until = standing
+        .iter()
+        .filter_map(|(_, s)| match s {
+            Standing::Holds { until } => *until,
+            _ => None,
+        })
+        .max();
+    let deliveries = rows
+        .iter()
+        .filter_map(|s| s.held.as_ref())
+        .filter(|h| {
+            matches!(
+                h.reason,
+                crate::session::delivery::HoldReason::Limit
+                    | crate::session::delivery::HoldReason::Login
+            )
+        })
+        .map(|h| h.count)
+        .sum();
+    Some(LimitView {
+        login,
+        until: until.filter(|_| !login),
+        deliveries,
+        starts: 0,
+    })
+}
+
+#[cfg(test)]
+#[path = "supervision_tests.rs"]
+mod tests;

@@ -1,7 +1,7 @@
-//! The top line: who this screen is (supervisor or viewer), poll health, the other
-//! hosts' connections (when the config has `hosts:`), rate limit, webhook server, and
-//! warnings that need the operator (an empty allowlist, a config
-//! that failed to reload, a bad keymap or theme). Segments that do not fit are dropped
+//! The top line: who this screen is (supervisor or viewer), a limit holding deliveries
+//! (issue 43), poll health, the other hosts' connections (when the config has `hosts:`),
+//! rate limit, webhook server, and warnings that need the operator (an empty allowlist,
+//! a config that failed to reload, a bad keymap or theme). Segments that do not fit are dropped
 //! least important first; warnings are the last to go.
 
 use crate::tui::app::App;
@@ -44,6 +44,9 @@ pub fn render(app: &App, frame: &mut Frame, area: Rect) {
         });
     } else {
         segments.push(role(app));
+        if let Some(limit) = limit(app) {
+            segments.push(limit);
+        }
         segments.push(poll(app));
         if let Some(hosts) = hosts(app) {
             segments.push(hosts);
@@ -135,6 +138,34 @@ fn role(app: &App) -> Segment {
         priority: 3,
         spans: vec![(text, style)],
     }
+}
+
+/// `⏸ limit · resets 14:00 · 3 deliveries · 1 start` while a limit holds deliveries
+/// (issue 43): when it resets (or its back-off ends), in local time, and what waits on
+/// it. Kept as long as the warnings.
+fn limit(app: &App) -> Option<Segment> {
+    let t = &app.theme;
+    let limit = app.status.limit.as_ref()?;
+    let mut text = if limit.login {
+        "⏸ login expired".to_string()
+    } else {
+        "⏸ limit".to_string()
+    };
+    if let Some(until) = limit.until {
+        let at = until.to_offset(crate::time::local_offset());
+        text.push_str(&format!(" · resets {:02}:{:02}", at.hour(), at.minute()));
+    }
+    let waiting = [
+        (limit.deliveries, "delivery", "deliveries"),
+        (limit.starts, "start", "starts"),
+    ];
+    for (n, one, many) in waiting.into_iter().filter(|(n, ..)| *n > 0) {
+        text.push_str(&format!(" · {n} {}", if n == 1 { one } else { many }));
+    }
+    Some(Segment {
+        priority: 1,
+        spans: vec![(text, t.status_bar.patch(t.warn))],
+    })
 }
 
 fn poll(app: &App) -> Segment {

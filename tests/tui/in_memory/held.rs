@@ -176,3 +176,44 @@ fn the_permission_mode_and_an_unknown_release_are_shown() {
         "a plain default says nothing more: {text}"
     );
 }
+
+/// A limit holding deliveries (issue 43): the status bar says when it resets, in local
+/// time (the tests' is UTC), and how many deliveries and starts wait; kept when narrow.
+#[test]
+fn a_limit_shows_in_the_status_bar_with_its_reset_and_what_waits() {
+    use the_loop::tui::backend::LimitView;
+    let limited = |limit: LimitView, w: u16, h: u16| {
+        let mut snapshot = sample::snapshot_with_holds(NOW);
+        snapshot.status.limit = Some(limit);
+        app_with(snapshot, w, h)
+    };
+    let limit = LimitView {
+        login: false,
+        until: Some(NOW + Duration::minutes(115)),
+        deliveries: 3,
+        starts: 1,
+    };
+    let app = limited(limit.clone(), 120, 32);
+    snap("limit_120x32", screen(&app));
+    let top = screen(&app).lines().next().unwrap().to_string();
+    assert!(
+        top.contains("⏸ limit · resets 14:00 · 3 deliveries · 1 start"),
+        "{top}"
+    );
+    let app = limited(limit, 60, 12);
+    let top = screen(&app).lines().next().unwrap().to_string();
+    assert!(
+        top.contains("⏸ limit · resets 14:00"),
+        "kept when narrow: {top}"
+    );
+
+    let login = LimitView {
+        login: true,
+        until: None,
+        deliveries: 1,
+        starts: 0,
+    };
+    let app = limited(login, 120, 32);
+    let top = screen(&app).lines().next().unwrap().to_string();
+    assert!(top.contains("⏸ login expired · 1 delivery ·"), "{top}");
+}

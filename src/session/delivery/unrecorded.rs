@@ -196,8 +196,8 @@ impl Sessions {
     }
 
     /// Records what each witness said; when they have said the same for
-    /// [`UNREAD_AFTER`] (returns `true`: confirmed), keeps the screen (once per distinct
-    /// screen).
+    /// [`UNREAD_AFTER`] (returns `true`: confirmed), keeps the screen (once per
+    /// disagreement).
     async fn note_unread(
         &self,
         record: &SessionRecord,
@@ -215,7 +215,9 @@ impl Sessions {
             .and_then(|at| Duration::try_from(time::OffsetDateTime::now_utc() - at).ok())
             .is_some_and(|age| age >= UNREAD_AFTER);
         let confirmed = before.is_some() && lasted;
-        if before.is_some_and(|u| u.screen_hash == hash && (u.kept.is_some() || !confirmed)) {
+        // One screen kept per disagreement (a spinner would make each look a new screen),
+        // and nothing rewritten while it waits to be confirmed.
+        if before.is_some_and(|u| u.kept.is_some() || !confirmed) {
             return confirmed;
         }
         let kept = match (before.filter(|_| confirmed), said.version) {

@@ -242,11 +242,11 @@ impl SessionRecord {
     /// The client and release the session runs, as people name them: `Claude Code
     /// 2.1.400`, `Codex 0.171.0`, `Claude Code, release unread`.
     pub fn client_release(&self) -> String {
-        let client = match self.harness.as_str() {
-            "codex" => "Codex",
-            "claude" => "Claude Code",
-            other => other,
-        };
+        use crate::session::delivery::ScreenReader;
+        let client = [ScreenReader::Claude, ScreenReader::Codex]
+            .into_iter()
+            .find(|r| r.key() == self.harness)
+            .map_or(self.harness.as_str(), |r| r.client());
         match &self.harness_version {
             Some(version) => format!("{client} {version}"),
             None => format!("{client}, release unread"),

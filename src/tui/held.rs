@@ -29,17 +29,18 @@ pub fn marks(held: &HeldSummary) -> [String; 3] {
 }
 
 /// The selected session's detail line, longest first:
-/// `⏸ 2 held: permission dialog · 1m · answer it first`, then without the advice, then
-/// without the age, then the row's shorter marks.
+/// `⏸ 2 held: permission dialog · 1m · answer it first` (for `screen-unread`, first with
+/// what each witness said), then without the advice, then without the age, then the
+/// row's shorter marks.
 pub fn details(held: &HeldSummary, now: OffsetDateTime) -> Vec<String> {
     let label = held.label();
     let mut out = Vec::new();
-    if let (Some(at), Some(said)) = (since(held), &held.witnesses) {
-        let waited = age((now - at).whole_seconds());
-        out.push(format!("{label} · {waited} · {}", said.describe()));
-    }
     if let Some(at) = since(held) {
         let waited = age((now - at).whole_seconds());
+        // Witnesses that disagree are named first (`screen-unread`).
+        if let Some(said) = &held.witnesses {
+            out.push(format!("{label} · {waited} · {}", said.describe()));
+        }
         out.push(format!("{label} · {waited} · {}", held.reason.advice()));
         out.push(format!("{label} · {waited}"));
     }

@@ -153,8 +153,8 @@ impl Sessions {
         let hooks = HooksSay::of(said.reported);
         let screen = ScreenSays::of(
             said.look,
-            super::screen::blank(said.screen),
-            said.reader.shown_mode(said.screen),
+            || super::screen::blank(said.screen),
+            || said.reader.shown_mode(said.screen),
             started,
         );
         let verdict = judge(hooks, &screen, started);

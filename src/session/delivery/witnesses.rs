@@ -101,21 +101,23 @@ pub enum ScreenSays {
 
 impl ScreenSays {
     /// Reads `look` (and, for a client whose footer names its mode, what it names next
-    /// to the mode `started`); `blank`: the capture held no text at all.
+    /// to the mode `started`); `blank`: the capture held no text at all. Each of the
+    /// two reads the capture again, so each is asked only where it decides: `blank` of
+    /// a screen without a box, `footer` of an empty box.
     pub fn of(
         look: &Look,
-        blank: bool,
-        footer: Option<PermissionMode>,
+        blank: impl FnOnce() -> bool,
+        footer: impl FnOnce() -> Option<PermissionMode>,
         started: Option<PermissionMode>,
     ) -> Self {
         match (look.dialog, &look.input) {
             (Some(Dialog::Permission), _) => Self::PermissionDialog,
             (Some(Dialog::Other), _) => Self::OtherDialog,
             (None, InputBox::Holds(_)) => Self::Draft,
-            (None, InputBox::NotDrawn) if blank => Self::Blank,
+            (None, InputBox::NotDrawn) if blank() => Self::Blank,
             (None, InputBox::NotDrawn) => Self::Unreadable,
-            (None, InputBox::Empty) => match started {
-                Some(mode) if footer != Some(mode) => Self::Footer(footer),
+            (None, InputBox::Empty) => match (started, started.and_then(|_| footer())) {
+                (Some(mode), footer) if footer != Some(mode) => Self::Footer(footer),
                 _ => Self::Idle,
             },
         }
@@ -224,19 +226,22 @@ mod tests {
     #[test]
     fn the_screen_is_read_by_structure_and_footer() {
         let empty = look(None, InputBox::Empty);
-        let idle = ScreenSays::of(&empty, false, DEFAULT, DEFAULT);
+        let idle = ScreenSays::of(&empty, || false, || DEFAULT, DEFAULT);
         assert_eq!(idle, ScreenSays::Idle);
         // A footer naming another mode, or none, is not the idle the-loop knows.
         assert_eq!(
-            ScreenSays::of(&empty, false, Some(PermissionMode::Auto), DEFAULT),
+            ScreenSays::of(&empty, || false, || Some(PermissionMode::Auto), DEFAULT),
             ScreenSays::Footer(Some(PermissionMode::Auto))
         );
         assert_eq!(
-            ScreenSays::of(&empty, false, None, DEFAULT),
+            ScreenSays::of(&empty, || false, || None, DEFAULT),
             ScreenSays::Footer(None)
         );
         // A client whose footer names no mode (codex) is read without it.
-        assert_eq!(ScreenSays::of(&empty, false, None, None), ScreenSays::Idle);
+        assert_eq!(
+            ScreenSays::of(&empty, || false, || None, None),
+            ScreenSays::Idle
+        );
         let cases = [
             (
                 look(Some(Dialog::Permission), InputBox::NotDrawn),
@@ -253,10 +258,10 @@ mod tests {
             (look(None, InputBox::NotDrawn), ScreenSays::Unreadable),
         ];
         for (look, want) in cases {
-            assert_eq!(ScreenSays::of(&look, false, DEFAULT, DEFAULT), want);
+            assert_eq!(ScreenSays::of(&look, || false, || DEFAULT, DEFAULT), want);
         }
         assert_eq!(
-            ScreenSays::of(&look(None, InputBox::NotDrawn), true, None, DEFAULT),
+            ScreenSays::of(&look(None, InputBox::NotDrawn), || true, || None, DEFAULT),
             ScreenSays::Blank
         );
     }

@@ -29,10 +29,7 @@ pub struct AccountLimit {
 impl AccountLimit {
     /// `limit`, or `login` for an expired login: the hold reasons' words.
     pub fn reason(&self) -> &'static str {
-        match self.kind {
-            LimitKind::Authentication => "login",
-            _ => "limit",
-        }
+        self.kind.hold_reason().as_str()
     }
 }
 

@@ -3,7 +3,7 @@
 //! not a paste, not a respawn (a fresh harness would fail on the same limit).
 
 use super::hold::{Held, HoldReason};
-use crate::session::limits::{self, Backoff, LimitKind, Standing};
+use crate::session::limits::{self, Backoff, Standing};
 use crate::session::registry::SessionRecord;
 use crate::session::sessions::Sessions;
 use crate::session::usage::held_for_budget;
@@ -28,10 +28,7 @@ impl Sessions {
 /// Whether `record`'s limit holds its deliveries now.
 pub(super) fn limit_hold(record: &SessionRecord, backoff: &Backoff) -> Option<HoldReason> {
     let limit = record.limit.as_ref()?;
-    let reason = match limit.kind {
-        LimitKind::Authentication => HoldReason::Login,
-        _ => HoldReason::Limit,
-    };
+    let reason = limit.kind.hold_reason();
     match limits::standing(limit, backoff, time::OffsetDateTime::now_utc()) {
         Standing::Try => None,
         Standing::Holds { .. } | Standing::Trying => Some(reason),

@@ -45,6 +45,15 @@ pub enum LimitKind {
 }
 
 impl LimitKind {
+    /// Why a delivery (or a start) waits on it: `login` for an expired login, else
+    /// `limit`.
+    pub fn hold_reason(self) -> crate::session::delivery::HoldReason {
+        match self {
+            Self::Authentication => crate::session::delivery::HoldReason::Login,
+            _ => crate::session::delivery::HoldReason::Limit,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::UsageLimit => "usage-limit",

@@ -148,6 +148,16 @@ async fn a_comment_during_an_approval_is_its_own_message_and_answers_nothing() {
     world
         .wait("the approved command to run", || world.ran().then_some(()))
         .await;
+    // Answered through the protocol: no key, and the TUI closed its overlay.
+    world
+        .wait("the pane's approval overlay to close", || {
+            (!world.screen().contains(APPROVAL)).then_some(())
+        })
+        .await;
+    assert_eq!(counter.keys(), 0, "keys sent to the pane");
+    let resolved = world.events_named("session.permission_resolved");
+    assert_eq!(resolved.len(), 1, "{resolved:#?}");
+    assert_eq!(resolved[0]["decision"], "approved", "{resolved:#?}");
     world
         .wait("the comment to reach the model", || {
             (!world.model.requests_with("KINGFISHER").is_empty()).then_some(())
@@ -202,5 +212,52 @@ async fn a_comment_leaves_the_operators_draft_in_the_composer() {
     assert!(world.screen().contains(draft), "{}", world.screen());
     assert_eq!(counter.pastes(), 0, "pasted into the pane");
     assert_eq!(counter.keys(), 1, "keys sent to the pane");
+    assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
+}
+
+/// `sessions deny` answers codex's approval through the protocol (`decline`): the
+/// command does not run, the turn goes on, no key reaches the pane; the TUI's overlay
+/// closes on the server's word. Then the request is gone, and a second answer is
+/// refused, nothing sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_approval_goes_through_the_protocol_and_runs_nothing() {
+    let Some(world) = CodexWorld::with_app_server().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let counter = KeyCounter::install(&world, dir.path());
+    world.start().await;
+    deliver(&world, "d-1", "Run the check, please: RUN[touch ran.txt]").await;
+    world.wait_screen(APPROVAL).await;
+    world
+        .wait("the hook's awaiting-permission", || {
+            (world.reported() == Some(ReportedState::AwaitingPermission)).then_some(())
+        })
+        .await;
+    let asked = Instant::now();
+    let out = world.cli(&["sessions", "deny", &item().to_string()]);
+    assert!(out.status.success(), "{out:?}");
+    world
+        .wait("the pane's approval overlay to close", || {
+            (!world.screen().contains(APPROVAL)).then_some(())
+        })
+        .await;
+    eprintln!(
+        "figure: approval round trip (sessions deny → the TUI's overlay gone): {:?}",
+        asked.elapsed()
+    );
+    turn_ended(&world).await;
+    assert!(!world.ran(), "the denied command ran");
+    assert_eq!(counter.keys(), 0, "keys sent to the pane");
+    assert_eq!(counter.pastes(), 0, "pasted into the pane");
+    let resolved = world.events_named("session.permission_resolved");
+    assert_eq!(resolved.len(), 1, "{resolved:#?}");
+    assert_eq!(resolved[0]["decision"], "denied", "{resolved:#?}");
+    let again = world.cli(&["sessions", "approve", &item().to_string()]);
+    assert!(!again.status.success(), "{again:?}");
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("nothing is waiting"),
+        "{again:?}"
+    );
     assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
 }

@@ -13,6 +13,7 @@
 //! tried again. Sent but unanswered: taken as delivered, with a warning — trying again
 //! could make it twice.
 
+use super::channel_answer::CLIENT_NAME;
 use super::hold::{Held, HoldReason};
 use super::paste::{Delivered, Stopped};
 use crate::channel::ChannelRecord;
@@ -20,9 +21,6 @@ use crate::channel::codex::{Client, Error};
 use crate::session::registry::SessionRecord;
 use crate::session::sessions::Sessions;
 use crate::tmux::PaneId;
-
-/// How the-loop names itself to the app server.
-const CLIENT_NAME: &str = "the-loop";
 
 impl Sessions {
     /// Sends `text` to `record`'s session through `channel`; `pane` is the session's

@@ -1,0 +1,94 @@
+//! A permission request answered through the session's channel (issue 41): on codex's
+//! app server the approval is a request of the protocol, with the exact command, and
+//! takes a JSON answer (`accept` / `decline`) — no key reaches the pane, and the TUI
+//! there closes its overlay on the server's word. Whether one is pending is the
+//! thread's status (`waitingOnApproval`), not the screen.
+
+use crate::channel::ChannelRecord;
+use crate::channel::codex::{Approval, Client, Decision, Error};
+use crate::session::registry::SessionRecord;
+use crate::session::sessions::Sessions;
+use std::time::Duration;
+
+/// How the-loop names itself to the app server.
+pub(super) const CLIENT_NAME: &str = "the-loop";
+
+/// How long codex has to send a pending approval again once subscribed.
+const RESENT_WITHIN: Duration = Duration::from_secs(5);
+
+/// An approval pending on the session's thread, on the connection that must answer it
+/// (a server request's id is the connection's own).
+pub struct PendingApproval {
+    client: Client,
+    pub approval: Approval,
+}
+
+impl PendingApproval {
+    /// Answers it: the first answer from any client wins.
+    pub async fn answer(self, decision: Decision) -> Result<(), Error> {
+        self.client.answer(&self.approval, decision).await
+    }
+}
+
+/// What the channel says of a request the hooks reported.
+pub enum ChannelApproval {
+    /// It waits, and this is it.
+    Pending(Box<PendingApproval>),
+    /// Nothing waits on the thread: it was answered elsewhere (the TUI), or withdrawn.
+    None,
+    /// Approvals wait, none of them the reported one.
+    Other { command: String },
+}
+
+impl Sessions {
+    /// The approval on `record`'s thread that the hooks reported as `summary` (the
+    /// command): the one with that command, or the only one pending.
+    pub async fn channel_approval(
+        &self,
+        channel: &ChannelRecord,
+        record: &SessionRecord,
+        summary: &str,
+    ) -> Result<ChannelApproval, Error> {
+        let ChannelRecord::CodexAppServer { socket, .. } = channel;
+        let mut client = Client::connect(socket, CLIENT_NAME).await?;
+        let Some(thread) = client.session_thread(&record.cwd).await? else {
+            return Ok(ChannelApproval::None);
+        };
+        if !thread.awaits_approval {
+            return Ok(ChannelApproval::None);
+        }
+        let mut pending = client.pending_approvals(&thread.id, RESENT_WITHIN).await?;
+        let found = match pending
+            .iter()
+            .position(|a| a.command.as_deref() == Some(summary))
+        {
+            Some(at) => Some(pending.swap_remove(at)),
+            None if pending.len() == 1 => pending.pop(),
+            None => None,
+        };
+        Ok(match found {
+            Some(approval) => {
+                ChannelApproval::Pending(Box::new(PendingApproval { client, approval }))
+            }
+            None => match pending.first() {
+                Some(other) => ChannelApproval::Other {
+                    command: other.command.clone().unwrap_or_default(),
+                },
+                None => ChannelApproval::None,
+            },
+        })
+    }
+
+    /// Whether an approval waits on `record`'s thread, by its status; `None` when the
+    /// channel cannot tell (unreachable, or the thread not made yet).
+    pub async fn channel_awaits_approval(
+        &self,
+        channel: &ChannelRecord,
+        record: &SessionRecord,
+    ) -> Option<bool> {
+        let ChannelRecord::CodexAppServer { socket, .. } = channel;
+        let client = Client::connect(socket, CLIENT_NAME).await.ok()?;
+        let thread = client.session_thread(&record.cwd).await.ok()??;
+        Some(thread.awaits_approval)
+    }
+}

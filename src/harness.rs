@@ -295,6 +295,15 @@ impl Harness {
         }
     }
 
+    /// Codex's TUI flags before its policy: attached to its app server (the hooks run
+    /// where the agent does, in the server), else its own hooks.
+    fn codex_attach_flags(&self) -> Vec<String> {
+        match &self.app_server {
+            Some(server) => server.tui_flags(),
+            None => self.hook_flags(),
+        }
+    }
+
     /// The binary this harness runs.
     pub fn program(&self) -> &str {
         match &self.kind {
@@ -337,11 +346,7 @@ impl Harness {
             }
             Kind::Codex { program } => {
                 let mut argv = vec![program.clone()];
-                match &self.app_server {
-                    // The hooks run where the agent does: in the app server.
-                    Some(server) => argv.extend(server.tui_flags()),
-                    None => argv.extend(self.hook_flags()),
-                }
+                argv.extend(self.codex_attach_flags());
                 argv.extend(self.permission_flags());
                 argv.push(prompt);
                 argv
@@ -372,7 +377,7 @@ impl Harness {
             }
             Kind::Codex { program } => {
                 let mut argv = vec![program.clone(), "resume".into()];
-                argv.extend(self.hook_flags());
+                argv.extend(self.codex_attach_flags());
                 argv.extend(self.permission_flags());
                 argv.extend([session_id.into(), prompt]);
                 Some(argv)

@@ -51,6 +51,8 @@ struct OpenAiState {
     answered: Vec<Answered>,
     /// The fresh user texts of every agent request (not the titles), in order.
     fresh: Vec<Vec<String>>,
+    /// Every user text of the last agent request: the conversation as it stands.
+    conversation: Vec<String>,
     /// The first agent request asks to run this command (the boot prompt's turn).
     run_first: Option<String>,
     /// Title requests are answered only after a command call was, and `titles_after`
@@ -74,6 +76,18 @@ fn fresh_user_texts(body: &Value) -> Vec<String> {
         .flat_map(|i| i["content"].as_array().cloned().unwrap_or_default())
         .filter_map(|c| c["text"].as_str().map(str::to_string))
         .filter(|t| !t.starts_with('<'))
+        .collect()
+}
+
+/// The texts of every user message of `input`.
+fn user_texts(input: &Value) -> Vec<String> {
+    input
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["type"] == "message" && i["role"] == "user")
+        .flat_map(|i| i["content"].as_array().cloned().unwrap_or_default())
+        .filter_map(|c| c["text"].as_str().map(str::to_string))
         .collect()
 }
 
@@ -124,6 +138,11 @@ impl FakeOpenAi {
         self.lock().titles_after = Some(after);
     }
 
+    /// The user messages of the conversation, as the last agent request carried it.
+    pub fn conversation(&self) -> Vec<String> {
+        self.lock().conversation.clone()
+    }
+
     /// The agent requests that brought a user text containing `needle`.
     pub fn requests_with(&self, needle: &str) -> Vec<Vec<String>> {
         self.fresh()
@@ -172,6 +191,7 @@ async fn handle(State(state): State<Arc<Mutex<OpenAiState>>>, uri: Uri, body: By
         });
         if !title {
             st.fresh.push(fresh);
+            st.conversation = user_texts(&body["input"]);
         }
         st.calls += u64::from(run.is_some());
         (id, usage)

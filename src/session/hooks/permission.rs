@@ -195,7 +195,7 @@ struct Asked {
     source: Source,
 }
 
-/// [`answer`] through the session's channel (`delivery::channel_answer`): the request
+/// [`answer`] through the session's channel (`Sessions::channel_approval`): the request
 /// found on the protocol and answered there, no key; none pending on the thread was
 /// answered elsewhere.
 async fn by_channel(

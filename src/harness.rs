@@ -3,7 +3,7 @@
 //! is written here once; nothing else builds a harness command line. Argv only, never
 //! a shell.
 
-mod app_server;
+pub mod app_server;
 pub mod version;
 
 use crate::config::{CodexPolicy, HarnessConfig, PermissionMode, SessionsConfig};

@@ -7,6 +7,11 @@
 use super::{Harness, Kind, codex_hook_flags};
 use std::path::{Path, PathBuf};
 
+/// The first codex release whose app server was measured as a second client
+/// (`--listen unix://`, `--remote`, the protocol of `channel::codex`); an older one runs
+/// its TUI alone, pasted into.
+pub const APP_SERVER_SINCE: &str = "0.171.0";
+
 /// Where the app server listens and the directory the TUI starts in.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct AppServer {

@@ -9,6 +9,7 @@ use super::sessions::{SessionError, Sessions};
 use crate::channel::ChannelRecord;
 use crate::config::CodexChannel;
 use crate::harness::Harness;
+use crate::harness::app_server::APP_SERVER_SINCE;
 use crate::tmux::{PaneId, SpawnSpec};
 use crate::work_item::WorkItemRef;
 use std::path::{Path, PathBuf};
@@ -21,18 +22,27 @@ const LISTEN_WITHIN: Duration = Duration::from_secs(20);
 const TUI_WINDOW: &str = "codex";
 
 impl Sessions {
-    /// `harness` attached to an app server of its own, when the config asks for one and
-    /// the session is a built-in codex one on this machine; its socket's directory
-    /// made (0700) and an old socket removed.
+    /// `harness` attached to an app server of its own, when the config asks for one (the
+    /// default) and the session is a built-in codex one on this machine, of release
+    /// `version` [`APP_SERVER_SINCE`] or later; its socket's directory made (0700) and
+    /// an old socket removed. Else the TUI alone, pasted into.
     pub(super) fn with_codex_app_server(
         &self,
         harness: Harness,
         item: &WorkItemRef,
         cwd: &Path,
-        on_host: bool,
+        version: Option<&str>,
     ) -> Result<Harness, SessionError> {
         let settings = self.settings();
-        if on_host || settings.sessions.codex_channel != CodexChannel::AppServer {
+        if settings.sessions.codex_channel != CodexChannel::AppServer {
+            return Ok(harness);
+        }
+        if !version.is_some_and(|v| crate::harness::version::at_least(v, APP_SERVER_SINCE)) {
+            tracing::info!(
+                work_item = %item,
+                "codex {} has no app server the-loop knows (it needs {APP_SERVER_SINCE} or later): its TUI runs alone, pasted into",
+                version.unwrap_or("of an unknown release")
+            );
             return Ok(harness);
         }
         let dir = settings.home.join("channels").join(item.slug());

@@ -65,7 +65,7 @@ impl Sessions {
                 self.mark_trusted(&harness, &placed.cwd, item, Source::Dispatch)
                     .await;
                 let harness = self
-                    .with_codex_app_server(harness, item, &placed.cwd, false)
+                    .with_codex_app_server(harness, item, &placed.cwd, version.as_deref())
                     .map_err(&spawn_failed)?;
                 (harness, version, placed)
             }

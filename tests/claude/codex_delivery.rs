@@ -49,7 +49,7 @@ pub(crate) struct CodexWorld {
 }
 
 impl CodexWorld {
-    async fn new() -> Option<Self> {
+    pub(crate) async fn new() -> Option<Self> {
         Self::reporting(None).await
     }
 

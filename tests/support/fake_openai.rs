@@ -53,6 +53,8 @@ struct OpenAiState {
     fresh: Vec<Vec<String>>,
     /// Every user text of the last agent request: the conversation as it stands.
     conversation: Vec<String>,
+    /// When each agent request arrived, with its fresh user texts.
+    arrivals: Vec<(std::time::Instant, Vec<String>)>,
     /// The first agent request asks to run this command (the boot prompt's turn).
     run_first: Option<String>,
     /// Title requests are answered only after a command call was, and `titles_after`
@@ -138,6 +140,15 @@ impl FakeOpenAi {
         self.lock().titles_after = Some(after);
     }
 
+    /// When the first agent request bringing a user text containing `needle` arrived.
+    pub fn arrival_of(&self, needle: &str) -> Option<std::time::Instant> {
+        self.lock()
+            .arrivals
+            .iter()
+            .find(|(_, texts)| texts.iter().any(|t| t.contains(needle)))
+            .map(|(at, _)| *at)
+    }
+
     /// The user messages of the conversation, as the last agent request carried it.
     pub fn conversation(&self) -> Vec<String> {
         self.lock().conversation.clone()
@@ -190,6 +201,7 @@ async fn handle(State(state): State<Arc<Mutex<OpenAiState>>>, uri: Uri, body: By
             usage: usage.clone(),
         });
         if !title {
+            st.arrivals.push((std::time::Instant::now(), fresh.clone()));
             st.fresh.push(fresh);
             st.conversation = user_texts(&body["input"]);
         }

@@ -5,13 +5,17 @@
 //! thread's status (`waitingOnApproval`), not the screen.
 
 use crate::channel::ChannelRecord;
-use crate::channel::codex::{Approval, Client, Decision, Error};
+use crate::channel::codex::{Approval, ApprovalKind, Client, Decision, Error};
+use crate::session::hooks::state::one_line;
 use crate::session::registry::SessionRecord;
 use crate::session::sessions::Sessions;
 use std::time::Duration;
 
 /// How the-loop names itself to the app server.
 pub(super) const CLIENT_NAME: &str = "the-loop";
+
+/// The tool codex's hooks name a command by.
+const BASH: &str = "Bash";
 
 /// How long codex has to send a pending approval again once subscribed.
 const RESENT_WITHIN: Duration = Duration::from_secs(5);
@@ -41,12 +45,15 @@ pub enum ChannelApproval {
 }
 
 impl Sessions {
-    /// The approval on `record`'s thread that the hooks reported as `summary` (the
-    /// command): the one with that command, or the only one pending.
+    /// The approval on `record`'s thread that the hooks reported as `tool` `summary`:
+    /// a command's must be that command (summarized as the hooks' is); a file change is
+    /// taken only as the one file change pending for a request not of a command. Never
+    /// another one: the operator answers what they saw.
     pub async fn channel_approval(
         &self,
         channel: &ChannelRecord,
         record: &SessionRecord,
+        tool: &str,
         summary: &str,
     ) -> Result<ChannelApproval, Error> {
         let ChannelRecord::CodexAppServer { socket, .. } = channel;
@@ -58,14 +65,16 @@ impl Sessions {
             return Ok(ChannelApproval::None);
         }
         let mut pending = client.pending_approvals(&thread.id, RESENT_WITHIN).await?;
-        let found = match pending
+        let files = pending
             .iter()
-            .position(|a| a.command.as_deref() == Some(summary))
-        {
-            Some(at) => Some(pending.swap_remove(at)),
-            None if pending.len() == 1 => pending.pop(),
-            None => None,
-        };
+            .filter(|a| a.kind == ApprovalKind::FileChange)
+            .count();
+        let at = pending.iter().position(|a| match (a.kind, &a.command) {
+            (ApprovalKind::Command, Some(command)) => runs(command, summary),
+            (ApprovalKind::FileChange, _) => tool != BASH && files == 1,
+            (ApprovalKind::Command, None) => false,
+        });
+        let found = at.map(|at| pending.swap_remove(at));
         Ok(match found {
             Some(approval) => {
                 ChannelApproval::Pending(Box::new(PendingApproval { client, approval }))
@@ -90,5 +99,41 @@ impl Sessions {
         let client = Client::connect(socket, CLIENT_NAME).await.ok()?;
         let thread = client.session_thread(&record.cwd).await.ok()??;
         Some(thread.awaits_approval)
+    }
+}
+
+/// Whether the protocol's `command` is the one the hooks summarized as `summary`: the
+/// same words, or them as its shell runs them (codex 0.171.0 sends `/bin/bash -lc
+/// 'touch ran.txt'` where its hook says `touch ran.txt`).
+fn runs(command: &str, summary: &str) -> bool {
+    if one_line(command) == summary {
+        return true;
+    }
+    match shlex::split(command).as_deref() {
+        Some([shell, flag, inner]) => {
+            shell.ends_with("sh")
+                && matches!(flag.as_str(), "-c" | "-lc")
+                && one_line(inner) == summary
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runs;
+
+    #[test]
+    fn a_command_matches_its_words_or_them_through_a_shell_only() {
+        assert!(runs("touch ran.txt", "touch ran.txt"));
+        assert!(runs("/bin/bash -lc 'touch ran.txt'", "touch ran.txt"));
+        assert!(runs("/bin/zsh -c 'a && b'", "a && b"));
+        assert!(!runs("/bin/bash -lc 'rm -rf /'", "touch ran.txt"));
+        assert!(!runs(
+            "/bin/bash -lc 'touch ran.txt' extra",
+            "touch ran.txt"
+        ));
+        assert!(!runs("python -c 'touch ran.txt'", "touch ran.txt"));
+        assert!(!runs("touch ran.txt; rm -rf /", "touch ran.txt"));
     }
 }

@@ -216,7 +216,7 @@ async fn by_channel(
         error: error.to_string(),
     };
     let found = match sessions
-        .channel_approval(channel, record, &request.summary)
+        .channel_approval(channel, record, &request.tool, &request.summary)
         .await
     {
         Ok(found) => found,

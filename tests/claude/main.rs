@@ -14,6 +14,7 @@ mod claude_hooks;
 mod codex_channel;
 mod codex_channel_delivery;
 mod codex_delivery;
+mod codex_limits;
 mod codex_usage;
 mod harness_cli;
 mod inbox;

@@ -21,6 +21,7 @@
 //! `retry-after` in its hooks or transcript (2.1.197, checked against the real client),
 //! so its rate limits back off exponentially with jitter, capped.
 
+pub mod codex;
 pub mod reset;
 
 use crate::events::{Event, EventType, Level, Source};

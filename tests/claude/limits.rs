@@ -155,22 +155,29 @@ async fn a_limited_session_holds_its_comments_then_delivers_them_once_in_order()
         "{hit:?}"
     );
     // Claude Code 2.1.197 opens its `/rate-limit-options` menu on a session's first
-    // usage limit, and it holds deliveries (a dialog) until someone answers: here the
-    // operator, choosing its first option (the-loop does not answer it: open, issue 43).
-    world.wait_screen("Stop and wait for limit to reset").await;
+    // usage limit (2.1.332 and 2.1.337 do not), and it holds deliveries (a dialog) until
+    // someone answers: here the operator, choosing its first option (the-loop does not
+    // answer it: open, issue 43).
+    let menu = "Stop and wait for limit to reset";
+    let shown = Instant::now();
+    while !world.screen().contains(menu) && shown.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let during_usage = world.model.agent_requests().len();
     held_on_limit(&world, "d-5", "fifth, during the usage limit").await;
-    let pane = format!(
-        "={}:",
-        crate::support::claude_world::item().tmux_session_name()
-    );
-    assert!(
-        world
-            .tmux
-            .raw(&["send-keys", "-t", &pane, "Enter"])
-            .status
-            .success()
-    );
+    if world.screen().contains(menu) {
+        let pane = format!(
+            "={}:",
+            crate::support::claude_world::item().tmux_session_name()
+        );
+        assert!(
+            world
+                .tmux
+                .raw(&["send-keys", "-t", &pane, "Enter"])
+                .status
+                .success()
+        );
+    }
     held_on_limit(&world, "d-6", "sixth, during the usage limit").await;
     assert_eq!(world.model.agent_requests().len(), during_usage);
     // The API would answer now; the-loop still waits for the reset Claude Code printed.

@@ -15,6 +15,7 @@ mod codex_channel;
 mod codex_channel_delivery;
 mod codex_delivery;
 mod codex_latency;
+mod codex_limits;
 mod codex_usage;
 mod harness_cli;
 mod inbox;

@@ -62,6 +62,48 @@ struct OpenAiState {
     titles_after: Option<std::time::Duration>,
     /// Command calls answered so far.
     calls: u64,
+    /// While set, every request is answered with this error (issue 43).
+    failing: Option<OpenAiError>,
+    /// The requests answered with an error: whether each titled the session, and its
+    /// fresh user texts.
+    refused: Vec<(bool, Vec<String>)>,
+}
+
+/// An error the Responses API answers with: a rate limit (429, `retry-after`), a
+/// usage limit with its reset.
+#[derive(Debug, Clone)]
+pub struct OpenAiError {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+impl OpenAiError {
+    /// The API's rate limit, `retry-after` seconds.
+    pub fn rate_limit(retry_after: u32) -> Self {
+        Self {
+            status: 429,
+            headers: vec![("retry-after".into(), retry_after.to_string())],
+            body: json!({"error": {"type": "rate_limit_exceeded", "code": "rate_limit_exceeded",
+                "message": format!("Rate limit reached for gpt-5-codex. Please try again in {retry_after}s.")}}),
+        }
+    }
+
+    /// A plan's usage limit lifting at `resets_at` (Unix seconds), said as ChatGPT's
+    /// backend says it: in the body and in the window headers codex records.
+    pub fn usage_limit(resets_at: i64) -> Self {
+        Self {
+            status: 429,
+            headers: vec![
+                ("x-codex-primary-used-percent".into(), "100".into()),
+                ("x-codex-primary-window-minutes".into(), "300".into()),
+                ("x-codex-primary-reset-at".into(), resets_at.to_string()),
+            ],
+            body: json!({"error": {"type": "usage_limit_reached",
+                "message": "The usage limit has been reached", "plan_type": "plus",
+                "resets_at": resets_at}}),
+        }
+    }
 }
 
 /// The texts of the user messages after the model's last output (a message or a tool
@@ -154,6 +196,22 @@ impl FakeOpenAi {
         self.lock().conversation.clone()
     }
 
+    /// From now on every request gets `error` (`None`: answered again).
+    pub fn fail_with(&self, error: Option<OpenAiError>) {
+        self.lock().failing = error;
+    }
+
+    /// Every request so far, answered or refused (titles too).
+    pub fn requests(&self) -> usize {
+        let state = self.lock();
+        state.answered.len() + state.refused.len()
+    }
+
+    /// The requests refused with an error so far: (titled the session, fresh texts).
+    pub fn refused(&self) -> Vec<(bool, Vec<String>)> {
+        self.lock().refused.clone()
+    }
+
     /// The agent requests that brought a user text containing `needle`.
     pub fn requests_with(&self, needle: &str) -> Vec<Vec<String>> {
         self.fresh()
@@ -174,6 +232,29 @@ async fn handle(State(state): State<Arc<Mutex<OpenAiState>>>, uri: Uri, body: By
     } else {
         fresh_user_texts(&body)
     };
+    let failing = {
+        let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+        let failing = st.failing.clone();
+        if failing.is_some() {
+            st.refused.push((title, fresh.clone()));
+        }
+        failing
+    };
+    if let Some(error) = failing {
+        let mut response = (
+            StatusCode::from_u16(error.status).unwrap(),
+            [("content-type", "application/json")],
+            error.body.to_string(),
+        )
+            .into_response();
+        for (name, value) in &error.headers {
+            response.headers_mut().insert(
+                axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                axum::http::HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        return response;
+    }
     if title {
         hold_title(&state).await;
     }

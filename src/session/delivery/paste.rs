@@ -207,7 +207,7 @@ impl Sessions {
             item.clone()
         };
         let _lock = self.lock_for_paste(&item, policy).await?;
-        let record = self.active_record(&item)?;
+        let record = self.witness_rollout(self.active_record(&item)?).await;
         // Over budget or under a limit, nothing goes to the session (`gate`).
         if let Some(held) = self.gate(&record, policy.over_budget_confirmed) {
             return Err(PasteError::Held(record.work_item, held).into());

@@ -51,6 +51,16 @@ impl KeyCounter {
     }
 }
 
+/// A codex session with its app server, started (its first turn over), and the counter
+/// of what is typed into its panes (its directory last).
+async fn started() -> Option<(CodexWorld, KeyCounter, tempfile::TempDir)> {
+    let world = CodexWorld::with_app_server().await?;
+    let dir = tempfile::tempdir().unwrap();
+    let counter = KeyCounter::install(&world, dir.path());
+    world.start().await;
+    Some((world, counter, dir))
+}
+
 /// Delivers a comment by `alice` with `body` as the dispatcher does, once; what came back.
 async fn deliver(world: &CodexWorld, id: &str, body: &str) -> Delivered {
     let excerpt = serde_json::json!({
@@ -70,6 +80,18 @@ async fn deliver(world: &CodexWorld, id: &str, body: &str) -> Delivered {
     delivered
 }
 
+/// A comment that has the agent run a command needing approval; back once codex asks
+/// (on screen and by its hook).
+async fn asking(world: &CodexWorld) {
+    deliver(world, "d-1", "Run the check, please: RUN[touch ran.txt]").await;
+    world.wait_screen(APPROVAL).await;
+    world
+        .wait("the hook's awaiting-permission", || {
+            (world.reported() == Some(ReportedState::AwaitingPermission)).then_some(())
+        })
+        .await;
+}
+
 async fn turn_ended(world: &CodexWorld) {
     world
         .wait("codex's turn to end", || {
@@ -82,12 +104,9 @@ async fn turn_ended(world: &CodexWorld) {
 /// nothing is pasted or typed into the pane; the composer stays empty.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_comment_goes_through_the_app_server_not_the_pane() {
-    let Some(world) = CodexWorld::with_app_server().await else {
+    let Some((world, counter, _dir)) = started().await else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let counter = KeyCounter::install(&world, dir.path());
-    world.start().await;
     let mut took = Vec::new();
     for (n, needle) in ["HERON", "EGRET", "IBIS"].iter().enumerate() {
         let sent = Instant::now();
@@ -121,19 +140,10 @@ async fn a_comment_goes_through_the_app_server_not_the_pane() {
 /// reaches the model once, in a message of its own, when the operator answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_comment_during_an_approval_is_its_own_message_and_answers_nothing() {
-    let Some(world) = CodexWorld::with_app_server().await else {
+    let Some((world, counter, _dir)) = started().await else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let counter = KeyCounter::install(&world, dir.path());
-    world.start().await;
-    deliver(&world, "d-1", "Run the check, please: RUN[touch ran.txt]").await;
-    world.wait_screen(APPROVAL).await;
-    world
-        .wait("the hook's awaiting-permission", || {
-            (world.reported() == Some(ReportedState::AwaitingPermission)).then_some(())
-        })
-        .await;
+    asking(&world).await;
 
     deliver(&world, "d-2", "KINGFISHER: please also bump the cap to 5.").await;
     // Give a wrong answer time to act before judging.
@@ -221,19 +231,10 @@ async fn a_comment_leaves_the_operators_draft_in_the_composer() {
 /// refused, nothing sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_denied_approval_goes_through_the_protocol_and_runs_nothing() {
-    let Some(world) = CodexWorld::with_app_server().await else {
+    let Some((world, counter, _dir)) = started().await else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let counter = KeyCounter::install(&world, dir.path());
-    world.start().await;
-    deliver(&world, "d-1", "Run the check, please: RUN[touch ran.txt]").await;
-    world.wait_screen(APPROVAL).await;
-    world
-        .wait("the hook's awaiting-permission", || {
-            (world.reported() == Some(ReportedState::AwaitingPermission)).then_some(())
-        })
-        .await;
+    asking(&world).await;
     let asked = Instant::now();
     let out = world.cli(&["sessions", "deny", &item().to_string()]);
     assert!(out.status.success(), "{out:?}");
@@ -298,12 +299,9 @@ fn server_pane(world: &CodexWorld) -> String {
 /// Every comment is in the conversation exactly once, nothing is typed into a pane.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_app_server_is_started_again_and_nothing_is_lost() {
-    let Some(world) = CodexWorld::with_app_server().await else {
+    let Some((world, counter, _dir)) = started().await else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let counter = KeyCounter::install(&world, dir.path());
-    world.start().await;
     deliver(&world, "d-1", "HERON: five retries.").await;
     world
         .wait("the first comment to reach the model", || {

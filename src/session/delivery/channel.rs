@@ -43,6 +43,9 @@ impl Sessions {
         };
         let ChannelRecord::CodexAppServer { socket, .. } = channel;
         let text = crate::guard::sanitize(text);
+        if text.is_empty() {
+            return Err(Stopped::Failed(super::DeliverError::Empty));
+        }
         let client = match Client::connect(socket, CLIENT_NAME).await {
             Ok(client) => client,
             Err(error @ Error::NotListening { .. }) => {

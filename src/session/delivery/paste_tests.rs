@@ -210,3 +210,23 @@ async fn a_channel_whose_server_is_gone_starts_the_session_again() {
     assert_eq!(creates(&f), 1, "the session was not started again");
     assert_eq!(f.record(1).unwrap().recent_deliveries, ["d-1"]);
 }
+
+/// Text that is nothing once sanitized is refused before the channel is asked: an
+/// empty turn is never started (the socket here would say the server is gone, and the
+/// session would be started again).
+#[tokio::test]
+async fn nothing_to_say_is_not_sent_through_a_channel() {
+    let f = Fixture::new();
+    f.live_session(1);
+    with_channel(&f, f.dir.path().join("gone.sock"));
+    let refused = f
+        .sessions
+        .paste_into(&item(1), |_| "\u{1b}\u{7}".into(), &reply())
+        .await;
+    let error = refused.err().map(|e| *e);
+    assert!(
+        matches!(error, Some(PasteError::Paste(_, DeliverError::Empty))),
+        "{error:?}"
+    );
+    assert_eq!(creates(&f), 0, "the session was started again");
+}

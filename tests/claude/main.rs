@@ -20,6 +20,7 @@ mod codex_usage;
 mod harness_cli;
 mod inbox;
 mod limits;
+mod limits_burst;
 mod record_screens;
 mod safe_delivery;
 mod unknown_release;

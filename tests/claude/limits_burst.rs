@@ -40,7 +40,7 @@ fn issue(n: u64) -> Value {
 }
 
 /// `alice`'s comment on issue `n`, as a webhook brings it.
-fn comment_event(n: u64, id: &str, body: &str) -> InboundEvent {
+pub(crate) fn comment_event(n: u64, id: &str, body: &str) -> InboundEvent {
     InboundEvent::from_webhook(
         "issue_comment",
         id,

@@ -21,6 +21,7 @@ mod harness_cli;
 mod inbox;
 mod limits;
 mod limits_burst;
+mod limits_figures;
 mod record_screens;
 mod safe_delivery;
 mod unknown_release;

@@ -91,14 +91,21 @@ async fn limits_figures_requests_during_a_60s_rate_limit() {
         let record = world.sessions.registry().get(&item()).unwrap().unwrap();
         let backoff = Backoff::from_config(&world.sessions.settings().sessions);
         let until = record.limit.as_ref().and_then(|l| l.until(&backoff));
-        let first = world
-            .wait("a comment to reach the model", || {
-                world.model.agent_requests()[from + during..]
-                    .iter()
-                    .find(|r| r.fresh_text().is_some_and(|t| t.contains("FIGURE-C")))
-                    .map(|r| r.at)
-            })
-            .await;
+        // The back-off may run two minutes more (three failed turns: 60–120 s).
+        let first = loop {
+            let found = world.model.agent_requests()[from + during..]
+                .iter()
+                .find(|r| r.fresh_text().is_some_and(|t| t.contains("FIGURE-C")))
+                .map(|r| r.at);
+            if let Some(at) = found {
+                break at;
+            }
+            assert!(
+                answering.elapsed() < PATIENCE * 3,
+                "no comment reached the model"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
         let from_until = until.map(|until| {
             let left = until - time::OffsetDateTime::now_utc();
             let until_instant = if left.is_negative() {

@@ -22,6 +22,7 @@ mod inbox;
 mod limits;
 mod limits_burst;
 mod limits_figures;
+mod record_limit_menu;
 mod record_screens;
 mod safe_delivery;
 mod unknown_release;

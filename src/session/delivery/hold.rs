@@ -107,7 +107,9 @@ impl HoldReason {
             Self::HostUnreachable => "its host, which does not answer over SSH",
             Self::Limit => "its limit to reset",
             Self::Login => "a login: its harness's was refused",
-            Self::LimitMenu => "its client's limit menu (`/rate-limit-options`), which waits for an answer",
+            Self::LimitMenu => {
+                "its client's limit menu (`/rate-limit-options`), which waits for an answer"
+            }
         }
     }
 

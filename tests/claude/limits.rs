@@ -51,6 +51,32 @@ async fn held_on_limit(world: &ClaudeWorld, id: &str, body: &str) {
     );
 }
 
+/// Delivers a probe, as the held lane does, while the limit holds it; after the reset,
+/// Claude Code's limit menu holds it, named so (`limit-menu`), never pasted into it.
+async fn menu_holds_after_the_reset(world: &ClaudeWorld, reset_at: time::OffsetDateTime) {
+    let item = crate::support::claude_world::item();
+    let start = Instant::now();
+    loop {
+        let held = world
+            .sessions
+            .deliver_event(&item, &comment("d-5", "fifth, during the usage limit"))
+            .await;
+        match &held {
+            Err(DeliveryFailure::Held(h)) if h.reason.as_str() == "limit" => {}
+            Err(DeliveryFailure::Held(h)) if h.reason.as_str() == "limit-menu" => {
+                assert!(
+                    time::OffsetDateTime::now_utc() >= reset_at,
+                    "after the reset"
+                );
+                return;
+            }
+            other => panic!("held on the limit, then on the menu: {other:?}"),
+        }
+        assert!(start.elapsed() < PATIENCE * 2, "{}", world.screen());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
 /// Delivers `id` again, as the held lane does, until it goes out.
 async fn deliver_once_released(world: &ClaudeWorld, id: &str, body: &str) {
     let item = crate::support::claude_world::item();
@@ -154,18 +180,24 @@ async fn a_limited_session_holds_its_comments_then_delivers_them_once_in_order()
         the_loop::time::format_ts(reset_at),
         "{hit:?}"
     );
-    // Claude Code 2.1.197 opens its `/rate-limit-options` menu on a session's first
-    // usage limit (2.1.332 and 2.1.337 do not), and it holds deliveries (a dialog) until
-    // someone answers: here the operator, choosing its first option (the-loop does not
-    // answer it: open, issue 43).
+    // Claude Code 2.1.197 opens its `/rate-limit-options` menu on a session's first usage
+    // limit (2.1.332 and 2.1.337 do not), and it holds deliveries (a dialog) until
+    // someone answers: the-loop names it (`limit-menu`) once the limit itself is over,
+    // and the operator answers it, choosing its first option (the-loop presses nothing).
     let menu = "Stop and wait for limit to reset";
     let shown = Instant::now();
     while !world.screen().contains(menu) && shown.elapsed() < Duration::from_secs(5) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let menu_up = world.screen().contains(menu);
     let during_usage = world.model.agent_requests().len();
     held_on_limit(&world, "d-5", "fifth, during the usage limit").await;
-    if world.screen().contains(menu) {
+    held_on_limit(&world, "d-6", "sixth, during the usage limit").await;
+    assert_eq!(world.model.agent_requests().len(), during_usage);
+    // The API would answer now; the-loop still waits for the reset Claude Code printed.
+    world.model.fail_with(None);
+    if menu_up {
+        menu_holds_after_the_reset(&world, reset_at).await;
         let pane = format!(
             "={}:",
             crate::support::claude_world::item().tmux_session_name()
@@ -178,10 +210,6 @@ async fn a_limited_session_holds_its_comments_then_delivers_them_once_in_order()
                 .success()
         );
     }
-    held_on_limit(&world, "d-6", "sixth, during the usage limit").await;
-    assert_eq!(world.model.agent_requests().len(), during_usage);
-    // The API would answer now; the-loop still waits for the reset Claude Code printed.
-    world.model.fail_with(None);
     deliver_once_released(&world, "d-5", "fifth, during the usage limit").await;
     assert!(
         time::OffsetDateTime::now_utc() >= reset_at,

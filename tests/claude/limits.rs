@@ -91,9 +91,10 @@ async fn deliver_once_released(world: &ClaudeWorld, id: &str, body: &str) {
             Err(DeliveryFailure::Held(held)) => {
                 assert!(
                     start.elapsed() < PATIENCE * 2,
-                    "{id}: still held {held:?}; the record: {:#?}\n{}",
+                    "{id}: still held {held:?}; the record: {:#?}\n{}\n{}",
                     world.listed(),
-                    world.screen()
+                    world.screen(),
+                    world.screen_with_attributes()
                 );
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }

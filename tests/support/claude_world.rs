@@ -286,6 +286,16 @@ tui: {{notify: none}}
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The session's pane with its attributes (`capture-pane -e`), escapes shown: what
+    /// the screen reader read, for a failure's message.
+    pub fn screen_with_attributes(&self) -> String {
+        let target = format!("={}:", item().tmux_session_name());
+        let out = self.tmux.raw(&["capture-pane", "-p", "-e", "-t", &target]);
+        String::from_utf8_lossy(&out.stdout)
+            .escape_debug()
+            .to_string()
+    }
+
     /// Waits until Claude's pane shows `needle`.
     pub async fn wait_screen(&self, needle: &str) -> String {
         self.wait(&format!("`{needle}` in Claude's pane"), || {

@@ -40,6 +40,15 @@ pub const DIALOG_YES: &str = "❯ 1. Yes";
 const LIMIT_MENU_OPTION: &str = "1. Stop and wait for limit to reset";
 /// Hints on the last line of Claude Code's dialogs and menus.
 const DIALOG_HINTS: &[&str] = &["Esc to cancel", "Enter to confirm", "Enter to select"];
+/// The hints Claude Code shows in the empty box after a turn that failed (2.1.332: its
+/// `try_again`, `fix_setup`/`make_room`, `edit_message` hints). Usually dim, like any
+/// placeholder; under load 2.1.332 once drew "Resend…" in the normal colour, cursor on
+/// its first cell (recorded: `fixtures/2.1.332/failed_turn_undimmed`).
+const FAILED_TURN_HINTS: &[&str] = &[
+    "Resend your message to try again",
+    "Once fixed, resend your message",
+    "Run /rewind to go back",
+];
 /// A rule shorter than this is not the box's (Claude Code draws it full width).
 const MIN_RULE: usize = 10;
 
@@ -136,7 +145,7 @@ impl Frame {
         if self.shell {
             return InputBox::Holds(format!("!{text}"));
         }
-        if text.is_empty() || placeholder(rows()) {
+        if text.is_empty() || placeholder(rows()) || hint(rows(), &text) {
             InputBox::Empty
         } else {
             InputBox::Holds(text)
@@ -233,6 +242,17 @@ fn placeholder<'a>(mut rows: impl Iterator<Item = &'a [cells::Cell]>) -> bool {
         any = true;
     }
     any
+}
+
+/// Whether the box holds one of Claude Code's own failed-turn hints ([`FAILED_TURN_HINTS`])
+/// with the cursor (inverse) on its first cell: the box is empty. A draft of the same
+/// words would have the cursor after them, where typing leaves it.
+fn hint<'a>(mut rows: impl Iterator<Item = &'a [cells::Cell]>, text: &str) -> bool {
+    let cursor_first = rows
+        .next()
+        .and_then(|first| first.first())
+        .is_some_and(|c| c.inverse);
+    cursor_first && FAILED_TURN_HINTS.contains(&text)
 }
 
 /// Claude Code's folded paste: `marker`, a number, then `]` or ` +N lines]`.

@@ -126,14 +126,28 @@ impl Sessions {
         let harness = self
             .with_codex_app_server(harness, item, &record.cwd, host.is_some())
             .map_err(fail)?;
+        let harness = self
+            .with_opencode_server(harness, &record.cwd, host.is_some())
+            .map_err(fail)?;
         let prompt = settings.templates.render_spawn(&inputs.vars(item));
         let argv = harness.fresh_argv(&prompt, record.harness_session_id.as_deref());
         let spec = spawn_spec(&settings, &record, host.as_deref(), argv);
         let tmux = self.tmux_of(&record).map_err(|e| fail(e.into()))?;
-        let (pane, channel) = self
-            .spawn_panes(tmux.as_ref(), &harness, spec)
-            .await
-            .map_err(fail)?;
+        let (pane, channel) = if harness.opencode_port().is_some() {
+            // opencode (issue 44): its server, then its TUI; the prompt through the server.
+            let (pane, channel) = self
+                .spawn_opencode(tmux.as_ref(), &harness, spec, &prompt, None)
+                .await
+                .map_err(fail)?;
+            if let crate::channel::ChannelRecord::OpencodeServer { session, .. } = &channel {
+                record.harness_session_id = Some(session.clone());
+            }
+            (pane, Some(channel))
+        } else {
+            self.spawn_panes(tmux.as_ref(), &harness, spec)
+                .await
+                .map_err(fail)?
+        };
         record.pane_id = Some(pane.to_string());
         record.channel = channel;
         self.registry.put(&record).map_err(|e| fail(e.into()))?;

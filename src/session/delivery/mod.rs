@@ -23,6 +23,7 @@
 //! run them against real panes; `session_files_tests` holds the product to this list.
 
 mod channel;
+mod opencode;
 pub mod deliver;
 mod failure;
 mod gate;

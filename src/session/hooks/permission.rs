@@ -116,6 +116,14 @@ pub async fn answer(
     if expected.is_some_and(|id| id != request.id) {
         return Err(changed(&request));
     }
+    // opencode (issue 44): answered through its server, no key in the pane.
+    if let Some(channel @ crate::channel::ChannelRecord::OpencodeServer { .. }) = &record.channel
+    {
+        return crate::session::opencode::answer::answer(
+            sessions, &record, channel, request, decision, actor, source,
+        )
+        .await;
+    }
     let _lock = delivery::lock_session(sessions.registry().dir(), &item, PASTE_WAIT)
         .await
         .map_err(|e| AnswerError::Busy(e.to_string()))?;
@@ -298,7 +306,7 @@ fn gone(
 }
 
 /// Resolves request `id` in the record and logs it — unless a report already did.
-fn settle(
+pub(crate) fn settle(
     sessions: &Sessions,
     item: &WorkItemRef,
     id: &str,
@@ -338,6 +346,14 @@ pub async fn reconcile(
         let old_enough = crate::time::parse_ts(&request.requested_at)
             .is_none_or(|at| (now - at).unsigned_abs() >= DRAW_GRACE);
         if !old_enough {
+            continue;
+        }
+        // opencode (issue 44): its server says whether the request stands, not a screen.
+        if let Some(channel @ crate::channel::ChannelRecord::OpencodeServer { .. }) =
+            &record.channel
+        {
+            crate::session::opencode::answer::reconcile(sessions, record, channel, &request, source)
+                .await;
             continue;
         }
         let answered = match (activity.liveness, &activity.pane) {

@@ -18,6 +18,8 @@ mod codex_usage;
 mod harness_cli;
 mod inbox;
 mod limits;
+mod opencode_delivery;
+mod opencode_world;
 mod record_screens;
 mod safe_delivery;
 mod unknown_release;

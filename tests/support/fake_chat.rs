@@ -26,6 +26,8 @@ const TITLE_ASK: &str = "title generator";
 /// One agent request: the user texts that reached the model with it, and when.
 #[derive(Debug, Clone)]
 pub struct ChatRequest {
+    /// Its number: the answer says `Answer <id>.`.
+    pub id: u64,
     pub at: Instant,
     pub fresh: Vec<String>,
     /// Whether it was answered with a tool call.
@@ -146,7 +148,9 @@ async fn handle(State(state): State<Arc<Mutex<ChatState>>>, uri: Uri, body: Byte
         if title {
             st.titles += 1;
         } else {
+            let id = st.next_id;
             st.agent.push(ChatRequest {
+                id,
                 at: Instant::now(),
                 fresh,
                 called: run.is_some(),

@@ -141,6 +141,8 @@ impl Sessions {
                 .map_err(fail)?;
             if let crate::channel::ChannelRecord::OpencodeServer { session, .. } = &channel {
                 record.harness_session_id = Some(session.clone());
+                let now = crate::time::now_ts();
+                record.reported = Some(super::opencode::state::prompted(session, &now));
             }
             (pane, Some(channel))
         } else {

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use the_loop::channel::ChannelRecord;
 use the_loop::events::{EventLog, Source};
+use the_loop::ingress::{Disposition, Ingest, InboundEvent};
 use the_loop::paths::StatePaths;
 use the_loop::session::hooks::ReportedState;
 use the_loop::session::{
@@ -199,6 +200,32 @@ tui: {{notify: none}}
         }
     }
 
+    /// Feeds the dispatcher a comment on the issue as the poller shapes it: by `alice`
+    /// (allowed to steer) or, `stranger`, by `mallory` (not); `id` its comment id.
+    pub(crate) async fn ingest_comment(&self, stranger: bool, id: u64, body: &str) -> Disposition {
+        let fixture = if stranger {
+            "issue_comment.created.unauthorized.json"
+        } else {
+            "issue_comment.created.json"
+        };
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/webhook")
+            .join(fixture);
+        let mut payload: Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        payload["comment"]["body"] = body.into();
+        payload["comment"]["id"] = id.into();
+        self.dispatcher
+            .ingest(InboundEvent {
+                source: Source::Poll,
+                gh_event: "issue_comment".into(),
+                action: "created".into(),
+                delivery_id: format!("poll-comment-{id}"),
+                payload,
+            })
+            .await
+    }
+
     pub(crate) fn record(&self) -> the_loop::session::SessionRecord {
         self.sessions.registry().get(&item()).unwrap().unwrap()
     }
@@ -240,9 +267,10 @@ tui: {{notify: none}}
             }
             assert!(
                 start.elapsed() < PATIENCE,
-                "timed out waiting for {what}; opencode's pane:\n{}\nthe model got: {:#?}",
+                "timed out waiting for {what}; opencode's pane:\n{}\nthe model got: {:#?}\ntitles asked about: {:#?}",
                 self.screen(),
-                self.model.fresh()
+                self.model.fresh(),
+                self.model.title_texts()
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }

@@ -4,8 +4,8 @@
 //! the last one with its `usage`, then `[DONE]`. The answer is an assistant message, or
 //! — when the request's fresh user text has `RUN[<command>]` — a call of opencode's
 //! `bash` tool running `<command>`, which brings up its permission request (the config
-//! asks for bash). Every request is recorded — its fresh user texts and when it came —
-//! so a test counts deliveries exactly; opencode's title requests (its own side
+//! asks for bash). Every request is recorded — the user texts that reached the model
+//! with it for the first time, and when it came — so a test counts deliveries exactly; opencode's title requests (its own side
 //! request, "title generator") are told apart and answered with a title.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
@@ -39,6 +39,10 @@ struct ChatState {
     next_id: u64,
     agent: Vec<ChatRequest>,
     titles: u64,
+    /// The fresh user texts of the title requests.
+    title_texts: Vec<Vec<String>>,
+    /// How many copies of each user text earlier agent requests carried.
+    seen: std::collections::HashMap<String, usize>,
     /// Hold every agent answer until released (a burst in flight).
     slow: Option<std::time::Duration>,
 }
@@ -55,20 +59,36 @@ fn texts_of(content: &Value) -> Vec<String> {
     }
 }
 
-/// The texts of the user messages after the model's last output (an assistant message
-/// or a tool result) in a request's `messages`: what reached the model with it.
-fn fresh_user_texts(body: &Value) -> Vec<String> {
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let from = messages
-        .iter()
-        .rposition(|m| m["role"] == "assistant" || m["role"] == "tool")
-        .map_or(0, |at| at + 1);
-    messages[from..]
-        .iter()
+/// Every user text of a request's `messages`, in order (opencode's reminders, which
+/// start with `<`, left out).
+fn user_texts(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
         .filter(|m| m["role"] == "user")
         .flat_map(|m| texts_of(&m["content"]))
         .filter(|t| !t.starts_with('<'))
         .collect()
+}
+
+/// The user texts of `body` that reached the model with it for the first time: each
+/// copy beyond the copies earlier requests carried (`seen`, updated). A text delivered
+/// twice is two copies, so it is new twice. opencode orders an answer after the
+/// messages queued while it ran, so "after the last answer" would miss those.
+fn fresh_user_texts(body: &Value, seen: &mut std::collections::HashMap<String, usize>) -> Vec<String> {
+    let mut counts: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut fresh = Vec::new();
+    for text in user_texts(body) {
+        let count = counts.entry(text.clone()).or_default();
+        *count += 1;
+        let before = seen.entry(text.clone()).or_default();
+        if *count > *before {
+            *before = *count;
+            fresh.push(text);
+        }
+    }
+    fresh
 }
 
 /// The running fake; dropping it stops the server.
@@ -123,6 +143,11 @@ impl FakeChat {
     pub fn titles(&self) -> u64 {
         self.lock().titles
     }
+
+    /// What the title requests asked about.
+    pub fn title_texts(&self) -> Vec<Vec<String>> {
+        self.lock().title_texts.clone()
+    }
 }
 
 async fn handle(State(state): State<Arc<Mutex<ChatState>>>, uri: Uri, body: Bytes) -> Response {
@@ -136,7 +161,8 @@ async fn handle(State(state): State<Arc<Mutex<ChatState>>>, uri: Uri, body: Byte
     let fresh = if title {
         Vec::new()
     } else {
-        fresh_user_texts(&body)
+        let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+        fresh_user_texts(&body, &mut st.seen)
     };
     let run = fresh.iter().find_map(|t| {
         let (_, rest) = t.split_once("RUN[")?;
@@ -147,6 +173,7 @@ async fn handle(State(state): State<Arc<Mutex<ChatState>>>, uri: Uri, body: Byte
         st.next_id += 1;
         if title {
             st.titles += 1;
+            st.title_texts.push(user_texts(&body));
         } else {
             let id = st.next_id;
             st.agent.push(ChatRequest {

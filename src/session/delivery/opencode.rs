@@ -7,20 +7,26 @@
 //! it (the words answer nothing) nor does the operator's draft (never touched).
 //!
 //! Nothing sent (the server refused the connection, or refused the request): held
-//! `not-ready`, tried again. A server that is gone (its process dead): the session's
-//! tmux session is ended and the delivery respawns it (server and TUI again, on the
-//! same opencode session), this text its first prompt — delivered once. Sent but
-//! unanswered: taken as delivered, with a warning — trying again could make it twice.
+//! `not-ready`, tried again. A server that is gone (its process dead — also one that
+//! died with the request, its answer lost): the session's tmux session is ended and the
+//! delivery respawns it (server and TUI again, on the same opencode session), this text
+//! its first prompt unless the session's data shows the dead server took it —
+//! delivered once. Sent but unanswered by a live server: taken as delivered, with a
+//! warning — trying again could make it twice.
 
 use super::deliver::DeliverError;
 use super::hold::{Held, HoldReason};
 use super::paste::{Delivered, Stopped};
 use crate::channel::ChannelRecord;
-use crate::channel::opencode::Error;
+use crate::channel::opencode::{Error, Server};
 use crate::session::opencode::server_of;
 use crate::session::registry::SessionRecord;
 use crate::session::sessions::Sessions;
 use crate::tmux::{self, PaneId};
+use std::time::Duration;
+
+/// How long a server that does not answer may take to be seen alive or gone.
+const DYING: Duration = Duration::from_secs(5);
 
 impl Sessions {
     /// Sends `text` to `record`'s opencode session through its server (`channel`);
@@ -44,7 +50,7 @@ impl Sessions {
         match server.prompt(&session, &text).await {
             Ok(()) => {}
             Err(e @ Error::Unreachable { .. }) => {
-                if let Some(server_pane) = self.dead_server(record, channel).await {
+                if let Some(server_pane) = self.dead_server(record, channel, &server).await {
                     tracing::warn!(
                         work_item = %record.work_item,
                         "opencode's server is gone ({e}); starting it again"
@@ -57,10 +63,24 @@ impl Sessions {
                 return Err(held("opencode's server", &e));
             }
             Err(e @ Error::Refused { .. }) => return Err(held("prompt_async", &e)),
-            Err(e) => tracing::warn!(
-                work_item = %record.work_item,
-                "prompt_async sent, its answer lost ({e}); taken as delivered, not sent again"
-            ),
+            Err(e) => {
+                // The server died with the request: the respawn looks in the session's
+                // data for the text before it sends it again.
+                if let Some(server_pane) = self.dead_server(record, channel, &server).await {
+                    tracing::warn!(
+                        work_item = %record.work_item,
+                        "opencode's server died with the prompt ({e}); starting it again"
+                    );
+                    return Err(Stopped::Failed(DeliverError::Paste {
+                        pane: server_pane.clone(),
+                        error: tmux::Error::PaneDead { pane: server_pane },
+                    }));
+                }
+                tracing::warn!(
+                    work_item = %record.work_item,
+                    "prompt_async sent, its answer lost ({e}); taken as delivered, not sent again"
+                );
+            }
         }
         Ok(Delivered {
             pane: pane.clone(),
@@ -71,20 +91,37 @@ impl Sessions {
     }
 
     /// The server's pane, when its process is gone: the session's tmux session is
-    /// ended (its TUI attached to nothing), so the delivery respawns both.
-    async fn dead_server(&self, record: &SessionRecord, channel: &ChannelRecord) -> Option<String> {
+    /// ended (its TUI attached to nothing), so the delivery respawns both. A server
+    /// killed a moment ago may still hold its port while it exits: until it answers
+    /// healthy or its process is gone (at most [`DYING`]), it is looked at again.
+    async fn dead_server(
+        &self,
+        record: &SessionRecord,
+        channel: &ChannelRecord,
+        server: &Server,
+    ) -> Option<String> {
         let server_pane = channel.server_pane()?.to_string();
         let tmux = self.tmux_of(record).ok()?;
-        let alive = match PaneId::parse(&server_pane) {
-            Ok(pane) => match tmux.pane_pid(&pane).await {
-                Ok(pid) => process_alive(pid),
-                Err(tmux::Error::PaneDead { .. } | tmux::Error::SessionMissing { .. }) => false,
-                Err(_) => return None,
-            },
-            Err(_) => false,
-        };
-        if alive {
-            return None;
+        let pane = PaneId::parse(&server_pane).ok();
+        let deadline = tokio::time::Instant::now() + DYING;
+        loop {
+            let alive = match &pane {
+                Some(pane) => match tmux.pane_pid(pane).await {
+                    Ok(pid) => process_alive(pid),
+                    Err(tmux::Error::PaneDead { .. } | tmux::Error::SessionMissing { .. }) => {
+                        false
+                    }
+                    Err(_) => return None,
+                },
+                None => false,
+            };
+            if !alive {
+                break;
+            }
+            if server.health().await.is_ok() || tokio::time::Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let _ = tmux.kill_session(&record.tmux_session).await;
         Some(server_pane)

@@ -38,6 +38,10 @@ use std::time::Duration;
 /// start measured at 1.18.33 once hung for minutes; the rest answered at once).
 const HEALTHY_WITHIN: Duration = Duration::from_secs(60);
 
+/// How many of a resumed session's newest messages are looked through for a prompt the
+/// dead server may have taken.
+const RECENT: u32 = 50;
+
 /// The TUI's window.
 const TUI_WINDOW: &str = "opencode";
 
@@ -206,7 +210,17 @@ impl Sessions {
             }
         };
         let prompt = crate::guard::sanitize(prompt);
+        // A resumed session may hold the prompt already: sent to the server that died
+        // before it answered (`delivery::opencode`). Its data says; never twice.
+        let taken = match resume.filter(|r| *r == session) {
+            Some(_) => server
+                .has_user_text(&session, &prompt, RECENT)
+                .await
+                .unwrap_or(false),
+            None => false,
+        };
         if !prompt.trim().is_empty()
+            && !taken
             && let Err(error) = server.prompt(&session, &prompt).await
         {
             kill().await;

@@ -59,12 +59,13 @@ impl Sessions {
         };
         let resumed = resume.as_deref() == Some(session.as_str());
         let (pane_str, id, kept) = (pane.to_string(), session.clone(), channel.clone());
+        let (id_now, now) = (session.clone(), crate::time::now_ts());
         let recorded = self.registry.update(item, |r| {
             r.pane_id = Some(pane_str);
             r.harness_session_id = Some(id);
             r.channel = Some(kept);
-            // The old server's report is over; the new one's events report anew.
-            r.reported = None;
+            // The old server's report is over; the new one took the prompt.
+            r.reported = Some(super::state::prompted(&id_now, &now));
         });
         if let Err(error) = recorded {
             tracing::warn!(work_item = %item, "respawn not recorded: {error}");

@@ -96,6 +96,22 @@ pub fn step(
     Some((next, out))
 }
 
+/// The report of a session whose server just took a prompt (its boot prompt): working,
+/// so its going idle — perhaps before anyone follows its events — ends a turn.
+pub fn prompted(session: &str, now: &str) -> Reported {
+    Reported {
+        harness: REPORTER.to_string(),
+        state: ReportedState::Working,
+        at: now.to_string(),
+        event: "prompt_async".to_string(),
+        permission: None,
+        last_tool: None,
+        conversation: Some(session.to_string()),
+        model: None,
+        prompts: 1,
+    }
+}
+
 /// The record's request for `asked`: opencode's id, the kind asked (`bash`, `edit`,
 /// `external_directory`) as the tool, the exact patterns as the summary.
 pub fn request_of(asked: &Permission, now: &str) -> PermissionRequest {

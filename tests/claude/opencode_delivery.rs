@@ -198,6 +198,8 @@ async fn the_operators_draft_is_never_sent_nor_changed() {
     };
     world.start().await;
     let draft = "DRAFT my own words";
+    // The TUI redraws its input as the boot turn ends; the operator types after that.
+    tokio::time::sleep(Duration::from_secs(3)).await;
     world
         .tmux
         .raw(&["send-keys", "-t", &OpencodeWorld::target(), "-l", draft]);

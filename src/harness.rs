@@ -31,8 +31,6 @@ pub struct Harness {
     codex_policy: Option<CodexPolicy>,
     /// Codex's app server its TUI attaches to (`harness::app_server`), when one is.
     app_server: Option<app_server::AppServer>,
-    /// opencode's server its TUI attaches to (`harness::opencode`), when one is.
-    opencode_server: Option<opencode::OpencodeServer>,
 }
 
 /// What a built-in harness can report about itself (SPEC §17.2, §17.5).
@@ -133,10 +131,20 @@ pub struct HookWiring {
 
 #[derive(Debug, Clone, PartialEq)]
 enum Kind {
-    Claude { program: String },
-    Codex { program: String },
-    Cursor { program: String },
-    Opencode { program: String },
+    Claude {
+        program: String,
+    },
+    Codex {
+        program: String,
+    },
+    Cursor {
+        program: String,
+    },
+    /// With the server its TUI attaches to (`harness::opencode`), when one is.
+    Opencode {
+        program: String,
+        server: Option<opencode::OpencodeServer>,
+    },
     Custom(HarnessConfig),
 }
 
@@ -145,7 +153,10 @@ impl Kind {
         match name {
             "claude" => Self::Claude { program },
             "codex" => Self::Codex { program },
-            "opencode" => Self::Opencode { program },
+            "opencode" => Self::Opencode {
+                program,
+                server: None,
+            },
             _ => Self::Cursor { program },
         }
     }
@@ -210,7 +221,6 @@ impl Harness {
             permission_mode: None,
             codex_policy: None,
             app_server: None,
-            opencode_server: None,
         })
     }
 
@@ -308,7 +318,7 @@ impl Harness {
             Kind::Claude { program }
             | Kind::Codex { program }
             | Kind::Cursor { program }
-            | Kind::Opencode { program } => program,
+            | Kind::Opencode { program, .. } => program,
             Kind::Custom(c) => &c.command,
         }
     }
@@ -355,7 +365,7 @@ impl Harness {
                 argv
             }
             Kind::Cursor { program } => vec![program.clone(), prompt],
-            Kind::Opencode { program } => self.opencode_fresh_argv(program, prompt),
+            Kind::Opencode { program, .. } => self.opencode_fresh_argv(program, prompt),
             Kind::Custom(c) => custom(
                 &c.command,
                 &c.args,
@@ -387,7 +397,9 @@ impl Harness {
                 Some(argv)
             }
             Kind::Cursor { .. } => None,
-            Kind::Opencode { program } => Some(self.opencode_resume_argv(program, prompt, session_id)),
+            Kind::Opencode { program, .. } => {
+                Some(self.opencode_resume_argv(program, prompt, session_id))
+            }
             Kind::Custom(c) if c.resume_args.is_empty() => None,
             Kind::Custom(c) => Some(custom(
                 &c.command,

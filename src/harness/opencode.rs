@@ -11,20 +11,34 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct OpencodeServer {
     port: u16,
+    /// `http://127.0.0.1:PORT`, as the channel spells it.
+    url: String,
     cwd: PathBuf,
 }
 
 impl Harness {
-    /// This harness with its TUI attached to a server on `127.0.0.1:port`, in `cwd`.
-    /// Only the built-in opencode takes one; the others ignore it.
-    pub fn with_opencode_server(mut self, port: u16, cwd: &Path) -> Self {
-        if matches!(self.kind, Kind::Opencode { .. }) {
-            self.opencode_server = Some(OpencodeServer {
+    /// This harness with its TUI attached to a server on `127.0.0.1:port` (at `url`),
+    /// in `cwd`. Only the built-in opencode takes one; the others ignore it.
+    pub fn with_opencode_server(mut self, port: u16, url: &str, cwd: &Path) -> Self {
+        if let Kind::Opencode { server, .. } = &mut self.kind {
+            *server = Some(OpencodeServer {
                 port,
+                url: url.to_string(),
                 cwd: cwd.to_path_buf(),
             });
         }
         self
+    }
+
+    /// The program and the server of the built-in opencode attached to one.
+    fn opencode_attached(&self) -> Option<(&str, &OpencodeServer)> {
+        match &self.kind {
+            Kind::Opencode {
+                program,
+                server: Some(server),
+            } => Some((program, server)),
+            _ => None,
+        }
     }
 
     /// The built-in opencode adapter (its binary possibly moved by config).
@@ -34,17 +48,14 @@ impl Harness {
 
     /// The port of the server this harness's TUI attaches to.
     pub fn opencode_port(&self) -> Option<u16> {
-        self.opencode_server.as_ref().map(|s| s.port)
+        self.opencode_attached().map(|(_, s)| s.port)
     }
 
     /// The server's argv: `opencode serve --port P --hostname 127.0.0.1`.
     pub fn opencode_server_argv(&self) -> Option<Vec<String>> {
-        let (Kind::Opencode { program }, Some(server)) = (&self.kind, &self.opencode_server)
-        else {
-            return None;
-        };
+        let (program, server) = self.opencode_attached()?;
         Some(vec![
-            program.clone(),
+            program.into(),
             "serve".into(),
             "--port".into(),
             server.port.to_string(),
@@ -56,14 +67,11 @@ impl Harness {
     /// The TUI's argv, showing opencode session `session`: `opencode attach
     /// http://127.0.0.1:P --dir CWD --session ID`.
     pub fn opencode_tui_argv(&self, session: &str) -> Option<Vec<String>> {
-        let (Kind::Opencode { program }, Some(server)) = (&self.kind, &self.opencode_server)
-        else {
-            return None;
-        };
+        let (program, server) = self.opencode_attached()?;
         Some(vec![
-            program.clone(),
+            program.into(),
             "attach".into(),
-            crate::channel::opencode::url(server.port),
+            server.url.clone(),
             "--dir".into(),
             server.cwd.to_string_lossy().into_owned(),
             "--session".into(),
@@ -75,11 +83,11 @@ impl Harness {
     /// server once the session is made (`session::opencode`); else opencode's TUI alone
     /// with its prompt.
     pub(super) fn opencode_fresh_argv(&self, program: &str, prompt: String) -> Vec<String> {
-        match &self.opencode_server {
+        match self.opencode_attached().map(|(_, s)| s) {
             Some(server) => vec![
                 program.into(),
                 "attach".into(),
-                crate::channel::opencode::url(server.port),
+                server.url.clone(),
                 "--dir".into(),
                 server.cwd.to_string_lossy().into_owned(),
             ],
@@ -118,7 +126,7 @@ mod tests {
     fn the_server_listens_on_loopback_and_the_tui_attaches_to_the_sessions_own() {
         let harness = Harness::resolve("opencode", &SessionsConfig::default())
             .unwrap()
-            .with_opencode_server(41234, Path::new("/w/p"));
+            .with_opencode_server(41234, "http://127.0.0.1:41234", Path::new("/w/p"));
         assert!(harness.is_opencode());
         assert_eq!(harness.opencode_port(), Some(41234));
         assert_eq!(
@@ -149,10 +157,7 @@ mod tests {
         assert!(!fresh.iter().any(|a| a.contains("boot")), "{fresh:?}");
         assert_eq!(harness.hook_support(), HookSupport::None);
         assert_eq!(harness.screen(), ScreenKind::Unknown);
-        assert_eq!(
-            harness.oneshot_argv("x", None, Path::new("/tmp/o")),
-            None
-        );
+        assert_eq!(harness.oneshot_argv("x", None, Path::new("/tmp/o")), None);
     }
 
     #[test]
@@ -162,7 +167,7 @@ mod tests {
         assert_eq!(alone.fresh_argv("go", None), ["opencode", "--prompt", "go"]);
         let claude = Harness::resolve("claude", &SessionsConfig::default())
             .unwrap()
-            .with_opencode_server(1, Path::new("/w"));
+            .with_opencode_server(1, "http://127.0.0.1:1", Path::new("/w"));
         assert_eq!(claude.opencode_port(), None);
         assert!(!claude.is_opencode());
     }

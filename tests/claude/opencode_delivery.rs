@@ -19,7 +19,9 @@ async fn a_comment_reaches_opencode_once_through_its_server() {
         return;
     };
     let started = world.start().await;
-    eprintln!("figure: opencode session start (server healthy, session made, TUI open): {started:?}");
+    eprintln!(
+        "figure: opencode session start (server healthy, session made, TUI open): {started:?}"
+    );
     assert_eq!(world.reported(), Some(ReportedState::Idle));
     let spawned = world.events_named("session.spawned");
     assert_eq!(spawned[0]["channel"], "opencode-server", "{spawned:#?}");
@@ -50,15 +52,26 @@ async fn a_comment_reaches_opencode_once_through_its_server() {
     let listening = listening_addresses(port);
     assert_eq!(listening, ["127.0.0.1"], "opencode listens beyond loopback");
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(&password_file).unwrap().permissions().mode();
+    let mode = std::fs::metadata(&password_file)
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600, "{password_file:?}");
     let password = std::fs::read_to_string(&password_file).unwrap();
     assert!(password.trim().len() >= 32);
-    assert!(!all_argv().contains(password.trim()), "the password is in an argv");
-    let env = world.tmux.raw(&["show-environment", "-t", &OpencodeWorld::target()]);
+    assert!(
+        !all_argv().contains(password.trim()),
+        "the password is in an argv"
+    );
+    let env = world
+        .tmux
+        .raw(&["show-environment", "-t", &OpencodeWorld::target()]);
     assert!(!String::from_utf8_lossy(&env.stdout).contains(password.trim()));
     let events = std::fs::read_to_string(world.state.join("events.jsonl")).unwrap();
-    assert!(!events.contains(password.trim()), "the password is in the event log");
+    assert!(
+        !events.contains(password.trim()),
+        "the password is in the event log"
+    );
     // Without it, the server answers nothing.
     let refused = reqwest::Client::new()
         .get(format!("http://127.0.0.1:{port}/session"))
@@ -67,7 +80,9 @@ async fn a_comment_reaches_opencode_once_through_its_server() {
         .unwrap();
     assert_eq!(refused.status().as_u16(), 401);
     let processes = world_processes(&world);
-    eprintln!("figure: processes per opencode session: {processes} (server, TUI, and their children); ports: 1 (127.0.0.1:{port})");
+    eprintln!(
+        "figure: processes per opencode session: {processes} (server, TUI, and their children); ports: 1 (127.0.0.1:{port})"
+    );
     assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
 }
 
@@ -302,7 +317,10 @@ async fn a_strangers_comment_never_reaches_opencode_and_latency_is_measured() {
     world.shown(&request).await;
     world.turn_ended().await;
     assert!(
-        request.fresh.iter().all(|t| !t.contains('\u{1b}') && !t.contains('\u{7}')),
+        request
+            .fresh
+            .iter()
+            .all(|t| !t.contains('\u{1b}') && !t.contains('\u{7}')),
         "{request:#?}"
     );
     let mut took = Vec::new();

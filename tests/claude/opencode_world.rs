@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use the_loop::channel::ChannelRecord;
 use the_loop::events::{EventLog, Source};
-use the_loop::ingress::{Disposition, Ingest, InboundEvent};
+use the_loop::ingress::{Disposition, InboundEvent, Ingest};
 use the_loop::paths::StatePaths;
 use the_loop::session::hooks::ReportedState;
 use the_loop::session::{

@@ -76,7 +76,10 @@ fn user_texts(body: &Value) -> Vec<String> {
 /// copy beyond the copies earlier requests carried (`seen`, updated). A text delivered
 /// twice is two copies, so it is new twice. opencode orders an answer after the
 /// messages queued while it ran, so "after the last answer" would miss those.
-fn fresh_user_texts(body: &Value, seen: &mut std::collections::HashMap<String, usize>) -> Vec<String> {
+fn fresh_user_texts(
+    body: &Value,
+    seen: &mut std::collections::HashMap<String, usize>,
+) -> Vec<String> {
     let mut counts: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut fresh = Vec::new();
     for text in user_texts(body) {
@@ -193,7 +196,10 @@ async fn handle(State(state): State<Arc<Mutex<ChatState>>>, uri: Uri, body: Byte
             "created": 1_765_000_000, "model": "fake-model",
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
     };
-    let mut chunks = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+    let mut chunks = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
     match (&run, title) {
         (Some(command), false) => {
             let arguments = json!({"command": command, "description": "the test asks for it"});
@@ -216,10 +222,12 @@ async fn handle(State(state): State<Arc<Mutex<ChatState>>>, uri: Uri, body: Byte
         }
     }
     let (input, output) = (1000 + 37 * id, 40 + 11 * id);
-    chunks.push(json!({"id": format!("chatcmpl-fake{id:04}"), "object": "chat.completion.chunk",
+    chunks.push(
+        json!({"id": format!("chatcmpl-fake{id:04}"), "object": "chat.completion.chunk",
         "created": 1_765_000_000, "model": "fake-model", "choices": [],
         "usage": {"prompt_tokens": input, "completion_tokens": output,
-            "total_tokens": input + output}}));
+            "total_tokens": input + output}}),
+    );
     let mut sse: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
     sse.push_str("data: [DONE]\n\n");
     ([("content-type", "text/event-stream")], sse).into_response()

@@ -12,7 +12,9 @@ pub enum Status {
     Idle,
     Busy,
     /// Waiting to try the model again (a rate limit, an error): `message` says why.
-    Retry { message: String },
+    Retry {
+        message: String,
+    },
 }
 
 impl Status {
@@ -174,12 +176,10 @@ impl Event {
                 request: props["requestID"].as_str()?.to_string(),
                 reply: props["reply"].as_str().and_then(Reply::parse),
             },
-            "message.updated" => {
-                match AssistantMessage::parse(&session()?, &props["info"]) {
-                    Some(message) => Self::AssistantUpdated(message),
-                    None => Self::Other(kind),
-                }
-            }
+            "message.updated" => match AssistantMessage::parse(&session()?, &props["info"]) {
+                Some(message) => Self::AssistantUpdated(message),
+                None => Self::Other(kind),
+            },
             _ => Self::Other(kind),
         };
         Some(event)
@@ -188,9 +188,7 @@ impl Event {
     /// The session it is about, when it names one.
     pub fn session(&self) -> Option<&str> {
         match self {
-            Self::Status { session, .. } | Self::PermissionReplied { session, .. } => {
-                Some(session)
-            }
+            Self::Status { session, .. } | Self::PermissionReplied { session, .. } => Some(session),
             Self::PermissionAsked(p) => Some(&p.session),
             Self::AssistantUpdated(m) => Some(&m.session),
             Self::Other(_) => None,

@@ -219,15 +219,17 @@ impl Server {
     /// Whether one of the newest `limit` user messages of `session` is `text` (`GET
     /// /session/{id}/message?limit=N`): a prompt whose answer was lost is found there
     /// when the server took it.
-    pub async fn has_user_text(&self, session: &str, text: &str, limit: u32) -> Result<bool, Error> {
+    pub async fn has_user_text(
+        &self,
+        session: &str,
+        text: &str,
+        limit: u32,
+    ) -> Result<bool, Error> {
         let value = self
             .json(
                 "GET /session/{id}/message",
-                self.request(
-                    reqwest::Method::GET,
-                    &format!("/session/{session}/message"),
-                )
-                .query(&[("limit", limit)]),
+                self.request(reqwest::Method::GET, &format!("/session/{session}/message"))
+                    .query(&[("limit", limit)]),
             )
             .await?;
         Ok(value.as_array().into_iter().flatten().any(|message| {

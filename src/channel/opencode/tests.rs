@@ -33,7 +33,8 @@ fn the_events_a_supervisor_acts_on_are_read_and_the_rest_named() {
             reply: Some(Reply::Always),
         })
     );
-    let busy = r#"{"type":"session.status","properties":{"sessionID":"ses_1","status":{"type":"busy"}}}"#;
+    let busy =
+        r#"{"type":"session.status","properties":{"sessionID":"ses_1","status":{"type":"busy"}}}"#;
     assert_eq!(
         Event::parse(busy),
         Some(Event::Status {
@@ -45,10 +46,16 @@ fn the_events_a_supervisor_acts_on_are_read_and_the_rest_named() {
     let Some(Event::AssistantUpdated(m)) = Event::parse(message) else {
         panic!("not read");
     };
-    assert_eq!((m.input, m.output, m.cache_read, m.completed), (1037, 51, 3, true));
+    assert_eq!(
+        (m.input, m.output, m.cache_read, m.completed),
+        (1037, 51, 3, true)
+    );
     assert_eq!((m.model.as_str(), m.cost), ("fake-model", 0.5));
     let user = r#"{"type":"message.updated","properties":{"sessionID":"ses_1","info":{"id":"msg_1","role":"user"}}}"#;
-    assert_eq!(Event::parse(user), Some(Event::Other("message.updated".into())));
+    assert_eq!(
+        Event::parse(user),
+        Some(Event::Other("message.updated".into()))
+    );
     assert_eq!(
         Event::parse(r#"{"type":"server.connected","properties":{}}"#),
         Some(Event::Other("server.connected".into()))

@@ -23,7 +23,6 @@
 //! run them against real panes; `session_files_tests` holds the product to this list.
 
 mod channel;
-mod opencode;
 pub mod deliver;
 mod failure;
 mod gate;
@@ -31,6 +30,7 @@ mod held_lane;
 mod held_replies;
 mod hold;
 mod in_doubt;
+mod opencode;
 mod paste;
 pub(in crate::session) mod paste_lock;
 pub mod screen;

@@ -108,9 +108,7 @@ impl Sessions {
             let alive = match &pane {
                 Some(pane) => match tmux.pane_pid(pane).await {
                     Ok(pid) => process_alive(pid),
-                    Err(tmux::Error::PaneDead { .. } | tmux::Error::SessionMissing { .. }) => {
-                        false
-                    }
+                    Err(tmux::Error::PaneDead { .. } | tmux::Error::SessionMissing { .. }) => false,
                     Err(_) => return None,
                 },
                 None => false,

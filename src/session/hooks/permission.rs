@@ -117,12 +117,13 @@ pub async fn answer(
         return Err(changed(&request));
     }
     // opencode (issue 44): answered through its server, no key in the pane.
-    if let Some(channel @ crate::channel::ChannelRecord::OpencodeServer { .. }) = &record.channel
-    {
-        return crate::session::opencode::answer::answer(
-            sessions, &record, channel, request, decision, actor, source,
-        )
-        .await;
+    if let Some(channel @ crate::channel::ChannelRecord::OpencodeServer { .. }) = &record.channel {
+        let answer = Answer {
+            decision,
+            actor,
+            source: Some(source),
+        };
+        return answer_by_opencode(sessions, &item, channel, request, answer).await;
     }
     let _lock = delivery::lock_session(sessions.registry().dir(), &item, PASTE_WAIT)
         .await
@@ -165,17 +166,12 @@ pub async fn answer(
     }
     // Claim the request for this answer before the key goes out: the tool it approves
     // may report back before the key's sender does.
-    let claimed = sessions.registry().update(&item, |r| {
-        let p = r.reported.as_mut()?.permission.as_mut()?;
-        (p.id == request.id && p.answering.is_none()).then(|| {
-            p.answering = Some(Answer {
-                decision,
-                actor: actor.clone(),
-                source: Some(source),
-            });
-        })
-    })?;
-    if claimed.flatten().is_none() {
+    let answer = Answer {
+        decision,
+        actor: actor.clone(),
+        source: Some(source),
+    };
+    if !claim(sessions, &item, &request.id, answer)? {
         return Err(changed(&request));
     }
     let key = match decision {
@@ -186,17 +182,80 @@ pub async fn answer(
         .press_until_taken(sessions, &item, &request, key)
         .await;
     if let Err(error) = pressed {
-        let _ = sessions.registry().update(&item, |r| {
-            if let Some(p) = r.reported.as_mut().and_then(|s| s.permission.as_mut())
-                && p.id == request.id
-            {
-                p.answering = None;
-            }
-        });
+        unclaim(sessions, &item, &request.id);
         return Err(unreachable(error));
     }
     settle(sessions, &item, &request.id, decision, actor, source)?;
     Ok(Answered::Sent { decision, request })
+}
+
+/// Claims request `id` for `answer` before it goes out (a report that races it resolves
+/// the request with it); `false`: not the open request, or claimed already.
+fn claim(
+    sessions: &Sessions,
+    item: &WorkItemRef,
+    id: &str,
+    answer: Answer,
+) -> Result<bool, RegistryError> {
+    let claimed = sessions.registry().update(item, |r| {
+        let p = r.reported.as_mut()?.permission.as_mut()?;
+        (p.id == id && p.answering.is_none()).then(|| p.answering = Some(answer))
+    })?;
+    Ok(claimed.flatten().is_some())
+}
+
+/// The claim is dropped: the answer did not go.
+fn unclaim(sessions: &Sessions, item: &WorkItemRef, id: &str) {
+    let _ = sessions.registry().update(item, |r| {
+        if let Some(p) = r.reported.as_mut().and_then(|s| s.permission.as_mut())
+            && p.id == id
+        {
+            p.answering = None;
+        }
+    });
+}
+
+/// [`answer`] for an opencode session (issue 44): claimed, then sent to its server
+/// (`session::opencode::answer`). A request the server no longer has was answered in
+/// the TUI (its `permission.replied` settles it with the decision given there) or went
+/// away: settled as `elsewhere` unless that already happened — never an error.
+async fn answer_by_opencode(
+    sessions: &Sessions,
+    item: &WorkItemRef,
+    channel: &crate::channel::ChannelRecord,
+    request: PermissionRequest,
+    answer: Answer,
+) -> Result<Answered, AnswerError> {
+    use crate::session::opencode::answer::{Replied, reply};
+    let (decision, actor) = (answer.decision, answer.actor.clone());
+    let source = answer.source.unwrap_or(Source::Cli);
+    if !claim(sessions, item, &request.id, answer)? {
+        let now = sessions.registry().get(item)?.as_ref().and_then(pending);
+        return Err(match now {
+            Some(now) => AnswerError::Changed {
+                item: item.to_string(),
+                tool: now.tool,
+                summary: now.summary,
+            },
+            None => AnswerError::NothingWaiting(item.to_string()),
+        });
+    }
+    match reply(channel, &request.id, decision == Decision::Approved).await {
+        Ok(Replied::Taken) => {
+            settle(sessions, item, &request.id, decision, actor, source)?;
+            Ok(Answered::Sent { decision, request })
+        }
+        Ok(Replied::NotThere) => {
+            unclaim(sessions, item, &request.id);
+            gone(sessions, item, request, source)
+        }
+        Err(not_sent) => {
+            if !not_sent.in_doubt {
+                unclaim(sessions, item, &request.id);
+            }
+            Err(AnswerError::Busy(format!("{item}: {}", not_sent.reason)))
+        }
+    }
 }
 
 /// A session's pane, looked at for its harness's permission dialog.
@@ -306,7 +365,7 @@ fn gone(
 }
 
 /// Resolves request `id` in the record and logs it — unless a report already did.
-pub(crate) fn settle(
+fn settle(
     sessions: &Sessions,
     item: &WorkItemRef,
     id: &str,
@@ -352,8 +411,12 @@ pub async fn reconcile(
         if let Some(channel @ crate::channel::ChannelRecord::OpencodeServer { .. }) =
             &record.channel
         {
-            crate::session::opencode::answer::reconcile(sessions, record, channel, &request, source)
-                .await;
+            let stands = crate::session::opencode::answer::stands(channel, &request.id).await;
+            if stands == Some(false)
+                && let Err(error) = gone(sessions, &record.work_item, request, source)
+            {
+                tracing::warn!(work_item = %record.work_item, "permission request not settled: {error}");
+            }
             continue;
         }
         let answered = match (activity.liveness, &activity.pane) {

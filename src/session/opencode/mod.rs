@@ -106,7 +106,8 @@ impl Sessions {
                 "opencode sessions run on this machine only (the-loop drives them through a server on its loopback); remove the repo's host or use another harness".into(),
             ));
         }
-        Ok(harness.with_opencode_server(free_port()?, cwd))
+        let port = free_port()?;
+        Ok(harness.with_opencode_server(port, &crate::channel::opencode::url(port), cwd))
     }
 
     /// Starts the server (`spec`'s environment, its argv replaced), waits until it
@@ -211,7 +212,7 @@ impl Sessions {
         };
         let prompt = crate::guard::sanitize(prompt);
         // A resumed session may hold the prompt already: sent to the server that died
-        // before it answered (`delivery::opencode`). Its data says; never twice.
+        // before it answered (a delivery in doubt). Its data says; never twice.
         let taken = match resume.filter(|r| *r == session) {
             Some(_) => server
                 .has_user_text(&session, &prompt, RECENT)

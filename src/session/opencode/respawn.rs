@@ -31,8 +31,8 @@ impl Sessions {
                 path: record.cwd.clone(),
             }));
         }
-        let harness = Harness::resolve(&record.harness, &settings.sessions)
-            .map_err(|e| failed(e.into()))?;
+        let harness =
+            Harness::resolve(&record.harness, &settings.sessions).map_err(|e| failed(e.into()))?;
         harness
             .locate(settings.search_path.as_deref())
             .map_err(|e| failed(e.into()))?;
@@ -55,7 +55,9 @@ impl Sessions {
             .await
             .map_err(&failed)?;
         let ChannelRecord::OpencodeServer { session, .. } = &channel else {
-            return Err(failed(SessionError::Channel("not an opencode server".into())));
+            return Err(failed(SessionError::Channel(
+                "not an opencode server".into(),
+            )));
         };
         let resumed = resume.as_deref() == Some(session.as_str());
         let (pane_str, id, kept) = (pane.to_string(), session.clone(), channel.clone());

@@ -69,11 +69,7 @@ fn a_request_names_the_exact_pattern_and_stands_while_busy() {
         ("per_1", "bash", "touch ran.txt")
     );
     assert_eq!(outcomes.len(), 1, "{outcomes:?}");
-    let (still, _) = run(&[
-        status(Status::Busy),
-        asked("per_1"),
-        status(Status::Busy),
-    ]);
+    let (still, _) = run(&[status(Status::Busy), asked("per_1"), status(Status::Busy)]);
     assert_eq!(still.unwrap().state, ReportedState::AwaitingPermission);
 }
 
@@ -84,7 +80,11 @@ fn an_answer_in_the_tui_is_recorded_with_its_decision() {
         (Reply::Always, Decision::Approved),
         (Reply::Reject, Decision::Denied),
     ] {
-        let (reported, outcomes) = run(&[status(Status::Busy), asked("per_1"), replied("per_1", reply)]);
+        let (reported, outcomes) = run(&[
+            status(Status::Busy),
+            asked("per_1"),
+            replied("per_1", reply),
+        ]);
         assert_eq!(reported.unwrap().state, ReportedState::Working);
         assert!(
             matches!(&outcomes[1], Outcome::PermissionResolved { decision: d, actor: None, .. } if *d == decision),
@@ -115,7 +115,13 @@ fn a_request_still_open_when_the_session_goes_idle_went_away() {
     let (reported, outcomes) = run(&[status(Status::Busy), asked("per_1"), status(Status::Idle)]);
     assert_eq!(reported.unwrap().state, ReportedState::Idle);
     assert!(
-        matches!(&outcomes[1], Outcome::PermissionResolved { decision: Decision::Elsewhere, .. }),
+        matches!(
+            &outcomes[1],
+            Outcome::PermissionResolved {
+                decision: Decision::Elsewhere,
+                ..
+            }
+        ),
         "{outcomes:?}"
     );
     assert_eq!(outcomes[2], Outcome::TurnEnded);

@@ -403,6 +403,7 @@ fn json_row(record: &SessionRecord, seen: &SessionActivity) -> Value {
         "harnessVersion": record.harness_version,
         "permissionMode": record.permission_mode,
         "codexPolicy": record.codex_policy,
+        "opencodePolicy": record.opencode_policy,
         "shownPermissionMode": seen.snapshot.as_ref().and_then(|s| s.shown_mode),
         "pullRequest": record.pull_request,
         "shipRequest": record.ship_request.as_ref().map(|r| json!({

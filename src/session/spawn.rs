@@ -118,6 +118,9 @@ impl Sessions {
         record.harness_session_id = harness.mint_session_id();
         record.permission_mode = harness.permission_mode();
         record.codex_policy = harness.codex_policy();
+        record.opencode_policy = harness
+            .is_opencode()
+            .then(|| settings.opencode_policy(item));
         // On a host, the hooks report back over its connection.
         let harness = match &host {
             None => super::hooks::wire(harness, &settings, item),
@@ -168,6 +171,10 @@ impl Sessions {
                     record.permission_mode.map(|m| m.as_str()),
                 )
                 .with_opt("codex_policy", record.codex_policy.map(|p| p.to_string()))
+                .with_opt(
+                    "opencode_policy",
+                    record.opencode_policy.map(|p| p.to_string()),
+                )
                 .with_opt("channel", record.channel.as_ref().map(|c| c.name()))
                 .with("trigger", origin.trigger)
                 .with("actor", origin.actor.clone()),

@@ -144,6 +144,11 @@ async fn a_comment_during_a_permission_request_is_delivered_and_the_tool_waits_f
     let listed = world.cli(&["sessions", "list", "--json"]);
     let rows: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
     assert_eq!(rows[0]["state"], "awaiting-permission", "{rows:#}");
+    assert_eq!(
+        rows[0]["opencodePolicy"],
+        serde_json::json!({"bash": "ask", "edit": "ask", "externalDirectory": "ask"}),
+        "{rows:#}"
+    );
 
     let delivered = world
         .deliver("d-2", "KINGFISHER: please also bump the cap to 5.")

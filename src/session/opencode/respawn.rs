@@ -49,6 +49,7 @@ impl Sessions {
             _ => record.harness_session_id.clone(),
         };
         let prompt = settings.templates.render_event(&inputs.vars(item));
+        let policy = settings.opencode_policy(item);
         let spec = spawn_spec(&settings, record, None, Vec::new());
         let (pane, channel) = self
             .spawn_opencode(tmux.as_ref(), &harness, spec, &prompt, resume.as_deref())
@@ -66,6 +67,7 @@ impl Sessions {
             r.pane_id = Some(pane_str);
             r.harness_session_id = Some(id);
             r.channel = Some(kept);
+            r.opencode_policy = Some(policy);
             // The old server's report is over; the new one took the prompt.
             r.reported = Some(super::state::prompted(&id_now, &now));
         });

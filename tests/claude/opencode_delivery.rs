@@ -81,7 +81,8 @@ async fn a_comment_reaches_opencode_once_through_its_server() {
     assert_eq!(refused.status().as_u16(), 401);
     let processes = world_processes(&world);
     eprintln!(
-        "figure: processes per opencode session: {processes} (server, TUI, and their children); ports: 1 (127.0.0.1:{port})"
+        "figure: processes per opencode session: {processes} (its two panes — server, TUI — and their descendants); listening ports: {} (127.0.0.1:{port})",
+        listening.len()
     );
     assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
 }
@@ -113,9 +114,45 @@ fn listening_addresses(port: u16) -> Vec<String> {
     out
 }
 
-/// How many processes run from the world's directory.
+/// How many processes the session's panes run: each pane's first process and all its
+/// descendants.
 fn world_processes(world: &OpencodeWorld) -> usize {
-    crate::opencode_world::running_from(world.dir()).len()
+    let target = format!("={}", item().tmux_session_name());
+    let out = world
+        .tmux
+        .raw(&["list-panes", "-s", "-t", &target, "-F", "#{pane_pid}"]);
+    let roots: Vec<i32> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    let parents: Vec<(i32, i32)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let ppid = stat
+                .rsplit(')')
+                .next()?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((pid, ppid))
+        })
+        .collect();
+    let mut found = roots.clone();
+    let mut at = 0;
+    while at < found.len() {
+        let parent = found[at];
+        found.extend(
+            parents
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        at += 1;
+    }
+    found.len()
 }
 
 /// During opencode's permission request a comment is delivered (a message of its own:
@@ -274,9 +311,16 @@ async fn a_killed_server_mid_burst_loses_nothing() {
             )
             .unwrap();
         }
+        let sent = Instant::now();
         let delivered = world
             .deliver_once_released(&format!("b-{n}"), &format!("{needle}: one more."))
             .await;
+        if delivered.respawned.is_some() {
+            eprintln!(
+                "figure: the delivery that found opencode's server killed respawned it (warm HOME) and went in within {:?}",
+                sent.elapsed()
+            );
+        }
         respawned += usize::from(delivered.respawned.is_some());
     }
     for needle in &needles {

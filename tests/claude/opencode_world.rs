@@ -347,11 +347,6 @@ tui: {{notify: none}}
         Self::count(&self.keys)
     }
 
-    /// The private directory everything runs from.
-    pub(crate) fn dir(&self) -> &Path {
-        self.dir.path()
-    }
-
     /// Ends every process this world started and returns the ones still running from
     /// its private directory (none, when the clean-up works).
     pub(crate) fn shut_down(&self) -> Vec<i32> {

@@ -47,6 +47,24 @@ async fn a_comment_reaches_opencode_once_through_its_server() {
     );
     assert_eq!(world.pastes(), 0, "pasted into the pane");
     assert_eq!(world.keys(), 0, "keys sent to the pane");
+    // What each answer used, as opencode's messages report it: the fake's figures.
+    let want: u64 = world
+        .model
+        .requests()
+        .iter()
+        .map(|r| (1000 + 37 * r.id) + (40 + 11 * r.id))
+        .sum();
+    let usage = world.record().usage;
+    assert_eq!(usage.messages.len(), 4, "{usage:#?}");
+    let total: u64 = usage
+        .tally()
+        .0
+        .values()
+        .flat_map(|models| models.values())
+        .map(|t| t.total())
+        .sum();
+    assert_eq!(total, want, "{usage:#?}");
+    assert!(!world.events_named("session.usage").is_empty());
 
     let (port, _, password_file, _) = world.channel();
     let listening = listening_addresses(port);

@@ -9,10 +9,11 @@
 use super::server_of;
 use super::state::step;
 use crate::channel::ChannelRecord;
-use crate::channel::opencode::{Event, Server};
+use crate::channel::opencode::{AssistantMessage, Event, Server};
 use crate::events::Source;
 use crate::session::hooks::report::outcome_event;
 use crate::session::sessions::Sessions;
+use crate::usage::Tokens;
 use crate::work_item::WorkItemRef;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -115,8 +116,14 @@ pub async fn catch_up(sessions: &Sessions, item: &WorkItemRef, server: &Server, 
     }
 }
 
-/// Moves `item`'s record by `event` under its lock and logs what it says.
+/// Moves `item`'s record by `event` under its lock and logs what it says; a completed
+/// answer's tokens are counted (`session::usage`).
 pub fn apply(sessions: &Sessions, item: &WorkItemRef, event: &Event) {
+    if let Event::AssistantUpdated(message) = event
+        && message.completed
+    {
+        count(sessions, item, message);
+    }
     let now = crate::time::now_ts();
     let updated = sessions.registry().update(item, |record| {
         let (next, outcomes) = step(record.reported.as_ref(), event, &now)?;
@@ -131,5 +138,32 @@ pub fn apply(sessions: &Sessions, item: &WorkItemRef, event: &Event) {
         }
         Ok(_) => {}
         Err(error) => tracing::warn!(work_item = %item, "opencode's report not recorded: {error}"),
+    }
+}
+
+/// Counts what `message` used, as opencode reported it, under its model.
+fn count(sessions: &Sessions, item: &WorkItemRef, message: &AssistantMessage) {
+    let tokens = Tokens {
+        input: message.input,
+        output: message.output + message.reasoning,
+        cache_write5m: message.cache_write,
+        cache_write1h: 0,
+        cache_read: message.cache_read,
+    };
+    let reported = crate::usage::track::Reported {
+        day: crate::usage::today(),
+        model: message.model.clone(),
+        tokens,
+    };
+    let counted = crate::session::usage::count_reported(
+        sessions.registry(),
+        sessions.events(),
+        item,
+        &message.id,
+        reported,
+        &sessions.settings().budgets,
+    );
+    if let Err(error) = counted {
+        tracing::warn!(work_item = %item, "opencode's usage not counted: {error}");
     }
 }

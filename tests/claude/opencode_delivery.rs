@@ -438,3 +438,91 @@ async fn a_strangers_comment_never_reaches_opencode_and_latency_is_measured() {
     assert_eq!(world.pastes() + world.keys(), 0, "typed into the pane");
     assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
 }
+
+/// The operator answers in the TUI (its permission prompt's first choice, Enter): the
+/// command runs and the request is resolved as approved, from the server's own event —
+/// the operator's decision, not `elsewhere`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_in_the_tui_is_recorded_as_the_operators() {
+    let Some(world) = OpencodeWorld::new().await else {
+        return;
+    };
+    world.start().await;
+    world
+        .deliver("d-1", "Run the check, please: RUN[touch ran.txt]")
+        .await
+        .unwrap();
+    world
+        .wait("opencode's permission request", || {
+            (world.reported() == Some(ReportedState::AwaitingPermission)).then_some(())
+        })
+        .await;
+    world.wait_screen("touch ran.txt").await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    world
+        .tmux
+        .raw(&["send-keys", "-t", &OpencodeWorld::target(), "Enter"]);
+    world
+        .wait("the command approved in the TUI to run", || {
+            world.ran().then_some(())
+        })
+        .await;
+    let resolved = world.wait_events("session.permission_resolved", 1).await;
+    assert_eq!(resolved[0]["decision"], "approved", "{resolved:#?}");
+    assert_eq!(resolved[0]["source"], "hook", "{resolved:#?}");
+    world.turn_ended().await;
+    assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
+}
+
+/// A request answered elsewhere (here straight to the server, as the TUI does) before
+/// `sessions approve` arrives, with nothing following the server's events: the server
+/// no longer has it, and the answer settles it as `elsewhere` — not an error, nothing
+/// answered twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_answered_elsewhere_first_is_settled_not_an_error() {
+    let Some(world) = OpencodeWorld::unfollowed().await else {
+        return;
+    };
+    world.spawn().await;
+    world.reached_model("the-loop started this session").await;
+    world
+        .deliver("d-1", "Run the check, please: RUN[touch ran.txt]")
+        .await
+        .unwrap();
+    let (server, own) = world.server();
+    let pending = world
+        .wait_async("opencode's permission request", || async {
+            let pending = server.permissions(&own).await.ok()?;
+            (!pending.is_empty()).then_some(pending)
+        })
+        .await;
+    world.catch_up().await;
+    assert_eq!(world.reported(), Some(ReportedState::AwaitingPermission));
+    server
+        .reply(&pending[0].id, the_loop::channel::opencode::Reply::Once)
+        .await
+        .unwrap();
+    let answered = the_loop::session::hooks::answer(
+        &world.sessions,
+        &item(),
+        the_loop::session::hooks::Decision::Approved,
+        None,
+        None,
+        the_loop::events::Source::Cli,
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(answered, the_loop::session::hooks::Answered::Elsewhere(_)),
+        "{answered:?}"
+    );
+    world
+        .wait("the command approved elsewhere to run", || {
+            world.ran().then_some(())
+        })
+        .await;
+    let resolved = world.events_named("session.permission_resolved");
+    assert_eq!(resolved.len(), 1, "{resolved:#?}");
+    assert_eq!(resolved[0]["decision"], "elsewhere");
+    assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
+}

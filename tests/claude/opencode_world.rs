@@ -52,6 +52,16 @@ pub(crate) struct OpencodeWorld {
 
 impl OpencodeWorld {
     pub(crate) async fn new() -> Option<Self> {
+        Self::build(true).await
+    }
+
+    /// A world where nothing follows opencode's events (no supervisor): the record moves
+    /// only when a test reads the server ([`Self::catch_up`]).
+    pub(crate) async fn unfollowed() -> Option<Self> {
+        Self::build(false).await
+    }
+
+    async fn build(follow: bool) -> Option<Self> {
         let opencode = npm_bin("opencode", "THE_LOOP_OPENCODE_BIN", "opencode")?;
         let model = FakeChat::start().await;
         let dir = tempfile::tempdir().unwrap();
@@ -129,10 +139,12 @@ tui: {{notify: none}}
         ));
         let dispatcher = Dispatcher::new(Arc::clone(&sessions), &loaded.config, &paths).unwrap();
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        tokio::spawn(the_loop::session::opencode::watch::follow_all(
-            Arc::clone(&sessions),
-            stopped,
-        ));
+        if follow {
+            tokio::spawn(the_loop::session::opencode::watch::follow_all(
+                Arc::clone(&sessions),
+                stopped,
+            ));
+        }
         Some(Self {
             model,
             tmux,
@@ -226,6 +238,19 @@ tui: {{notify: none}}
             .await
     }
 
+    /// The session's server, asked with its password, and its opencode session.
+    pub(crate) fn server(&self) -> (the_loop::channel::opencode::Server, String) {
+        let channel = self.record().channel.unwrap();
+        the_loop::session::opencode::server_of(&channel).unwrap()
+    }
+
+    /// Reads where the session stands on its server into the record, as the
+    /// supervisor's follower does on connecting.
+    pub(crate) async fn catch_up(&self) {
+        let (server, own) = self.server();
+        the_loop::session::opencode::watch::catch_up(&self.sessions, &item(), &server, &own).await;
+    }
+
     pub(crate) fn record(&self) -> the_loop::session::SessionRecord {
         self.sessions.registry().get(&item()).unwrap().unwrap()
     }
@@ -273,6 +298,26 @@ tui: {{notify: none}}
                 self.model.title_texts()
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// [`Self::wait`] for a check that must await.
+    pub(crate) async fn wait_async<T, F: std::future::Future<Output = Option<T>>>(
+        &self,
+        what: &str,
+        mut check: impl FnMut() -> F,
+    ) -> T {
+        let start = Instant::now();
+        loop {
+            if let Some(value) = check().await {
+                return value;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "timed out waiting for {what}; opencode's pane:\n{}",
+                self.screen()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 

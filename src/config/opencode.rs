@@ -185,6 +185,37 @@ mod tests {
     }
 
     #[test]
+    fn a_policy_that_runs_tool_calls_unasked_needs_allow_bypass() {
+        use crate::config::{Config, RepoConfig, validate};
+        let mut config = Config::default();
+        let mut repo = RepoConfig::named("octo/web");
+        repo.opencode = Some(OpencodePolicyOverride {
+            bash: Some(PermissionAction::Allow),
+            ..Default::default()
+        });
+        config.repos.push(repo);
+        let refused: Vec<String> = validate::errors(&config)
+            .iter()
+            .map(|p| p.path.to_string())
+            .collect();
+        assert!(
+            refused.contains(&"repos[0].opencode".to_string()),
+            "{refused:?}"
+        );
+        config.sessions.allow_bypass = true;
+        assert!(
+            !validate::errors(&config)
+                .iter()
+                .any(|p| p.path.to_string() == "repos[0].opencode")
+        );
+        assert!(
+            validate::warnings(&config)
+                .iter()
+                .any(|p| p.path.to_string() == "repos[0].opencode")
+        );
+    }
+
+    #[test]
     fn the_file_names_the_model_its_providers_and_keeps_keys_in_the_environment() {
         let config = OpencodeConfig {
             model: "fake/fake-model".into(),

@@ -474,10 +474,10 @@ async fn an_answer_in_the_tui_is_recorded_as_the_operators() {
     assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
 }
 
-/// A request answered elsewhere (here straight to the server, as the TUI does) before
-/// `sessions approve` arrives, with nothing following the server's events: the server
-/// no longer has it, and the answer settles it as `elsewhere` — not an error, nothing
-/// answered twice.
+/// With no supervisor following the server's events, `sessions list` reads the request
+/// from the server; answered elsewhere (here straight to the server, as the TUI does)
+/// before `sessions approve` arrives, the server no longer has it, and the answer
+/// settles it as `elsewhere` — not an error, nothing answered twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_answered_elsewhere_first_is_settled_not_an_error() {
     let Some(world) = OpencodeWorld::unfollowed().await else {
@@ -496,7 +496,11 @@ async fn a_request_answered_elsewhere_first_is_settled_not_an_error() {
             (!pending.is_empty()).then_some(pending)
         })
         .await;
-    world.catch_up().await;
+    // No supervisor: `sessions list` asks the server itself.
+    let listed = world.cli(&["sessions", "list", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(rows[0]["state"], "awaiting-permission", "{rows:#}");
+    assert_eq!(rows[0]["permission"]["summary"], "touch ran.txt", "{rows:#}");
     assert_eq!(world.reported(), Some(ReportedState::AwaitingPermission));
     server
         .reply(&pending[0].id, the_loop::channel::opencode::Reply::Once)

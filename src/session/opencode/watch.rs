@@ -97,6 +97,21 @@ pub async fn follow(sessions: Arc<Sessions>, item: WorkItemRef, channel: Channel
     }
 }
 
+/// Where no supervisor follows the servers (`sessions list` on its own): reads where
+/// every open opencode session stands into its record, each server given
+/// [`READ_WITHIN`].
+pub async fn read_all(sessions: &Sessions) {
+    for (item, channel) in opencode_sessions(sessions).await {
+        let Ok((server, own)) = server_of(&channel) else {
+            continue;
+        };
+        let _ = tokio::time::timeout(READ_WITHIN, catch_up(sessions, &item, &server, &own)).await;
+    }
+}
+
+/// How long [`read_all`] waits for one server.
+const READ_WITHIN: Duration = Duration::from_secs(3);
+
 /// Reads where `own` stands now and applies it: its status, then its pending requests.
 pub async fn catch_up(sessions: &Sessions, item: &WorkItemRef, server: &Server, own: &str) {
     if let Ok(status) = server.status(own).await {

@@ -500,7 +500,10 @@ async fn a_request_answered_elsewhere_first_is_settled_not_an_error() {
     let listed = world.cli(&["sessions", "list", "--json"]);
     let rows: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
     assert_eq!(rows[0]["state"], "awaiting-permission", "{rows:#}");
-    assert_eq!(rows[0]["permission"]["summary"], "touch ran.txt", "{rows:#}");
+    assert_eq!(
+        rows[0]["permission"]["summary"], "touch ran.txt",
+        "{rows:#}"
+    );
     assert_eq!(world.reported(), Some(ReportedState::AwaitingPermission));
     server
         .reply(&pending[0].id, the_loop::channel::opencode::Reply::Once)

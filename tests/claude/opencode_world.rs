@@ -56,7 +56,7 @@ impl OpencodeWorld {
     }
 
     /// A world where nothing follows opencode's events (no supervisor): the record moves
-    /// only when a test reads the server ([`Self::catch_up`]).
+    /// only when something reads the server (`sessions list`, an answer).
     pub(crate) async fn unfollowed() -> Option<Self> {
         Self::build(false).await
     }
@@ -242,13 +242,6 @@ tui: {{notify: none}}
     pub(crate) fn server(&self) -> (the_loop::channel::opencode::Server, String) {
         let channel = self.record().channel.unwrap();
         the_loop::session::opencode::server_of(&channel).unwrap()
-    }
-
-    /// Reads where the session stands on its server into the record, as the
-    /// supervisor's follower does on connecting.
-    pub(crate) async fn catch_up(&self) {
-        let (server, own) = self.server();
-        the_loop::session::opencode::watch::catch_up(&self.sessions, &item(), &server, &own).await;
     }
 
     pub(crate) fn record(&self) -> the_loop::session::SessionRecord {

@@ -3,7 +3,7 @@
 //! is written here once; nothing else builds a harness command line. Argv only, never
 //! a shell.
 
-mod app_server;
+pub mod app_server;
 mod opencode;
 pub mod version;
 
@@ -86,6 +86,13 @@ pub const CODEX_HOOK_EVENTS: [(&str, bool); 4] = [
 /// need review" screen: `--dangerously-bypass-hook-trust` runs them — the-loop wrote
 /// these, and the flag holds for this invocation only (decision
 /// `2026-12-04-codex-delivery`).
+/// Codex's offer, as its rate limits near, to switch to a cheaper model ("Approaching
+/// rate limits": a menu in its TUI, which holds every delivery until someone answers),
+/// hidden for the-loop's sessions (issue 43): what its own "Keep current model (never
+/// show again)" saves in `[notice]` (checked in codex 0.171.0's config), for this
+/// session only. Passed to the TUI and to its app server.
+const CODEX_NO_MODEL_NUDGE: &str = "notice.hide_rate_limit_model_nudge=true";
+
 fn codex_hook_flags(bin: &Path) -> Vec<String> {
     // TOML basic strings; JSON's string escapes are TOML's.
     let element = |s: &str| serde_json::Value::from(s).to_string();
@@ -312,6 +319,18 @@ impl Harness {
         }
     }
 
+    /// Codex's TUI flags before its policy: attached to its app server (the hooks run
+    /// where the agent does, in the server), else its own hooks; and its model nudge
+    /// hidden ([`CODEX_NO_MODEL_NUDGE`]).
+    fn codex_attach_flags(&self) -> Vec<String> {
+        let mut flags = match &self.app_server {
+            Some(server) => server.tui_flags(),
+            None => self.hook_flags(),
+        };
+        flags.extend(["-c".into(), CODEX_NO_MODEL_NUDGE.into()]);
+        flags
+    }
+
     /// The binary this harness runs.
     pub fn program(&self) -> &str {
         match &self.kind {
@@ -355,11 +374,7 @@ impl Harness {
             }
             Kind::Codex { program } => {
                 let mut argv = vec![program.clone()];
-                match &self.app_server {
-                    // The hooks run where the agent does: in the app server.
-                    Some(server) => argv.extend(server.tui_flags()),
-                    None => argv.extend(self.hook_flags()),
-                }
+                argv.extend(self.codex_attach_flags());
                 argv.extend(self.permission_flags());
                 argv.push(prompt);
                 argv
@@ -391,7 +406,7 @@ impl Harness {
             }
             Kind::Codex { program } => {
                 let mut argv = vec![program.clone(), "resume".into()];
-                argv.extend(self.hook_flags());
+                argv.extend(self.codex_attach_flags());
                 argv.extend(self.permission_flags());
                 argv.extend([session_id.into(), prompt]);
                 Some(argv)

@@ -64,10 +64,16 @@ fn codex_argv() {
     let h = built_in("codex");
     assert!(!h.mints_session_id());
     assert_eq!(h.mint_session_id(), None);
-    assert_eq!(h.fresh_argv("do it", None), strings(&["codex", "do it"]));
+    // Its "Approaching rate limits" model nudge hidden: a menu that would hold every
+    // delivery (issue 43).
+    let nudge = "notice.hide_rate_limit_model_nudge=true";
+    assert_eq!(
+        h.fresh_argv("do it", None),
+        strings(&["codex", "-c", nudge, "do it"])
+    );
     assert_eq!(
         h.resume_argv("go on", "abc"),
-        Some(strings(&["codex", "resume", "abc", "go on"]))
+        Some(strings(&["codex", "resume", "-c", nudge, "abc", "go on"]))
     );
     assert_eq!(h.resume_argv("go on", ""), None, "never --last");
     assert_eq!(
@@ -285,6 +291,7 @@ fn hooks_are_wired_into_the_interactive_argv_only() {
     for flag in [
         "--dangerously-bypass-hook-trust",
         "features.hooks=true",
+        "notice.hide_rate_limit_model_nudge=true",
         asked,
         prompt,
     ] {

@@ -141,8 +141,10 @@ fn harness_screens(config: &config::Config) -> Vec<String> {
             if harness.is_claude() {
                 facts.push(format!("permission mode {}", permission_modes(config)));
             }
+            let read = version.as_ref().and_then(|v| v.as_ref().ok());
             if harness.clone().with_codex_policy(config.sessions.codex).codex_policy().is_some() {
                 facts.push(format!("approval policy and sandbox {}", codex_policies(config)));
+                facts.push(codex_channel(config, read.map(String::as_str)));
             }
             if harness.is_opencode() {
                 facts.push(format!(
@@ -151,7 +153,6 @@ fn harness_screens(config: &config::Config) -> Vec<String> {
                 ));
                 return Some(format!("harness {name}{role}: {}", facts.join("; ")));
             }
-            let read = version.as_ref().and_then(|v| v.as_ref().ok());
             let screen = match (Screen::of(&harness, read.map(String::as_str)), reader) {
                 (Screen::Known, _) => format!(
                     "screen: known (recorded from {} {})",
@@ -205,6 +206,20 @@ fn codex_policies(config: &config::Config) -> String {
         global.to_string()
     } else {
         format!("{global} ({})", repos.join(", "))
+    }
+}
+
+/// How a local codex session of release `version` runs (`sessions.codexChannel`).
+fn codex_channel(config: &config::Config, version: Option<&str>) -> String {
+    use crate::harness::app_server::APP_SERVER_SINCE;
+    if config.sessions.codex_channel != config::CodexChannel::AppServer {
+        return "channel: paste (codexChannel: paste)".into();
+    }
+    match version {
+        Some(v) if crate::harness::version::at_least(v, APP_SERVER_SINCE) => {
+            "channel: app server (comments by turn/start, approvals answered through it)".into()
+        }
+        _ => format!("channel: paste (the app server needs codex {APP_SERVER_SINCE} or later)"),
     }
 }
 

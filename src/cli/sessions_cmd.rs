@@ -412,6 +412,7 @@ fn json_row(record: &SessionRecord, seen: &SessionActivity) -> Value {
         "harnessVersion": record.harness_version,
         "permissionMode": record.permission_mode,
         "codexPolicy": record.codex_policy,
+        "channel": record.channel.as_ref().map(|c| c.name()),
         "opencodePolicy": record.opencode_policy,
         "shownPermissionMode": seen.snapshot.as_ref().and_then(|s| s.shown_mode),
         "pullRequest": record.pull_request,

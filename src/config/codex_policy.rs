@@ -12,10 +12,10 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "kebab-case")]
 pub enum CodexChannel {
     /// The TUI alone in the pane; deliveries are pasted.
-    #[default]
     Paste,
     /// The TUI attached to an app server the-loop starts for the session, on a private
-    /// socket under the state root.
+    /// socket under the state root (codex 0.171.0 or later; an older one is pasted into).
+    #[default]
     AppServer,
 }
 

@@ -4,8 +4,13 @@
 //! shows it (`codex --remote unix://PATH -C CWD`). Measured on codex 0.171.0: hooks
 //! declared on the TUI alone never run; declared on the server they do.
 
-use super::{Harness, Kind, codex_hook_flags};
+use super::{CODEX_NO_MODEL_NUDGE, Harness, Kind, codex_hook_flags};
 use std::path::{Path, PathBuf};
+
+/// The first codex release whose app server was measured as a second client
+/// (`--listen unix://`, `--remote`, the protocol of `channel::codex`); an older one runs
+/// its TUI alone, pasted into.
+pub const APP_SERVER_SINCE: &str = "0.171.0";
 
 /// Where the app server listens and the directory the TUI starts in.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,6 +74,7 @@ impl Harness {
                 }
             }
         }
+        argv.extend(["-c".into(), CODEX_NO_MODEL_NUDGE.into()]);
         Some(argv)
     }
 
@@ -116,6 +122,11 @@ mod tests {
             !server.iter().any(|a| a.starts_with("--dangerously")),
             "{server:?}"
         );
+        assert_eq!(
+            server[server.len() - 2..],
+            ["-c", "notice.hide_rate_limit_model_nudge=true"],
+            "no model nudge to answer (issue 43)"
+        );
         let tui = harness.fresh_argv("boot", None);
         assert_eq!(
             tui,
@@ -126,6 +137,8 @@ mod tests {
                 "-C",
                 "/w/p",
                 "--dangerously-bypass-hook-trust",
+                "-c",
+                "notice.hide_rate_limit_model_nudge=true",
                 "--ask-for-approval",
                 "on-request",
                 "--sandbox",

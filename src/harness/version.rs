@@ -125,6 +125,15 @@ pub fn parse(printed: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// Whether `version` is `floor` or later, both `MAJOR.MINOR.PATCH` (anything else is
+/// not).
+pub fn at_least(version: &str, floor: &str) -> bool {
+    let parts = |v: &str| -> Option<Vec<u64>> {
+        is_version(v).then(|| v.split('.').filter_map(|p| p.parse().ok()).collect())
+    };
+    matches!((parts(version), parts(floor)), (Some(v), Some(f)) if v >= f)
+}
+
 /// `MAJOR.MINOR.PATCH`, each part one to six digits.
 fn is_version(word: &str) -> bool {
     let parts: Vec<&str> = word.split('.').collect();
@@ -138,6 +147,16 @@ fn is_version(word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_release_is_at_least_another_by_its_numbers() {
+        assert!(at_least("0.171.0", "0.171.0"));
+        assert!(at_least("0.171.10", "0.171.9"));
+        assert!(at_least("1.0.0", "0.171.0"));
+        assert!(!at_least("0.170.99", "0.171.0"));
+        assert!(!at_least("0.99", "0.171.0"));
+        assert!(!at_least("dev", "0.171.0"));
+    }
 
     #[test]
     fn reads_what_the_clients_print() {

@@ -138,12 +138,17 @@ fn only_open_sessions_of_the_harness_here_whose_limit_holds_count_and_the_longes
     let usage = LimitKind::UsageLimit;
     let mut elsewhere = limited(3, "agent", usage, Some(now + hour * 5));
     elsewhere.host = Some("build".into());
+    // Hit two hours ago, its reset an hour ago: passed.
+    let mut passed = limited(5, "agent", usage, Some(now - hour));
+    if let Some(limit) = passed.limit.as_mut() {
+        limit.at = crate::time::format_ts(now - hour * 2);
+    }
     let records = vec![
         limited(1, "agent", usage, Some(now + hour)),
         limited(2, "agent", usage, Some(now + hour * 2)),
         elsewhere,
         limited(4, "codex", usage, Some(now + hour * 5)),
-        limited(5, "agent", usage, Some(now - hour)), // its reset passed
+        passed,
     ];
     let found = account_limit(&records, "agent", &backoff, now).unwrap();
     assert_eq!(found.session, item(2));

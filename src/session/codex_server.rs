@@ -9,6 +9,7 @@ use super::sessions::{SessionError, Sessions};
 use crate::channel::ChannelRecord;
 use crate::config::CodexChannel;
 use crate::harness::Harness;
+use crate::harness::app_server::APP_SERVER_SINCE;
 use crate::tmux::{PaneId, SpawnSpec};
 use crate::work_item::WorkItemRef;
 use std::path::{Path, PathBuf};
@@ -21,18 +22,27 @@ const LISTEN_WITHIN: Duration = Duration::from_secs(20);
 const TUI_WINDOW: &str = "codex";
 
 impl Sessions {
-    /// `harness` attached to an app server of its own, when the config asks for one and
-    /// the session is a built-in codex one on this machine; its socket's directory
-    /// made (0700) and an old socket removed.
+    /// `harness` attached to an app server of its own, when the config asks for one (the
+    /// default) and the session is a built-in codex one on this machine, of release
+    /// `version` [`APP_SERVER_SINCE`] or later; its socket's directory made (0700) and
+    /// an old socket removed. Else the TUI alone, pasted into.
     pub(super) fn with_codex_app_server(
         &self,
         harness: Harness,
         item: &WorkItemRef,
         cwd: &Path,
-        on_host: bool,
+        version: Option<&str>,
     ) -> Result<Harness, SessionError> {
         let settings = self.settings();
-        if on_host || settings.sessions.codex_channel != CodexChannel::AppServer {
+        if settings.sessions.codex_channel != CodexChannel::AppServer {
+            return Ok(harness);
+        }
+        if !version.is_some_and(|v| crate::harness::version::at_least(v, APP_SERVER_SINCE)) {
+            tracing::info!(
+                work_item = %item,
+                "codex {} has no app server the-loop knows (it needs {APP_SERVER_SINCE} or later): its TUI runs alone, pasted into",
+                version.unwrap_or("of an unknown release")
+            );
             return Ok(harness);
         }
         let dir = settings.home.join("channels").join(item.slug());
@@ -102,12 +112,12 @@ impl Sessions {
     }
 }
 
-/// Waits until the server's socket accepts a connection.
+/// Waits until the server's socket accepts a connection, and checks it is private.
 async fn listening(socket: &PathBuf) -> Result<(), SessionError> {
     let deadline = tokio::time::Instant::now() + LISTEN_WITHIN;
     loop {
         if tokio::net::UnixStream::connect(socket).await.is_ok() {
-            return Ok(());
+            return private_socket(socket);
         }
         if tokio::time::Instant::now() > deadline {
             return Err(SessionError::Channel(format!(
@@ -116,5 +126,71 @@ async fn listening(socket: &PathBuf) -> Result<(), SessionError> {
             )));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Codex 0.171.0 makes `socket` a symlink to a socket in `/tmp/codex-daemon-<uid>/`:
+/// whoever can open that socket drives the agent. It and its directory must be this
+/// user's, and the directory closed to everyone else — else a local user who made the
+/// directory first could be listening in codex's place.
+pub(crate) fn private_socket(socket: &Path) -> Result<(), SessionError> {
+    use std::os::unix::fs::MetadataExt;
+    let refuse = |why: String| {
+        SessionError::Channel(format!(
+            "codex's app server socket {} is not private: {why}; nothing was started in it",
+            socket.display()
+        ))
+    };
+    let target =
+        std::fs::canonicalize(socket).map_err(|e| refuse(format!("cannot resolve it ({e})")))?;
+    let me = nix::unistd::getuid().as_raw();
+    let socket_meta =
+        std::fs::metadata(&target).map_err(|e| refuse(format!("cannot read it ({e})")))?;
+    if socket_meta.uid() != me {
+        return Err(refuse(format!(
+            "{} belongs to uid {}",
+            target.display(),
+            socket_meta.uid()
+        )));
+    }
+    let dir = target.parent().unwrap_or(Path::new("/"));
+    let dir_meta = std::fs::metadata(dir)
+        .map_err(|e| refuse(format!("cannot read {} ({e})", dir.display())))?;
+    if dir_meta.uid() != me || dir_meta.mode() & 0o077 != 0 {
+        return Err(refuse(format!(
+            "its directory {} is uid {}'s with mode {:o} (must be yours, 0700)",
+            dir.display(),
+            dir_meta.uid(),
+            dir_meta.mode() & 0o7777
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::private_socket;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_socket_in_a_directory_others_can_enter_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let daemon = dir.path().join("codex-daemon");
+        std::fs::create_dir(&daemon).unwrap();
+        let real = daemon.join("abc");
+        let _listener = std::os::unix::net::UnixListener::bind(&real).unwrap();
+        let link = dir.path().join("codex.sock");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+
+        std::fs::set_permissions(&daemon, std::fs::Permissions::from_mode(0o700)).unwrap();
+        private_socket(&link).unwrap();
+
+        std::fs::set_permissions(&daemon, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let refused = private_socket(&link).unwrap_err().to_string();
+        assert!(refused.contains("must be yours, 0700"), "{refused}");
+
+        std::fs::remove_file(&real).unwrap();
+        let gone = private_socket(&link).unwrap_err().to_string();
+        assert!(gone.contains("cannot resolve"), "{gone}");
     }
 }

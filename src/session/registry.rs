@@ -234,7 +234,7 @@ impl SessionRecord {
         use crate::session::delivery::HoldReason;
         match summary.reason {
             HoldReason::ScreenUnread => summary.client = Some(self.client_release()),
-            HoldReason::Limit | HoldReason::Login => {
+            HoldReason::Limit | HoldReason::Login | HoldReason::LimitMenu => {
                 summary.limit = self.limit.as_ref().map(|l| l.note());
                 summary.limit_since = self.limit.as_ref().map(|l| l.hit_at().to_string());
             }

@@ -11,6 +11,7 @@ use super::delivery::{Delivered, DeliveryFailure};
 use super::registry::SessionRecord;
 use super::sessions::{PaneState, SessionError, Sessions};
 use super::spawn::{PromptInputs, spawn_spec};
+use crate::channel::ChannelRecord;
 use crate::events::{Event, EventType, Level, Source};
 use crate::harness::Harness;
 use crate::tmux::{self, PaneId};
@@ -70,6 +71,9 @@ impl Sessions {
                 let placed = self.respawn_dir(record).await.map_err(&spawn_failed)?;
                 self.mark_trusted(&harness, &placed.cwd, item, Source::Dispatch)
                     .await;
+                let harness = self
+                    .with_codex_app_server(harness, item, &placed.cwd, version.as_deref())
+                    .map_err(&spawn_failed)?;
                 (harness, version, placed)
             }
         };
@@ -85,7 +89,7 @@ impl Sessions {
                 Some((harness.resume_argv(&prompt, id)?, prompt.len()))
             });
         if let Some((argv, bytes)) = resume {
-            let pane = self.spawn_over_dead(record, argv).await?;
+            let (pane, channel) = self.spawn_over_dead(record, &harness, argv).await?;
             tokio::time::sleep(settings.timings.resume_check).await;
             match self.locate(record).await {
                 PaneState::Live(now) if now == pane => {
@@ -93,7 +97,7 @@ impl Sessions {
                         record,
                         &harness,
                         version,
-                        pane,
+                        (pane, channel),
                         bytes,
                         Conversation::Resumed,
                     ));
@@ -123,12 +127,12 @@ impl Sessions {
         let session_id = harness.mint_session_id();
         let boot = settings.templates.render_spawn(&vars);
         let argv = harness.fresh_argv(&boot, session_id.as_deref());
-        let pane = self.spawn_over_dead(record, argv).await?;
+        let spawned = self.spawn_over_dead(record, &harness, argv).await?;
         Ok(self.respawned(
             record,
             &harness,
             version,
-            pane,
+            spawned,
             boot.len(),
             Conversation::Fresh(session_id),
         ))
@@ -177,8 +181,9 @@ impl Sessions {
     async fn spawn_over_dead(
         &self,
         record: &SessionRecord,
+        harness: &Harness,
         argv: Vec<String>,
-    ) -> Result<PaneId, DeliveryFailure> {
+    ) -> Result<(PaneId, Option<ChannelRecord>), DeliveryFailure> {
         let settings = self.settings();
         let host = record
             .host
@@ -192,14 +197,15 @@ impl Sessions {
         {
             tracing::warn!(work_item = %record.work_item, "old harness report not cleared: {error}");
         }
-        self.tmux_of(record)
-            .map_err(|error| DeliveryFailure::Transient(error.to_string()))?
-            .new_session(&spec)
+        let tmux = self
+            .tmux_of(record)
+            .map_err(|error| DeliveryFailure::Transient(error.to_string()))?;
+        self.spawn_panes(tmux.as_ref(), harness, spec)
             .await
             .map_err(|error| match error {
-                tmux::Error::SessionBusy { .. } | tmux::Error::LivenessUnknown { .. } => {
-                    DeliveryFailure::Transient(error.to_string())
-                }
+                SessionError::Tmux(
+                    tmux::Error::SessionBusy { .. } | tmux::Error::LivenessUnknown { .. },
+                ) => DeliveryFailure::Transient(error.to_string()),
                 error => {
                     let error = self.spawn_failed(
                         &record.work_item,
@@ -219,7 +225,7 @@ impl Sessions {
         record: &SessionRecord,
         harness: &Harness,
         version: Option<String>,
-        pane: PaneId,
+        (pane, channel): (PaneId, Option<ChannelRecord>),
         bytes: usize,
         conversation: Conversation,
     ) -> Delivered {
@@ -235,8 +241,7 @@ impl Sessions {
             r.harness_session_id = id;
             r.permission_mode = mode;
             r.harness_version = version;
-            // A respawned session runs its TUI alone (resume has no app server yet).
-            r.channel = None;
+            r.channel = channel;
         }) {
             tracing::warn!(work_item = %record.work_item, "respawn not recorded: {error}");
         }

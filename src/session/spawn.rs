@@ -126,9 +126,17 @@ impl Sessions {
             None => super::hooks::wire(harness, &settings, item),
             Some(host) => super::remote::wire_hooks(host, harness, item).await,
         };
-        let harness = self
-            .with_codex_app_server(harness, item, &record.cwd, host.is_some())
-            .map_err(fail)?;
+        let harness = match &host {
+            None => self
+                .with_codex_app_server(
+                    harness,
+                    item,
+                    &record.cwd,
+                    record.harness_version.as_deref(),
+                )
+                .map_err(fail)?,
+            Some(_) => harness,
+        };
         let harness = self
             .with_opencode_server(harness, &record.cwd, host.is_some())
             .map_err(fail)?;

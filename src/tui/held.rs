@@ -76,10 +76,10 @@ pub fn due_notices(
         .filter_map(|s| {
             let held = s.held.as_ref()?;
             let waited = (now - since(held)?).whole_seconds();
-            // Witnesses that disagree, or a login that expired, need the operator: it
-            // notifies at once.
+            // Witnesses that disagree, a login that expired, or the client's limit menu
+            // need the operator: it notifies at once.
             let due = match held.reason {
-                HoldReason::ScreenUnread | HoldReason::Login => 0,
+                HoldReason::ScreenUnread | HoldReason::Login | HoldReason::LimitMenu => 0,
                 _ => after,
             };
             if waited < due || !notified.insert(key(s, held)) {

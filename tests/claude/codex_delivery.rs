@@ -49,22 +49,30 @@ pub(crate) struct CodexWorld {
 }
 
 impl CodexWorld {
-    async fn new() -> Option<Self> {
+    pub(crate) async fn new() -> Option<Self> {
         Self::reporting(None).await
     }
 
     /// A world whose codex answers `--version` as `release` (a wrapper around the real
     /// one) when given: a release nobody recorded.
     async fn reporting(release: Option<&str>) -> Option<Self> {
-        Self::build(release, "paste").await
+        Self::build(release, "paste", false).await
+    }
+
+    /// A world for limits (issue 43): codex does not retry a failed request itself
+    /// (`request_max_retries`, `stream_max_retries` 0, as `CLAUDE_CODE_MAX_RETRIES=0`
+    /// for Claude Code) and the-loop backs off 4 s; the session has its app server, as by
+    /// default.
+    pub(crate) async fn limited() -> Option<Self> {
+        Self::build(None, "app-server", true).await
     }
 
     /// A world whose codex sessions get an app server of their own (issue 41).
     pub(crate) async fn with_app_server() -> Option<Self> {
-        Self::build(None, "app-server").await
+        Self::build(None, "app-server", false).await
     }
 
-    async fn build(release: Option<&str>, channel: &str) -> Option<Self> {
+    async fn build(release: Option<&str>, channel: &str, limits: bool) -> Option<Self> {
         let codex = npm_bin("codex", "THE_LOOP_CODEX_BIN", "Codex")?;
         let model = FakeOpenAi::start().await;
         let dir = tempfile::tempdir().unwrap();
@@ -87,11 +95,21 @@ impl CodexWorld {
                 wrapper
             }
         };
-        std::fs::write(
-            home.join(".codex/config.toml"),
-            codex_config(&model.base_url, &project),
-        )
-        .unwrap();
+        let mut codex_toml = codex_config(&model.base_url, &project);
+        let mut limited = "";
+        if limits {
+            let provider = "wire_api = \"responses\"\n";
+            codex_toml = codex_toml.replacen(
+                provider,
+                &format!("{provider}request_max_retries = 0\nstream_max_retries = 0\n"),
+                1,
+            );
+            // A full window brings up codex's "Approaching rate limits" model-switch
+            // menu, which holds deliveries (not-ready) until someone answers it.
+            codex_toml.push_str("\n[notice]\nhide_rate_limit_model_nudge = true\n");
+            limited = "  limitBackoffSeconds: 4\n  limitBackoffMaxSeconds: 4\n  limitResetMarginSeconds: 1\n";
+        }
+        std::fs::write(home.join(".codex/config.toml"), codex_toml).unwrap();
         let tmux = TmuxServer::new();
         std::fs::write(
             &config,
@@ -104,7 +122,7 @@ polling: {{enabled: false}}
 sessions:
   harness: codex
   codexChannel: {channel}
-  harnesses:
+{limited}  harnesses:
     codex: {{command: "{codex}"}}
   tmux: {{socket: "{socket}", submitDelayMs: 150}}
 tui: {{notify: none}}
@@ -112,6 +130,7 @@ tui: {{notify: none}}
                 project = project.display(),
                 codex = codex.display(),
                 channel = channel,
+                limited = limited,
                 socket = tmux.socket,
             ),
         )

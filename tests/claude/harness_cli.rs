@@ -144,6 +144,11 @@ fn codex_still_takes_every_flag_and_subcommand_the_adapter_passes() {
             .any(|f| f == r#"notify=["/opt/the-loop/bin/the-loop","hook","codex"]"#),
         "the notify hook is wired: {flat:?}"
     );
+    assert!(
+        flat.iter()
+            .any(|f| f == "notice.hide_rate_limit_model_nudge=true"),
+        "codex's model nudge hidden: {flat:?}"
+    );
     check(&bin, "codex", &["exec", "resume"]);
 }
 

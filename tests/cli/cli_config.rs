@@ -443,7 +443,7 @@ fn each_configured_harness_says_its_release_mode_and_screen() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
         harness_lines(&r.stderr)[0],
-        "harness codex (sessions.harness): Codex 0.171.0; approval policy and sandbox on-request, workspace-write; screen: known (recorded from Codex 0.171.0)",
+        "harness codex (sessions.harness): Codex 0.171.0; approval policy and sandbox on-request, workspace-write; channel: app server (comments by turn/start, approvals answered through it); screen: known (recorded from Codex 0.171.0)",
         "{}",
         r.stderr
     );

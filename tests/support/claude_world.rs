@@ -38,7 +38,7 @@ pub struct ClaudeWorld {
     /// The simulated GitHub and `the-loop run`, for the worlds that supervise.
     pub github: Option<Supervised>,
     pub tmux: TmuxServer,
-    pub sessions: Sessions,
+    pub sessions: Arc<Sessions>,
     pub state: PathBuf,
     pub config: PathBuf,
     pub claude: PathBuf,
@@ -114,7 +114,12 @@ tui: {{notify: none}}
         // The hook Claude runs is the real binary, not this test.
         settings.bin = PathBuf::from(BIN);
         let registry = Registry::new(&paths, events.clone(), Source::Cli);
-        let sessions = Sessions::new(Arc::new(tmux.tmux()), registry, events, settings);
+        let sessions = Arc::new(Sessions::new(
+            Arc::new(tmux.tmux()),
+            registry,
+            events,
+            settings,
+        ));
         Some(Self {
             model,
             github,
@@ -271,9 +276,24 @@ tui: {{notify: none}}
 
     /// The session's pane as text.
     pub fn screen(&self) -> String {
-        let target = format!("={}:", item().tmux_session_name());
+        self.screen_of(&item())
+    }
+
+    /// `item`'s session's pane as text.
+    pub fn screen_of(&self, item: &WorkItemRef) -> String {
+        let target = format!("={}:", item.tmux_session_name());
         let out = self.tmux.raw(&["capture-pane", "-p", "-t", &target]);
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The session's pane with its attributes (`capture-pane -e`), escapes shown: what
+    /// the screen reader read, for a failure's message.
+    pub fn screen_with_attributes(&self) -> String {
+        let target = format!("={}:", item().tmux_session_name());
+        let out = self.tmux.raw(&["capture-pane", "-p", "-e", "-t", &target]);
+        String::from_utf8_lossy(&out.stdout)
+            .escape_debug()
+            .to_string()
     }
 
     /// Waits until Claude's pane shows `needle`.
@@ -465,6 +485,53 @@ fn start_tmux(
         command.env_remove(var);
     }
     assert!(command.status().unwrap().success(), "tmux did not start");
+}
+
+impl ClaudeWorld {
+    /// The dispatcher over this world's sessions, routing as its config says: events
+    /// go through it as the supervisor sends them (lanes, holds, starts).
+    pub fn dispatcher(&self) -> the_loop::session::Dispatcher {
+        let loaded = the_loop::config::load_file(&self.config).unwrap();
+        let paths = StatePaths::new(&self.state);
+        the_loop::session::Dispatcher::new(Arc::clone(&self.sessions), &loaded.config, &paths)
+            .unwrap()
+    }
+
+    /// Ends every process of this world (its tmux server, its panes' process groups);
+    /// the ones still running after, which must be none.
+    pub fn shut_down(&self) -> Vec<i32> {
+        end_panes(&self.tmux);
+        let start = Instant::now();
+        loop {
+            let left = running_in(self.home.dir.path());
+            if left.is_empty() || start.elapsed() > Duration::from_secs(10) {
+                return left;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// The processes (zombies aside) whose environment names `dir`: everything started in
+/// a world's panes inherits its state root, under it.
+pub fn running_in(dir: &std::path::Path) -> Vec<i32> {
+    let needle = dir.to_string_lossy().into_owned();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let proc = PathBuf::from(format!("/proc/{pid}"));
+            let environ = std::fs::read(proc.join("environ")).unwrap_or_default();
+            let stat = std::fs::read_to_string(proc.join("stat")).unwrap_or_default();
+            let zombie = stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|s| s.trim_start().starts_with('Z'));
+            !zombie && String::from_utf8_lossy(&environ).contains(&needle)
+        })
+        .collect()
 }
 
 impl Drop for ClaudeWorld {

@@ -51,6 +51,10 @@ struct OpenAiState {
     answered: Vec<Answered>,
     /// The fresh user texts of every agent request (not the titles), in order.
     fresh: Vec<Vec<String>>,
+    /// Every user text of the last agent request: the conversation as it stands.
+    conversation: Vec<String>,
+    /// When each agent request arrived, with its fresh user texts.
+    arrivals: Vec<(std::time::Instant, Vec<String>)>,
     /// The first agent request asks to run this command (the boot prompt's turn).
     run_first: Option<String>,
     /// Title requests are answered only after a command call was, and `titles_after`
@@ -58,6 +62,48 @@ struct OpenAiState {
     titles_after: Option<std::time::Duration>,
     /// Command calls answered so far.
     calls: u64,
+    /// While set, every request is answered with this error (issue 43).
+    failing: Option<OpenAiError>,
+    /// The requests answered with an error: whether each titled the session, and its
+    /// fresh user texts.
+    refused: Vec<(bool, Vec<String>)>,
+}
+
+/// An error the Responses API answers with: a rate limit (429, `retry-after`), a
+/// usage limit with its reset.
+#[derive(Debug, Clone)]
+pub struct OpenAiError {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+impl OpenAiError {
+    /// The API's rate limit, `retry-after` seconds.
+    pub fn rate_limit(retry_after: u32) -> Self {
+        Self {
+            status: 429,
+            headers: vec![("retry-after".into(), retry_after.to_string())],
+            body: json!({"error": {"type": "rate_limit_exceeded", "code": "rate_limit_exceeded",
+                "message": format!("Rate limit reached for gpt-5-codex. Please try again in {retry_after}s.")}}),
+        }
+    }
+
+    /// A plan's usage limit lifting at `resets_at` (Unix seconds), said as ChatGPT's
+    /// backend says it: in the body and in the window headers codex records.
+    pub fn usage_limit(resets_at: i64) -> Self {
+        Self {
+            status: 429,
+            headers: vec![
+                ("x-codex-primary-used-percent".into(), "100".into()),
+                ("x-codex-primary-window-minutes".into(), "300".into()),
+                ("x-codex-primary-reset-at".into(), resets_at.to_string()),
+            ],
+            body: json!({"error": {"type": "usage_limit_reached",
+                "message": "The usage limit has been reached", "plan_type": "plus",
+                "resets_at": resets_at}}),
+        }
+    }
 }
 
 /// The texts of the user messages after the model's last output (a message or a tool
@@ -74,6 +120,18 @@ fn fresh_user_texts(body: &Value) -> Vec<String> {
         .flat_map(|i| i["content"].as_array().cloned().unwrap_or_default())
         .filter_map(|c| c["text"].as_str().map(str::to_string))
         .filter(|t| !t.starts_with('<'))
+        .collect()
+}
+
+/// The texts of every user message of `input`.
+fn user_texts(input: &Value) -> Vec<String> {
+    input
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["type"] == "message" && i["role"] == "user")
+        .flat_map(|i| i["content"].as_array().cloned().unwrap_or_default())
+        .filter_map(|c| c["text"].as_str().map(str::to_string))
         .collect()
 }
 
@@ -124,6 +182,36 @@ impl FakeOpenAi {
         self.lock().titles_after = Some(after);
     }
 
+    /// When the first agent request bringing a user text containing `needle` arrived.
+    pub fn arrival_of(&self, needle: &str) -> Option<std::time::Instant> {
+        self.lock()
+            .arrivals
+            .iter()
+            .find(|(_, texts)| texts.iter().any(|t| t.contains(needle)))
+            .map(|(at, _)| *at)
+    }
+
+    /// The user messages of the conversation, as the last agent request carried it.
+    pub fn conversation(&self) -> Vec<String> {
+        self.lock().conversation.clone()
+    }
+
+    /// From now on every request gets `error` (`None`: answered again).
+    pub fn fail_with(&self, error: Option<OpenAiError>) {
+        self.lock().failing = error;
+    }
+
+    /// Every request so far, answered or refused (titles too).
+    pub fn requests(&self) -> usize {
+        let state = self.lock();
+        state.answered.len() + state.refused.len()
+    }
+
+    /// The requests refused with an error so far: (titled the session, fresh texts).
+    pub fn refused(&self) -> Vec<(bool, Vec<String>)> {
+        self.lock().refused.clone()
+    }
+
     /// The agent requests that brought a user text containing `needle`.
     pub fn requests_with(&self, needle: &str) -> Vec<Vec<String>> {
         self.fresh()
@@ -144,6 +232,29 @@ async fn handle(State(state): State<Arc<Mutex<OpenAiState>>>, uri: Uri, body: By
     } else {
         fresh_user_texts(&body)
     };
+    let failing = {
+        let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+        let failing = st.failing.clone();
+        if failing.is_some() {
+            st.refused.push((title, fresh.clone()));
+        }
+        failing
+    };
+    if let Some(error) = failing {
+        let mut response = (
+            StatusCode::from_u16(error.status).unwrap(),
+            [("content-type", "application/json")],
+            error.body.to_string(),
+        )
+            .into_response();
+        for (name, value) in &error.headers {
+            response.headers_mut().insert(
+                axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                axum::http::HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        return response;
+    }
     if title {
         hold_title(&state).await;
     }
@@ -171,7 +282,9 @@ async fn handle(State(state): State<Arc<Mutex<OpenAiState>>>, uri: Uri, body: By
             usage: usage.clone(),
         });
         if !title {
+            st.arrivals.push((std::time::Instant::now(), fresh.clone()));
             st.fresh.push(fresh);
+            st.conversation = user_texts(&body["input"]);
         }
         st.calls += u64::from(run.is_some());
         (id, usage)

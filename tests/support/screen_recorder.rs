@@ -361,6 +361,7 @@ pub fn reading(plain: &str, escaped: &str) -> String {
         None => "no dialog",
         Some(Dialog::Permission) => "permission dialog",
         Some(Dialog::Other) => "other dialog",
+        Some(Dialog::LimitMenu) => "limit menu",
     };
     let input = match &look.input {
         InputBox::NotDrawn => "no box".to_string(),

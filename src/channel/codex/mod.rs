@@ -19,6 +19,10 @@ pub use rpc::{Client, Error};
 
 use serde_json::{Value, json};
 use std::path::Path;
+use std::time::Duration;
+
+/// After an approval came, how long another is waited for ([`Client::pending_approvals`]).
+const MORE_WITHIN: Duration = Duration::from_millis(200);
 
 /// How the operator answered an approval request, as the protocol spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +49,9 @@ pub struct ThreadInfo {
     pub id: String,
     pub cwd: String,
     pub ephemeral: bool,
+    /// Its status says an approval waits on a client's answer (`active`, flag
+    /// `waitingOnApproval`).
+    pub awaits_approval: bool,
 }
 
 impl ThreadInfo {
@@ -54,6 +61,9 @@ impl ThreadInfo {
             id: thread["id"].as_str()?.to_string(),
             cwd: thread["cwd"].as_str().unwrap_or_default().to_string(),
             ephemeral: thread["ephemeral"].as_bool().unwrap_or(false),
+            awaits_approval: thread["status"]["activeFlags"]
+                .as_array()
+                .is_some_and(|flags| flags.iter().any(|f| f == "waitingOnApproval")),
         })
     }
 }
@@ -86,8 +96,34 @@ impl Client {
 
     /// The id of the session's thread ([`pick_thread`]), if the TUI made it yet.
     pub async fn thread_of(&self, cwd: &Path) -> Result<Option<String>, Error> {
+        Ok(self.session_thread(cwd).await?.map(|t| t.id))
+    }
+
+    /// The session's thread ([`pick_thread`]), as read now, if the TUI made it yet.
+    pub async fn session_thread(&self, cwd: &Path) -> Result<Option<ThreadInfo>, Error> {
         let threads = self.loaded_threads().await?;
-        Ok(pick_thread(&threads, cwd).map(|t| t.id.clone()))
+        Ok(pick_thread(&threads, cwd).cloned())
+    }
+
+    /// The approvals pending on `thread`: subscribing makes codex send them again. Waits
+    /// up to `within` for the first, then a moment for any other; none if nothing came.
+    pub async fn pending_approvals(
+        &mut self,
+        thread: &str,
+        within: Duration,
+    ) -> Result<Vec<Approval>, Error> {
+        self.subscribe(thread).await?;
+        let mut found = Vec::new();
+        let mut wait = within;
+        while let Ok(Some(inbound)) = tokio::time::timeout(wait, self.next()).await {
+            if let Inbound::Approval(approval) = inbound
+                && approval.thread == thread
+            {
+                found.push(approval);
+                wait = MORE_WITHIN;
+            }
+        }
+        Ok(found)
     }
 
     /// Subscribes this connection to `thread`'s events (`thread/resume`, no turns sent

@@ -25,6 +25,10 @@ const ANSWER_WITHIN: Duration = Duration::from_secs(30);
 pub enum Error {
     #[error("cannot reach codex's app server at {path}: {reason}")]
     Unreachable { path: String, reason: String },
+    /// Nothing listens on the socket (refused, or the socket gone): the server is not
+    /// running.
+    #[error("codex's app server is not running at {path}: {reason}")]
+    NotListening { path: String, reason: String },
     #[error("codex's app server closed the connection")]
     Closed,
     #[error("codex's app server did not answer `{method}` within {ANSWER_WITHIN:?}")]
@@ -63,9 +67,16 @@ impl Client {
             path: socket.display().to_string(),
             reason,
         };
-        let stream = UnixStream::connect(socket)
-            .await
-            .map_err(|e| unreachable(e.to_string()))?;
+        let stream = UnixStream::connect(socket).await.map_err(|e| {
+            use std::io::ErrorKind::{ConnectionRefused, NotFound};
+            match e.kind() {
+                ConnectionRefused | NotFound => Error::NotListening {
+                    path: socket.display().to_string(),
+                    reason: e.to_string(),
+                },
+                _ => unreachable(e.to_string()),
+            }
+        })?;
         let (ws, _) = tokio::time::timeout(
             ANSWER_WITHIN,
             tokio_tungstenite::client_async("ws://localhost/", stream),

@@ -7,6 +7,7 @@ fn thread(id: &str, cwd: &str, ephemeral: bool) -> ThreadInfo {
         id: id.into(),
         cwd: cwd.into(),
         ephemeral,
+        awaits_approval: false,
     }
 }
 
@@ -37,6 +38,20 @@ fn a_read_thread_gives_its_id_cwd_and_ephemerality() {
         Some(thread("t1", "/w/p", true))
     );
     assert_eq!(ThreadInfo::from_read(&json!({})), None);
+}
+
+#[test]
+fn a_thread_waiting_on_an_approval_says_so_in_its_status() {
+    let waiting = json!({"thread": {"id": "t1", "cwd": "/w/p",
+        "status": {"type": "active", "activeFlags": ["waitingOnApproval"]}}});
+    let asking = json!({"thread": {"id": "t1", "cwd": "/w/p",
+        "status": {"type": "active", "activeFlags": ["waitingOnUserInput"]}}});
+    let read = |v| ThreadInfo::from_read(&v).unwrap().awaits_approval;
+    assert!(read(waiting));
+    assert!(!read(asking));
+    assert!(!read(
+        json!({"thread": {"id": "t1", "status": {"type": "idle"}}})
+    ));
 }
 
 #[test]

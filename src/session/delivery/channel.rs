@@ -8,11 +8,14 @@
 //! nothing), nor does the operator's draft (the composer is not touched).
 //!
 //! Into a running turn codex folds a `turn/start` as input of that turn (measured on
-//! 0.171.0), so no turn id is needed. Nothing sent (the socket dead, the server not
-//! answering, the TUI's thread not made yet, the request refused): held `not-ready`,
-//! tried again. Sent but unanswered: taken as delivered, with a warning — trying again
-//! could make it twice.
+//! 0.171.0), so no turn id is needed. Nothing sent (the server not answering, the TUI's
+//! thread not made yet, the request refused, the connection closed before the answer):
+//! held `not-ready`, tried again. Nothing listening on the socket: the server is gone,
+//! and the session is started again around its thread (`server_gone`). Sent and not
+//! answered in time: taken as delivered, with a warning — trying again could make it
+//! twice.
 
+use super::channel_answer::CLIENT_NAME;
 use super::hold::{Held, HoldReason};
 use super::paste::{Delivered, Stopped};
 use crate::channel::ChannelRecord;
@@ -20,9 +23,6 @@ use crate::channel::codex::{Client, Error};
 use crate::session::registry::SessionRecord;
 use crate::session::sessions::Sessions;
 use crate::tmux::PaneId;
-
-/// How the-loop names itself to the app server.
-const CLIENT_NAME: &str = "the-loop";
 
 impl Sessions {
     /// Sends `text` to `record`'s session through `channel`; `pane` is the session's
@@ -49,9 +49,16 @@ impl Sessions {
             }
         };
         let text = crate::guard::sanitize(text);
-        let client = Client::connect(socket, CLIENT_NAME)
-            .await
-            .map_err(|e| held("codex's app server", &e))?;
+        if text.is_empty() {
+            return Err(Stopped::Failed(super::DeliverError::Empty));
+        }
+        let client = match Client::connect(socket, CLIENT_NAME).await {
+            Ok(client) => client,
+            Err(error @ Error::NotListening { .. }) => {
+                return Err(self.server_gone(record, &error).await);
+            }
+            Err(error) => return Err(held("codex's app server", &error)),
+        };
         let thread = match client.thread_of(&record.cwd).await {
             Ok(Some(thread)) => thread,
             Ok(None) => return Err(held("codex's thread", &"not made yet")),
@@ -59,10 +66,17 @@ impl Sessions {
         };
         match client.start_turn(&thread, &text).await {
             Ok(_) => {}
-            Err(e @ (Error::Unreachable { .. } | Error::Refused { .. })) => {
+            // Closed before it answered: the server went down, most likely before it
+            // took the turn (it answers as it takes it) — sent again once it is back.
+            Err(
+                e @ (Error::Unreachable { .. }
+                | Error::NotListening { .. }
+                | Error::Refused { .. }
+                | Error::Closed),
+            ) => {
                 return Err(held("turn/start", &e));
             }
-            Err(e) => tracing::warn!(
+            Err(e @ Error::NoAnswer { .. }) => tracing::warn!(
                 work_item = %record.work_item,
                 "turn/start sent, its answer lost ({e}); taken as delivered, not sent again"
             ),
@@ -73,5 +87,36 @@ impl Sessions {
             respawned: None,
             channel: Some(channel.name()),
         })
+    }
+
+    /// The session's app server is not running (killed, crashed): the TUI attached to
+    /// it can do nothing ("reconnecting", then "this conversation is unavailable",
+    /// input paused), so its tmux session is ended and the session respawned around its
+    /// thread — server first, the TUI resuming the thread — with this delivery as the
+    /// resume's prompt ([`Stopped::Gone`]).
+    async fn server_gone(&self, record: &SessionRecord, error: &Error) -> Stopped {
+        tracing::warn!(
+            work_item = %record.work_item,
+            "{error}: ending the TUI attached to it and starting the session again"
+        );
+        let tmux = match self.tmux_of(record) {
+            Ok(tmux) => tmux,
+            Err(_) => {
+                return Stopped::Held(Held {
+                    reason: HoldReason::NotReady,
+                    pasted: false,
+                });
+            }
+        };
+        match tmux.kill_session(record.tmux_session.as_str()).await {
+            Ok(()) => Stopped::Gone,
+            Err(error) => {
+                tracing::warn!(work_item = %record.work_item, "the orphaned TUI was not ended: {error}");
+                Stopped::Held(Held {
+                    reason: HoldReason::NotReady,
+                    pasted: false,
+                })
+            }
+        }
     }
 }

@@ -1,8 +1,9 @@
 //! What holds a paste before anything is looked at: the session's budget (SPEC §20.4)
-//! and its limit (issue 43). Over budget or under a limit, nothing goes to the session —
+//! and its limit (issue 43), codex's read from its rollout first ([`Sessions::witness_rollout`]). Over budget or under a limit, nothing goes to the session —
 //! not a paste, not a respawn (a fresh harness would fail on the same limit).
 
 use super::hold::{Held, HoldReason};
+use crate::events::Source;
 use crate::session::limits::{self, Backoff, Standing};
 use crate::session::registry::SessionRecord;
 use crate::session::sessions::Sessions;
@@ -23,6 +24,58 @@ impl Sessions {
             pasted: false,
         })
     }
+}
+
+impl Sessions {
+    /// Codex's witness of a failed turn, read before the gate decides (codex runs no
+    /// hook and no `notify` on a turn that ends in an API error): the end of the
+    /// rollout of a codex session on this machine. A failed turn not read before is
+    /// recorded as Claude Code's `StopFailure` is (`session.limit_hit`, once per limit),
+    /// at the time codex wrote it.
+    pub(super) async fn witness_rollout(&self, record: SessionRecord) -> SessionRecord {
+        let Some(path) = codex_rollout(&record) else {
+            return record;
+        };
+        let read = tokio::task::spawn_blocking(move || limits::codex::read_tail(&path)).await;
+        let Ok(Ok(tail)) = read else {
+            return record;
+        };
+        let Some(turn) = limits::codex::last_turn(&tail, crate::time::local_offset()) else {
+            return record;
+        };
+        if !limits::codex::is_news(&turn, record.limit.as_ref()) {
+            return record;
+        }
+        let updated = self
+            .registry
+            .update_async(&record.work_item, move |r| {
+                let change = limits::codex::is_news(&turn, r.limit.as_ref())
+                    .then(|| {
+                        let at = crate::time::format_ts(turn.at);
+                        limits::observe(&mut r.limit, turn.failure, &at)
+                    })
+                    .flatten();
+                (r.clone(), change)
+            })
+            .await;
+        let Ok(Some((updated, change))) = updated else {
+            return record;
+        };
+        let item = &updated.work_item;
+        if let Some(event) = change.and_then(|c| limits::event(Source::Dispatch, item, &c)) {
+            let _ = self.events.emit(event);
+        }
+        updated
+    }
+}
+
+/// The rollout of `record`'s codex session, when it runs here and its rollout was found
+/// and accepted (`record.usage.transcript`: the hook finds it in codex's home).
+fn codex_rollout(record: &SessionRecord) -> Option<std::path::PathBuf> {
+    let codex = record.reported.as_ref()?.harness == "codex";
+    (codex && record.host.is_none())
+        .then(|| record.usage.transcript.clone())
+        .flatten()
 }
 
 /// Whether `record`'s limit holds its deliveries now.

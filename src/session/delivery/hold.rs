@@ -54,6 +54,10 @@ pub enum HoldReason {
     /// The session's login expired or its key was refused (issue 43): nothing goes out
     /// until a turn succeeds.
     Login,
+    /// The client's own menu on a limit is up (Claude Code 2.1.197's
+    /// `/rate-limit-options`, issue 43): it waits for an answer in the pane, which
+    /// the-loop does not give (its options wait, or upgrade the plan).
+    LimitMenu,
 }
 
 impl HoldReason {
@@ -69,6 +73,7 @@ impl HoldReason {
             Self::HostUnreachable => "host-unreachable",
             Self::Limit => "limit",
             Self::Login => "login",
+            Self::LimitMenu => "limit-menu",
         }
     }
 
@@ -84,6 +89,7 @@ impl HoldReason {
             Self::HostUnreachable => "host unreachable",
             Self::Limit => "limit",
             Self::Login => "login expired",
+            Self::LimitMenu => "limit menu",
         }
     }
 
@@ -101,6 +107,9 @@ impl HoldReason {
             Self::HostUnreachable => "its host, which does not answer over SSH",
             Self::Limit => "its limit to reset",
             Self::Login => "a login: its harness's was refused",
+            Self::LimitMenu => {
+                "its client's limit menu (`/rate-limit-options`), which waits for an answer"
+            }
         }
     }
 
@@ -124,6 +133,9 @@ impl HoldReason {
             Self::Login => {
                 "log in again in the pane (`the-loop sessions attach REF`); it goes out once a turn succeeds"
             }
+            Self::LimitMenu => {
+                "answer it in the pane (`the-loop sessions attach REF`): `1. Stop and wait for limit to reset` waits, and what is held goes out once, in order, after the reset"
+            }
         }
     }
 }
@@ -142,6 +154,7 @@ impl std::str::FromStr for HoldReason {
             Self::HostUnreachable,
             Self::Limit,
             Self::Login,
+            Self::LimitMenu,
         ]
         .into_iter()
         .find(|r| r.as_str() == s)
@@ -170,6 +183,8 @@ pub fn dialog(look: &Look, reported: Option<&Reported>) -> Option<HoldReason> {
         // The trust screen, a menu, a question the model asks: the harness is not at
         // its input box (Enter would choose an option).
         Some(Dialog::Other) => Some(HoldReason::NotReady),
+        // Claude Code's menu on a usage limit: it stays until someone answers it.
+        Some(Dialog::LimitMenu) => Some(HoldReason::LimitMenu),
         None => None,
     }
 }

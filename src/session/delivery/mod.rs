@@ -23,6 +23,7 @@
 //! run them against real panes; `session_files_tests` holds the product to this list.
 
 mod channel;
+mod channel_answer;
 pub mod deliver;
 mod failure;
 mod gate;
@@ -38,6 +39,7 @@ mod seen_live;
 mod unrecorded;
 mod witnesses;
 
+pub use channel_answer::{ChannelApproval, PendingApproval};
 pub use deliver::{DeliverError, Delivery, Key, SUBMIT_CHECK_WAIT, SUBMIT_GRACE, deliver};
 pub(crate) use held_lane::{LaneHolds, deliver_through_holds};
 pub use hold::{

@@ -47,6 +47,10 @@ impl Sessions {
         };
         let (server, session) = server_of(channel).map_err(|e| held("opencode's server", &e))?;
         let text = crate::guard::sanitize(text);
+        // A channel never starts an empty turn (as a paste of nothing is refused).
+        if text.is_empty() {
+            return Err(Stopped::Failed(DeliverError::Empty));
+        }
         match server.prompt(&session, &text).await {
             Ok(()) => {}
             Err(e @ Error::Unreachable { .. }) => {

@@ -153,6 +153,9 @@ pub(crate) enum PasteError {
 pub(super) enum Stopped {
     Failed(DeliverError),
     Held(Held),
+    /// The session's harness is gone though a pane of it lives (its channel's server
+    /// died; that pane was ended): respawn, as for a dead pane.
+    Gone,
 }
 
 impl From<DeliverError> for Stopped {
@@ -204,7 +207,7 @@ impl Sessions {
             item.clone()
         };
         let _lock = self.lock_for_paste(&item, policy).await?;
-        let record = self.active_record(&item)?;
+        let record = self.witness_rollout(self.active_record(&item)?).await;
         // Over budget or under a limit, nothing goes to the session (`gate`).
         if let Some(held) = self.gate(&record, policy.over_budget_confirmed) {
             return Err(PasteError::Held(record.work_item, held).into());
@@ -225,6 +228,7 @@ impl Sessions {
                 Err(Stopped::Failed(error)) if error.host_away() => {
                     return Err(PasteError::Held(record.work_item, unreachable).into());
                 }
+                Err(Stopped::Gone) => self.respawn_or_refuse(&record, policy).await?,
                 Err(Stopped::Failed(error)) if error.pane_gone() => {
                     self.respawn_or_refuse(&record, policy).await?
                 }
@@ -255,6 +259,7 @@ impl Sessions {
                     Err(Stopped::Held(held)) => {
                         return Err(PasteError::Held(record.work_item, held).into());
                     }
+                    Err(Stopped::Gone) => self.respawn_or_refuse(&record, policy).await?,
                     Err(Stopped::Failed(error)) => {
                         let item = record.work_item;
                         return Err(PasteError::Blind {

@@ -156,13 +156,8 @@ async fn an_event_records_its_delivery_id_and_a_reply_only_that_it_was_there() {
     assert_eq!(f.record(1).unwrap().recent_deliveries, ["d-1"]);
 }
 
-/// A session whose channel's socket does not answer: the event is held `not-ready`
-/// (tried again, never lost), and nothing is pasted into its live pane.
-#[tokio::test]
-async fn a_dead_channel_holds_the_delivery_and_pastes_nothing() {
-    let f = Fixture::new();
-    let pane = f.live_session(1);
-    let socket = f.dir.path().join("gone.sock");
+/// `item(1)`'s session given a codex app-server channel on `socket`.
+fn with_channel(f: &Fixture, socket: std::path::PathBuf) {
     f.sessions
         .registry()
         .update(&item(1), |r| {
@@ -172,6 +167,23 @@ async fn a_dead_channel_holds_the_delivery_and_pastes_nothing() {
             });
         })
         .unwrap();
+}
+
+/// A session whose channel's server listens but does not speak the protocol (it
+/// closes every connection): the event is held `not-ready` (tried again, never lost),
+/// and nothing is pasted into its live pane.
+#[tokio::test]
+async fn a_channel_that_does_not_answer_holds_the_delivery_and_pastes_nothing() {
+    let f = Fixture::new();
+    let pane = f.live_session(1);
+    let socket = f.dir.path().join("mute.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            drop(stream);
+        }
+    });
+    with_channel(&f, socket);
 
     let held = f.sessions.deliver_event(&item(1), &event(1)).await;
     assert!(
@@ -181,4 +193,40 @@ async fn a_dead_channel_holds_the_delivery_and_pastes_nothing() {
     assert!(f.pasted(&pane).is_empty());
     assert_eq!(creates(&f), 0, "a live pane is not respawned");
     assert!(f.record(1).unwrap().recent_deliveries.is_empty());
+}
+
+/// Nothing listens on the channel's socket: its server is gone and the TUI attached to
+/// it can do nothing — that session is ended and started again with the event as its
+/// prompt. Nothing is pasted into the old pane.
+#[tokio::test]
+async fn a_channel_whose_server_is_gone_starts_the_session_again() {
+    let f = Fixture::new();
+    let pane = f.live_session(1);
+    with_channel(&f, f.dir.path().join("gone.sock"));
+
+    let delivered = f.sessions.deliver_event(&item(1), &event(1)).await.unwrap();
+    assert!(delivered.respawned.is_some(), "{delivered:?}");
+    assert!(f.pasted(&pane).is_empty());
+    assert_eq!(creates(&f), 1, "the session was not started again");
+    assert_eq!(f.record(1).unwrap().recent_deliveries, ["d-1"]);
+}
+
+/// Text that is nothing once sanitized is refused before the channel is asked: an
+/// empty turn is never started (the socket here would say the server is gone, and the
+/// session would be started again).
+#[tokio::test]
+async fn nothing_to_say_is_not_sent_through_a_channel() {
+    let f = Fixture::new();
+    f.live_session(1);
+    with_channel(&f, f.dir.path().join("gone.sock"));
+    let refused = f
+        .sessions
+        .paste_into(&item(1), |_| "\u{1b}\u{7}".into(), &reply())
+        .await;
+    let error = refused.err().map(|e| *e);
+    assert!(
+        matches!(error, Some(PasteError::Paste(_, DeliverError::Empty))),
+        "{error:?}"
+    );
+    assert_eq!(creates(&f), 0, "the session was started again");
 }

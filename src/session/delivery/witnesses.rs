@@ -112,7 +112,7 @@ impl ScreenSays {
     ) -> Self {
         match (look.dialog, &look.input) {
             (Some(Dialog::Permission), _) => Self::PermissionDialog,
-            (Some(Dialog::Other), _) => Self::OtherDialog,
+            (Some(Dialog::Other | Dialog::LimitMenu), _) => Self::OtherDialog,
             (None, InputBox::Holds(_)) => Self::Draft,
             (None, InputBox::NotDrawn) if blank() => Self::Blank,
             (None, InputBox::NotDrawn) => Self::Unreadable,

@@ -11,10 +11,11 @@
 
 use super::report::outcome_event;
 use super::state::{self, Answer, Decision, PermissionRequest};
+use crate::channel::{ChannelRecord, codex};
 use crate::events::Source;
 use crate::harness::{Harness, ScreenKind};
 use crate::session::activity::SessionActivity;
-use crate::session::delivery::{self, Key, Screen, ScreenReader, Sight};
+use crate::session::delivery::{self, ChannelApproval, Key, Screen, ScreenReader, Sight};
 use crate::session::registry::{RegistryError, SessionRecord};
 use crate::session::{PaneState, Sessions, Timings};
 use crate::tmux::{self, Liveness};
@@ -65,6 +66,8 @@ pub enum AnswerError {
     },
     #[error("{0}; nothing was sent")]
     Busy(String),
+    #[error("could not reach {item}'s app server: {error}; nothing was sent")]
+    Channel { item: String, error: String },
     /// A release nobody recorded whose screen does not read as the pending request's
     /// dialog: a key now could land anywhere.
     #[error(
@@ -117,17 +120,27 @@ pub async fn answer(
         return Err(changed(&request));
     }
     // opencode (issue 44): answered through its server, no key in the pane.
-    if let Some(channel @ crate::channel::ChannelRecord::OpencodeServer { .. }) = &record.channel {
-        let answer = Answer {
+    if let Some(channel @ ChannelRecord::OpencodeServer { .. }) = &record.channel {
+        let asked = Asked {
+            request,
             decision,
             actor,
-            source: Some(source),
+            source,
         };
-        return answer_by_opencode(sessions, &item, channel, request, answer).await;
+        return answer_by_opencode(sessions, &item, channel, asked).await;
     }
     let _lock = delivery::lock_session(sessions.registry().dir(), &item, PASTE_WAIT)
         .await
         .map_err(|e| AnswerError::Busy(e.to_string()))?;
+    if let Some(channel) = &record.channel {
+        let asked = Asked {
+            request,
+            decision,
+            actor,
+            source,
+        };
+        return by_channel(sessions, channel, &record, asked).await;
+    }
     let pane = match sessions.locate(&record).await {
         PaneState::Live(pane) => pane,
         PaneState::Dead(_) | PaneState::Absent => {
@@ -166,12 +179,7 @@ pub async fn answer(
     }
     // Claim the request for this answer before the key goes out: the tool it approves
     // may report back before the key's sender does.
-    let answer = Answer {
-        decision,
-        actor: actor.clone(),
-        source: Some(source),
-    };
-    if !claim(sessions, &item, &request.id, answer)? {
+    if !claim(sessions, &item, &request, decision, &actor, source)? {
         return Err(changed(&request));
     }
     let key = match decision {
@@ -182,33 +190,115 @@ pub async fn answer(
         .press_until_taken(sessions, &item, &request, key)
         .await;
     if let Err(error) = pressed {
-        unclaim(sessions, &item, &request.id);
+        unclaim(sessions, &item, &request);
         return Err(unreachable(error));
     }
     settle(sessions, &item, &request.id, decision, actor, source)?;
     Ok(Answered::Sent { decision, request })
 }
 
-/// Claims request `id` for `answer` before it goes out (a report that races it resolves
-/// the request with it); `false`: not the open request, or claimed already.
+/// An answer the operator gave, on its way.
+struct Asked {
+    request: PermissionRequest,
+    decision: Decision,
+    actor: Option<String>,
+    source: Source,
+}
+
+/// [`answer`] through the session's channel (`Sessions::channel_approval`): the request
+/// found on the protocol and answered there, no key; none pending on the thread was
+/// answered elsewhere.
+async fn by_channel(
+    sessions: &Sessions,
+    channel: &ChannelRecord,
+    record: &SessionRecord,
+    asked: Asked,
+) -> Result<Answered, AnswerError> {
+    let item = &record.work_item;
+    let Asked {
+        request,
+        decision,
+        actor,
+        source,
+    } = asked;
+    let unreachable = |error: codex::Error| AnswerError::Channel {
+        item: item.to_string(),
+        error: error.to_string(),
+    };
+    let found = match sessions
+        .channel_approval(channel, record, &request.tool, &request.summary)
+        .await
+    {
+        Ok(found) => found,
+        Err(error) => {
+            // Its server gone with the session: nothing waits any more.
+            if matches!(
+                sessions.locate(record).await,
+                PaneState::Dead(_) | PaneState::Absent
+            ) {
+                return gone(sessions, item, request, source);
+            }
+            return Err(unreachable(error));
+        }
+    };
+    let pending = match found {
+        ChannelApproval::Pending(pending) => pending,
+        ChannelApproval::None => return gone(sessions, item, request, source),
+        ChannelApproval::Other { command } => {
+            return Err(AnswerError::Changed {
+                item: item.to_string(),
+                tool: request.tool.clone(),
+                summary: command,
+            });
+        }
+    };
+    if !claim(sessions, item, &request, decision, &actor, source)? {
+        return Err(AnswerError::Changed {
+            item: item.to_string(),
+            tool: request.tool.clone(),
+            summary: request.summary.clone(),
+        });
+    }
+    let answer = match decision {
+        Decision::Approved => codex::Decision::Accept,
+        Decision::Denied | Decision::Elsewhere => codex::Decision::Decline,
+    };
+    if let Err(error) = pending.answer(answer).await {
+        unclaim(sessions, item, &request);
+        return Err(unreachable(error));
+    }
+    settle(sessions, item, &request.id, decision, actor, source)?;
+    Ok(Answered::Sent { decision, request })
+}
+
+/// Marks `request` as being answered with `decision`; false when it is no longer the
+/// open request or another answer claimed it first.
 fn claim(
     sessions: &Sessions,
     item: &WorkItemRef,
-    id: &str,
-    answer: Answer,
+    request: &PermissionRequest,
+    decision: Decision,
+    actor: &Option<String>,
+    source: Source,
 ) -> Result<bool, RegistryError> {
     let claimed = sessions.registry().update(item, |r| {
         let p = r.reported.as_mut()?.permission.as_mut()?;
-        (p.id == id && p.answering.is_none()).then(|| p.answering = Some(answer))
+        (p.id == request.id && p.answering.is_none()).then(|| {
+            p.answering = Some(Answer {
+                decision,
+                actor: actor.clone(),
+                source: Some(source),
+            });
+        })
     })?;
     Ok(claimed.flatten().is_some())
 }
 
-/// The claim is dropped: the answer did not go.
-fn unclaim(sessions: &Sessions, item: &WorkItemRef, id: &str) {
+/// Takes back a claim whose answer did not go out.
+fn unclaim(sessions: &Sessions, item: &WorkItemRef, request: &PermissionRequest) {
     let _ = sessions.registry().update(item, |r| {
         if let Some(p) = r.reported.as_mut().and_then(|s| s.permission.as_mut())
-            && p.id == id
+            && p.id == request.id
         {
             p.answering = None;
         }
@@ -222,14 +312,17 @@ fn unclaim(sessions: &Sessions, item: &WorkItemRef, id: &str) {
 async fn answer_by_opencode(
     sessions: &Sessions,
     item: &WorkItemRef,
-    channel: &crate::channel::ChannelRecord,
-    request: PermissionRequest,
-    answer: Answer,
+    channel: &ChannelRecord,
+    asked: Asked,
 ) -> Result<Answered, AnswerError> {
     use crate::session::opencode::answer::{Replied, reply};
-    let (decision, actor) = (answer.decision, answer.actor.clone());
-    let source = answer.source.unwrap_or(Source::Cli);
-    if !claim(sessions, item, &request.id, answer)? {
+    let Asked {
+        request,
+        decision,
+        actor,
+        source,
+    } = asked;
+    if !claim(sessions, item, &request, decision, &actor, source)? {
         let now = sessions.registry().get(item)?.as_ref().and_then(pending);
         return Err(match now {
             Some(now) => AnswerError::Changed {
@@ -246,12 +339,12 @@ async fn answer_by_opencode(
             Ok(Answered::Sent { decision, request })
         }
         Ok(Replied::NotThere) => {
-            unclaim(sessions, item, &request.id);
+            unclaim(sessions, item, &request);
             gone(sessions, item, request, source)
         }
         Err(not_sent) => {
             if !not_sent.in_doubt {
-                unclaim(sessions, item, &request.id);
+                unclaim(sessions, item, &request);
             }
             Err(AnswerError::Busy(format!("{item}: {}", not_sent.reason)))
         }
@@ -421,6 +514,10 @@ pub async fn reconcile(
         }
         let answered = match (activity.liveness, &activity.pane) {
             (Liveness::Dead | Liveness::Absent, _) => true,
+            // A channel tells it by the thread's status, not the screen.
+            (Liveness::Live, _) if let Some(channel) = &record.channel => {
+                sessions.channel_awaits_approval(channel, record).await == Some(false)
+            }
             // A release nobody recorded: a dialog its screen does not read is not taken
             // for answered (its hooks settle it).
             (Liveness::Live, Some(_))

@@ -134,11 +134,19 @@ fn record_report(
     );
     let mut own = true;
     let mut limit = None;
+    let mut rollout = usage
+        .then(|| codex_rollout(&registry, item, report.thread.as_ref()))
+        .flatten();
     let outcomes = registry
         .update(item, |record| {
             own = owns(record, report.thread.as_ref());
             if !own {
                 return Vec::new();
+            }
+            if let Some(path) = rollout.take().filter(|_| record.usage.transcript.is_none()) {
+                record
+                    .usage
+                    .follow(path, crate::usage::reader::Format::Codex);
             }
             limit = crate::session::limits::on_signal(&mut record.limit, &report.signal, &now);
             let (next, outcomes) = state::apply(
@@ -185,6 +193,36 @@ fn record_report(
         usage_later(log, reporter);
     }
     Ok(outcomes)
+}
+
+/// The rollout of the codex thread a hook named, for a session that follows none yet:
+/// found in codex's home (the hook runs in codex's environment) and accepted as the
+/// session's (`session::usage::accept`). From the first hook on, the-loop reads there
+/// whether a turn failed on a limit (`limits::codex`): codex runs no `notify` then.
+fn codex_rollout(
+    registry: &Registry,
+    item: &WorkItemRef,
+    thread: Option<&payload::Thread>,
+) -> Option<PathBuf> {
+    let thread = thread.filter(|t| t.by_hook)?;
+    let record = registry.get(item).ok()??;
+    if record.usage.transcript.is_some() {
+        return None;
+    }
+    let home = crate::usage::codex::codex_home()?;
+    let now = time::OffsetDateTime::now_utc();
+    let found = crate::usage::codex::find_rollout(&home, &thread.id, now)?;
+    let named = crate::session::usage::Named {
+        transcript: &found,
+        root: crate::session::usage::Root::Codex(&home),
+    };
+    match crate::session::usage::accept(&record.cwd, named) {
+        Ok((path, _)) => Some(path),
+        Err(error) => {
+            tracing::warn!(work_item = %item, "codex's rollout not followed: {error}");
+            None
+        }
+    }
 }
 
 /// Whether a report naming `thread` is about `record`'s session (issue 41): its own

@@ -154,6 +154,34 @@ fn deliveries_wait_for_the_printed_reset_or_the_back_off_then_one_tries() {
 }
 
 #[test]
+fn a_try_that_fails_again_after_the_printed_reset_backs_off() {
+    let backoff = Backoff::default();
+    // The try after the 21:56 reset failed on the same limit, printing the same reset:
+    // no try again at once, but the back-off from that failure.
+    let again = "2026-12-07T21:57:03.000Z";
+    let usage = Limit {
+        kind: LimitKind::UsageLimit,
+        resets: Some("2026-12-07T21:56:00.000Z".into()),
+        source: "hook:StopFailure".into(),
+        said: "You've hit your session limit · resets 9:56pm (UTC)".into(),
+        at: again.into(),
+        since: Some(NOW.into()),
+        failures: 2,
+        released: None,
+    };
+    let back = at(again) + delay(&backoff, 2, again);
+    assert_eq!(usage.until(&backoff), Some(back));
+    assert_eq!(
+        standing(
+            &usage,
+            &backoff,
+            at(again) + std::time::Duration::from_secs(1)
+        ),
+        Standing::Holds { until: Some(back) }
+    );
+}
+
+#[test]
 fn a_limit_keeps_when_it_was_hit_across_the_turns_that_fail_on_it() {
     let (first, second, third) = (
         "2026-12-03T10:00:00.000Z",

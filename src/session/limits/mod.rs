@@ -21,6 +21,7 @@
 //! `retry-after` in its hooks or transcript (2.1.197, checked against the real client),
 //! so its rate limits back off exponentially with jitter, capped.
 
+pub mod codex;
 pub mod reset;
 
 use crate::events::{Event, EventType, Level, Source};
@@ -226,17 +227,22 @@ pub enum Standing {
 }
 
 impl Limit {
-    /// When deliveries may go again: the printed reset plus the margin, else the
-    /// back-off after `at`; `None` for an expired login (a turn must succeed first).
+    /// When deliveries may go again: the printed reset plus the margin (when that was
+    /// still ahead as the turn failed), else the back-off after `at`; `None` for an expired login (a turn must succeed first).
     pub fn until(&self, backoff: &Backoff) -> Option<OffsetDateTime> {
         if self.kind == LimitKind::Authentication {
             return None;
         }
-        if let Some(resets) = self.resets.as_deref().and_then(crate::time::parse_ts) {
-            return Some(resets + backoff.reset_margin);
-        }
         let at = crate::time::parse_ts(&self.at)?;
-        Some(at + delay(backoff, self.failures, &self.at))
+        match self.resets.as_deref().and_then(crate::time::parse_ts) {
+            // A reset that had passed when this turn failed (the try after it failed
+            // again on the same limit) is no longer one: it backs off, never tries
+            // again at once.
+            Some(resets) if resets + backoff.reset_margin > at => {
+                Some(resets + backoff.reset_margin)
+            }
+            _ => Some(at + delay(backoff, self.failures, &self.at)),
+        }
     }
 
     /// When this limit was hit (its first failed turn): one limit, however many turns

@@ -1,4 +1,5 @@
-//! The reset a client printed, read back into a time — never guessed.
+//! The reset a client printed, read back into a time — never guessed: Claude Code's
+//! ([`claude`]) and codex's ([`codex`]).
 //!
 //! Claude Code (2.1.197) ends a turn on a usage limit with `You've hit your session
 //! limit · resets 9:56pm (UTC)`: the reset to the minute (seconds cut; `10pm` on the
@@ -55,6 +56,24 @@ pub fn claude(said: &str, now: OffsetDateTime, local: UtcOffset) -> Option<Offse
         }
         _ => Some(reset),
     }
+}
+
+/// The reset in codex's words (0.171.0, a usage limit's error): `… or try again at
+/// 3:04 PM.` on the day of `now` in codex's local time, `… try again at Nov 30th, 2026
+/// 12:53 AM.` on another; codex prints it in its local time, the machine's (`local`).
+pub fn codex(said: &str, now: OffsetDateTime, local: UtcOffset) -> Option<OffsetDateTime> {
+    let (_, rest) = said.rsplit_once("try again at ")?;
+    let when = rest.trim_end().trim_end_matches('.');
+    let at = |date: Date, clock: Time| PrimitiveDateTime::new(date, clock).assume_offset(local);
+    let Some((date, clock)) = when.split_once(", ") else {
+        return Some(at(now.to_offset(local).date(), clock_time(when)?));
+    };
+    // `Nov 30th`, then `2026 12:53 AM`.
+    let (month, day) = date.split_once(' ')?;
+    let day: u8 = day.trim_end_matches(char::is_alphabetic).parse().ok()?;
+    let (year, clock) = clock.split_once(' ')?;
+    let date = Date::from_calendar_date(year.parse().ok()?, month_named(month)?, day).ok()?;
+    Some(at(date, clock_time(clock)?))
 }
 
 /// `9:56pm`, `10pm`, `9:56 PM` (a narrow space before it too).
@@ -153,6 +172,51 @@ mod tests {
         ];
         for (said, local, want) in cases {
             assert_eq!(claude(said, now, *local), want.map(at), "{said}");
+        }
+    }
+
+    #[test]
+    fn resets_as_codex_prints_them() {
+        let now = at("2026-12-07T22:54:55Z");
+        let utc = UtcOffset::UTC;
+        let plus1 = UtcOffset::from_hms(1, 0, 0).unwrap();
+        let cases: &[(&str, UtcOffset, Option<&str>)] = &[
+            // As codex 0.171.0 printed it (the API's `resets_at`: 1796000000).
+            (
+                "You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at Nov 30th, 2026 12:53 AM.",
+                utc,
+                Some("2026-11-30T00:53:00Z"),
+            ),
+            (
+                "… or try again at 11:40 PM.",
+                utc,
+                Some("2026-12-07T23:40:00Z"),
+            ),
+            (
+                "… or try again at 11:40 PM.",
+                plus1,
+                Some("2026-12-07T22:40:00Z"),
+            ),
+            (
+                "… try again at Dec 9th, 2026 5:05 PM.",
+                utc,
+                Some("2026-12-09T17:05:00Z"),
+            ),
+            (
+                "… try again at Jan 1st, 2027 12:00 AM.",
+                utc,
+                Some("2027-01-01T00:00:00Z"),
+            ),
+            (
+                "You’ve hit your usage limit. … or try again later.",
+                utc,
+                None,
+            ),
+            ("… try again at soon.", utc, None),
+            ("… try again at Foo 9th, 2026 5:05 PM.", utc, None),
+        ];
+        for (said, local, want) in cases {
+            assert_eq!(codex(said, now, *local), want.map(at), "{said}");
         }
     }
 }

@@ -166,6 +166,7 @@ pub fn limit_view(
                 h.reason,
                 crate::session::delivery::HoldReason::Limit
                     | crate::session::delivery::HoldReason::Login
+                    | crate::session::delivery::HoldReason::LimitMenu
             )
         })
         .map(|h| h.count)

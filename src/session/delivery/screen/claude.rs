@@ -34,6 +34,10 @@ const SHELL_PROMPT: &str = "!\u{a0}";
 pub const DIALOG_QUESTION: &str = "Do you want to";
 /// A permission dialog's first option, selected.
 pub const DIALOG_YES: &str = "❯ 1. Yes";
+/// The first option of the menu Claude Code 2.1.197 opens on a session's first usage
+/// limit (`/rate-limit-options`, "What do you want to do?"); its second is `2. Upgrade
+/// your plan`. Recorded in `claude/fixtures/rate_limit_menu.*`.
+const LIMIT_MENU_OPTION: &str = "1. Stop and wait for limit to reset";
 /// Hints on the last line of Claude Code's dialogs and menus.
 const DIALOG_HINTS: &[&str] = &["Esc to cancel", "Enter to confirm", "Enter to select"];
 /// A rule shorter than this is not the box's (Claude Code draws it full width).
@@ -189,6 +193,10 @@ fn dialog_in(lines: &[Line]) -> Option<Dialog> {
     let texts = || lines.iter().map(|l| l.text.trim());
     if texts().any(is_question) {
         return Some(Dialog::Permission);
+    }
+    let option = |t: &str| t.trim_start_matches('❯').trim_start() == LIMIT_MENU_OPTION;
+    if texts().any(option) {
+        return Some(Dialog::LimitMenu);
     }
     texts()
         .any(|t| t.starts_with('❯') || is_option(t) || DIALOG_HINTS.iter().any(|h| t.contains(h)))

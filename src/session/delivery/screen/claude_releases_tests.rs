@@ -114,6 +114,9 @@ fn expected(name: &str) -> (Option<Dialog>, InputBox, InputBox) {
         "shell_mode" => same(holds("!ls")),
         "shell_mode_empty" => same(holds("!")),
         "busy_queued" => (None, holds("Press up to edit queued messages"), Empty),
+        // After a turn that failed on an API error (issue 43): the dim placeholder
+        // `Resend your message to try again`, the cursor (inverse) on its first cell.
+        "failed_turn" => (None, holds("Resend your message to try again"), Empty),
         "dialog_bash"
         | "dialog_edit"
         | "dialog_amend"

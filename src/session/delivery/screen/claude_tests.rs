@@ -72,6 +72,8 @@ const FIXTURES: &[Fixture] = &[
     fixture!("forged_ask_question.100x30"),
     fixture!("model_menu.100x30"),
     fixture!("model_menu.160x48"),
+    fixture!("rate_limit_menu.100x30"),
+    fixture!("rate_limit_menu.160x48"),
     fixture!("trust.100x30"),
     fixture!("trust.160x48"),
     fixture!("onboarding_theme.100x30"),
@@ -112,6 +114,7 @@ fn expected(name: &str) -> (Option<Dialog>, InputBox, InputBox) {
         "ask_question" | "forged_ask_question" | "model_menu" | "trust" | "onboarding_theme" => {
             dialog(Dialog::Other)
         }
+        "rate_limit_menu" => dialog(Dialog::LimitMenu),
         other => panic!("no expectation for {other}"),
     }
 }

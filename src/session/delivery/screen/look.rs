@@ -21,6 +21,10 @@ pub enum Dialog {
     Permission,
     /// Any other choice: the trust screen, a menu, a question from the model.
     Other,
+    /// The client's menu on a limit (Claude Code 2.1.197's `/rate-limit-options`, opened
+    /// on a session's first usage limit: `1. Stop and wait for limit to reset`, `2.
+    /// Upgrade your plan`): nothing goes out until someone answers it (issue 43).
+    LimitMenu,
 }
 
 /// What a screen shows, for a paste about to be made.

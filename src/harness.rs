@@ -4,6 +4,7 @@
 //! a shell.
 
 pub mod app_server;
+mod opencode;
 pub mod version;
 
 use crate::config::{CodexPolicy, HarnessConfig, PermissionMode, SessionsConfig};
@@ -137,9 +138,20 @@ pub struct HookWiring {
 
 #[derive(Debug, Clone, PartialEq)]
 enum Kind {
-    Claude { program: String },
-    Codex { program: String },
-    Cursor { program: String },
+    Claude {
+        program: String,
+    },
+    Codex {
+        program: String,
+    },
+    Cursor {
+        program: String,
+    },
+    /// With the server its TUI attaches to (`harness::opencode`), when one is.
+    Opencode {
+        program: String,
+        server: Option<opencode::OpencodeServer>,
+    },
     Custom(HarnessConfig),
 }
 
@@ -148,6 +160,10 @@ impl Kind {
         match name {
             "claude" => Self::Claude { program },
             "codex" => Self::Codex { program },
+            "opencode" => Self::Opencode {
+                program,
+                server: None,
+            },
             _ => Self::Cursor { program },
         }
     }
@@ -166,7 +182,7 @@ pub enum OneShotOutput {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HarnessError {
     #[error(
-        "unknown harness `{name}`: use claude, codex or cursor, or define sessions.harnesses.{name} in the config"
+        "unknown harness `{name}`: use claude, codex, cursor or opencode, or define sessions.harnesses.{name} in the config"
     )]
     Unknown { name: String },
     #[error("sessions.harnesses.{name}.command is empty: set the program to run")]
@@ -192,6 +208,7 @@ impl Harness {
             "claude" => Some("claude"),
             "codex" => Some("codex"),
             "cursor" => Some("cursor-agent"),
+            "opencode" => Some("opencode"),
             _ => None,
         };
         let kind = match (default_program, entry) {
@@ -239,7 +256,7 @@ impl Harness {
         match &self.kind {
             Kind::Claude { .. } => HookSupport::SettingsFile,
             Kind::Codex { .. } => HookSupport::TurnNotify,
-            Kind::Cursor { .. } | Kind::Custom(_) => HookSupport::None,
+            Kind::Cursor { .. } | Kind::Opencode { .. } | Kind::Custom(_) => HookSupport::None,
         }
     }
 
@@ -317,9 +334,10 @@ impl Harness {
     /// The binary this harness runs.
     pub fn program(&self) -> &str {
         match &self.kind {
-            Kind::Claude { program } | Kind::Codex { program } | Kind::Cursor { program } => {
-                program
-            }
+            Kind::Claude { program }
+            | Kind::Codex { program }
+            | Kind::Cursor { program }
+            | Kind::Opencode { program, .. } => program,
             Kind::Custom(c) => &c.command,
         }
     }
@@ -329,7 +347,7 @@ impl Harness {
     pub fn mints_session_id(&self) -> bool {
         match &self.kind {
             Kind::Claude { .. } => true,
-            Kind::Codex { .. } | Kind::Cursor { .. } => false,
+            Kind::Codex { .. } | Kind::Cursor { .. } | Kind::Opencode { .. } => false,
             Kind::Custom(c) => substitute::mentions(&c.args, "{sessionId}"),
         }
     }
@@ -362,6 +380,7 @@ impl Harness {
                 argv
             }
             Kind::Cursor { program } => vec![program.clone(), prompt],
+            Kind::Opencode { program, .. } => self.opencode_fresh_argv(program, prompt),
             Kind::Custom(c) => custom(
                 &c.command,
                 &c.args,
@@ -393,6 +412,9 @@ impl Harness {
                 Some(argv)
             }
             Kind::Cursor { .. } => None,
+            Kind::Opencode { program, .. } => {
+                Some(self.opencode_resume_argv(program, prompt, session_id))
+            }
             Kind::Custom(c) if c.resume_args.is_empty() => None,
             Kind::Custom(c) => Some(custom(
                 &c.command,
@@ -433,6 +455,8 @@ impl Harness {
                 "--model",
             )),
             Kind::Cursor { program } => Some(with_model(print_json(program, prompt), "-m")),
+            // Critics read one JSON answer; `opencode run` prints a conversation.
+            Kind::Opencode { .. } => None,
             Kind::Custom(c) if c.oneshot_args.is_empty() => None,
             Kind::Custom(c) => {
                 let file = last_message_file.to_string_lossy();

@@ -1,8 +1,9 @@
-# Installing a pinned release of an npm-distributed CLI (Claude Code, Codex) into a
+# Installing a pinned release of an npm-distributed CLI (Claude Code, Codex, opencode) into a
 # prefix under target/npm. Sourced by scripts/check and scripts/record-screens, from the
 # repository root; messages name the script that sourced it.
 
-# Whether BIN's `--version` names VERSION (`2.1.197 (Claude Code)`, `codex-cli 0.171.0`).
+# Whether BIN's `--version` names VERSION (`2.1.197 (Claude Code)`, `codex-cli 0.171.0`,
+# `1.18.33`).
 reports_version() { # BIN VERSION
   [ -x "$1" ] && "$1" --version 2>/dev/null | head -n 1 | grep -Fqw -- "$2"
 }

@@ -2,10 +2,12 @@
 //! words of a delivery go in as a message of the protocol, an approval comes out as a
 //! structured request and is answered as one, and a turn's start and end are told,
 //! not read off a screen. One submodule per client protocol — `codex` (its app server:
-//! JSON-RPC over WebSocket over a Unix socket) today; opencode's HTTP server would sit
-//! beside it. Nothing here knows sessions or panes: `session` calls it.
+//! JSON-RPC over WebSocket over a Unix socket), `opencode` (its HTTP server on a
+//! loopback port, basic auth, server-sent events). Nothing here knows sessions or
+//! panes: `session` calls it.
 
 pub mod codex;
+pub mod opencode;
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -26,6 +28,19 @@ pub enum ChannelRecord {
         )]
         server_pane: Option<String>,
     },
+    /// opencode's HTTP server in the session's tmux session, its TUI attached.
+    OpencodeServer {
+        /// The loopback port it listens on (`127.0.0.1` only).
+        port: u16,
+        /// The session's own opencode session (`ses_…`), created and shown by the-loop.
+        session: String,
+        /// The file holding the server's password (0600, in a 0700 directory).
+        #[serde(rename = "passwordFile")]
+        password_file: PathBuf,
+        /// The pane the server runs in (a hidden window of the session's tmux session).
+        #[serde(rename = "serverPane")]
+        server_pane: String,
+    },
 }
 
 impl ChannelRecord {
@@ -33,6 +48,15 @@ impl ChannelRecord {
     pub fn name(&self) -> &'static str {
         match self {
             Self::CodexAppServer { .. } => "codex-app-server",
+            Self::OpencodeServer { .. } => "opencode-server",
+        }
+    }
+
+    /// The pane of the server that runs the agent's commands, when it has one of its own.
+    pub fn server_pane(&self) -> Option<&str> {
+        match self {
+            Self::CodexAppServer { server_pane, .. } => server_pane.as_deref(),
+            Self::OpencodeServer { server_pane, .. } => Some(server_pane),
         }
     }
 }

@@ -146,6 +146,13 @@ fn harness_screens(config: &config::Config) -> Vec<String> {
                 facts.push(format!("approval policy and sandbox {}", codex_policies(config)));
                 facts.push(codex_channel(config, read.map(String::as_str)));
             }
+            if harness.is_opencode() {
+                facts.push(format!(
+                    "permission {}; driven through its own server on 127.0.0.1 (nothing pasted, no screen read)",
+                    opencode_policies(config)
+                ));
+                return Some(format!("harness {name}{role}: {}", facts.join("; ")));
+            }
             let screen = match (Screen::of(&harness, read.map(String::as_str)), reader) {
                 (Screen::Known, _) => format!(
                     "screen: known (recorded from {} {})",
@@ -169,6 +176,21 @@ fn harness_screens(config: &config::Config) -> Vec<String> {
             Some(format!("harness {name}{role}: {}", facts.join("; ")))
         })
         .collect()
+}
+
+/// `bash ask, edit ask, external ask`, or with the repos that name their own.
+fn opencode_policies(config: &config::Config) -> String {
+    let global = config.sessions.opencode.permission;
+    let repos: Vec<String> = config
+        .repos
+        .iter()
+        .filter_map(|r| Some(format!("{}: {}", r.name, global.with(r.opencode?))))
+        .collect();
+    if repos.is_empty() {
+        global.to_string()
+    } else {
+        format!("{global} ({})", repos.join(", "))
+    }
 }
 
 /// `on-request, workspace-write`, or with the repos that name their own

@@ -319,6 +319,15 @@ fn say_toggled(item: &WorkItemRef, toggle: Toggle, done: &str) {
 
 async fn list(sessions: &Sessions, as_json: bool) -> CliResult {
     let registry = sessions.registry();
+    // opencode tells its state as events the supervisor follows; without one running,
+    // its servers are asked now (issue 44).
+    let paths = StatePaths::new(&sessions.settings().home);
+    let supervised = crate::supervisor::lock::read_holder(&paths).is_some_and(|holder| {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(holder.pid as i32), None).is_ok()
+    });
+    if !supervised {
+        crate::session::opencode::watch::read_all(sessions).await;
+    }
     let records = registry.list().map_err(failed)?;
     let now = activity::unix_now();
     let mut tracker = ActivityTracker::new();
@@ -404,6 +413,7 @@ fn json_row(record: &SessionRecord, seen: &SessionActivity) -> Value {
         "permissionMode": record.permission_mode,
         "codexPolicy": record.codex_policy,
         "channel": record.channel.as_ref().map(|c| c.name()),
+        "opencodePolicy": record.opencode_policy,
         "shownPermissionMode": seen.snapshot.as_ref().and_then(|s| s.shown_mode),
         "pullRequest": record.pull_request,
         "shipRequest": record.ship_request.as_ref().map(|r| json!({

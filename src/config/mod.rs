@@ -6,6 +6,7 @@ mod codex_policy;
 mod hosts;
 pub mod load;
 mod locate;
+mod opencode;
 pub mod parse;
 mod permission_mode;
 pub mod starter;
@@ -28,6 +29,9 @@ pub use load::{
     ConfigError, Environment, LoadedConfig, PathSource, ResolvedPath, load, load_file, resolve,
 };
 pub use locate::{KeyPath, Position};
+pub use opencode::{
+    OpencodeConfig, OpencodePolicy, OpencodePolicyOverride, OpencodeProvider, PermissionAction,
+};
 pub use parse::parse_str;
 pub use permission_mode::PermissionMode;
 
@@ -113,6 +117,9 @@ pub struct RepoConfig {
     /// This repo's codex policy keys, over `sessions.codex`.
     #[serde(default)]
     pub codex: Option<CodexPolicyOverride>,
+    /// This repo's opencode permission keys, over `sessions.opencode.permission`.
+    #[serde(default)]
+    pub opencode: Option<OpencodePolicyOverride>,
     /// The `hosts:` entry this repo's sessions, worktrees, setup and critics run on;
     /// none: this machine.
     #[serde(default)]
@@ -134,6 +141,7 @@ impl RepoConfig {
             setup_timeout_seconds: default_setup_timeout(),
             permission_mode: None,
             codex: None,
+            opencode: None,
             host: None,
         }
     }
@@ -342,6 +350,8 @@ pub struct SessionsConfig {
     /// How a local codex session is driven: its TUI alone (`paste`) or attached to an
     /// app server the-loop starts for it (`app-server`).
     pub codex_channel: CodexChannel,
+    /// opencode's sessions: the model, its providers, the permission policy.
+    pub opencode: OpencodeConfig,
     /// After a limit, the session gets one short framed note that its previous turn
     /// ended on it (issue 43); by default it gets nothing but what waited.
     pub resume_after_limit: bool,
@@ -371,6 +381,7 @@ impl Default for SessionsConfig {
             allow_bypass: false,
             codex: CodexPolicy::default(),
             codex_channel: CodexChannel::default(),
+            opencode: OpencodeConfig::default(),
             resume_after_limit: false,
             limit_backoff_seconds: 30,
             limit_backoff_max_seconds: 15 * 60,

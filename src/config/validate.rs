@@ -3,7 +3,7 @@
 //! file positions.
 
 use super::locate::KeyPath;
-use super::{CodexPolicy, Config, HarnessConfig, PermissionMode};
+use super::{CodexPolicy, Config, HarnessConfig, OpencodePolicy, PermissionMode};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
@@ -75,6 +75,24 @@ fn codex_policies(config: &Config) -> impl Iterator<Item = (KeyPath, CodexPolicy
     std::iter::once((KeyPath::parse("sessions.codex"), global)).chain(repos)
 }
 
+/// opencode's policy where the config sets one: `sessions.opencode.permission`, then
+/// each repo's `opencode`, with the policy its sessions get.
+fn opencode_policies(config: &Config) -> impl Iterator<Item = (KeyPath, OpencodePolicy)> + '_ {
+    let global = config.sessions.opencode.permission;
+    let repos = config
+        .repos
+        .iter()
+        .enumerate()
+        .filter_map(move |(i, repo)| {
+            let over = repo.opencode?;
+            Some((
+                KeyPath::parse("repos").index(i).key("opencode"),
+                global.with(over),
+            ))
+        });
+    std::iter::once((KeyPath::parse("sessions.opencode.permission"), global)).chain(repos)
+}
+
 /// `bypassPermissions`, and a codex policy that never asks, run tool calls unasked while
 /// the agent reads other people's words: each takes a second, explicit key.
 fn check_permission_modes(config: &Config, out: &mut Vec<Problem>) {
@@ -87,6 +105,16 @@ fn check_permission_modes(config: &Config, out: &mut Vec<Problem>) {
                 path,
                 format!(
                     "codex `{policy}` runs commands without asking you while the agent reads comments from GitHub; set sessions.allowBypass: true as well if you mean it, or keep approvalPolicy on-request with a sandbox other than danger-full-access"
+                ),
+            ));
+        }
+    }
+    for (path, policy) in opencode_policies(config) {
+        if policy.never_asks() {
+            out.push(Problem::new(
+                path,
+                format!(
+                    "opencode `{policy}` runs tool calls without asking you while the agent reads comments from GitHub; set sessions.allowBypass: true as well if you mean it, or use ask (or deny)"
                 ),
             ));
         }
@@ -173,6 +201,16 @@ pub fn warnings(config: &Config) -> Vec<Problem> {
                 path,
                 format!(
                     "codex `{policy}` (allowed by sessions.allowBypass): commands run without asking you, steered by comments from GitHub"
+                ),
+            ));
+        }
+    }
+    for (path, policy) in opencode_policies(config) {
+        if policy.never_asks() && config.sessions.allow_bypass {
+            out.push(Problem::new(
+                path,
+                format!(
+                    "opencode `{policy}` (allowed by sessions.allowBypass): tool calls run without asking you, steered by comments from GitHub"
                 ),
             ));
         }

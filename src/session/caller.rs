@@ -56,11 +56,9 @@ pub async fn session_of(sessions: &Sessions, pid: u32) -> Option<WorkItemRef> {
         {
             return Some(record.work_item);
         }
-        // Codex's app server runs the agent's commands, in a window of its own.
-        if let Some(crate::channel::ChannelRecord::CodexAppServer {
-            server_pane: Some(server),
-            ..
-        }) = &record.channel
+        // Codex's app server and opencode's server run the agent's commands, in a
+        // window of their own.
+        if let Some(server) = record.channel.as_ref().and_then(|c| c.server_pane())
             && let Ok(server) = crate::tmux::PaneId::parse(server)
             && let Ok(first) = sessions.tmux().pane_pid(&server).await
             && chain.contains(&first)

@@ -18,6 +18,7 @@ mod ending;
 pub mod hooks;
 mod jobs;
 pub mod limits;
+pub mod opencode;
 pub mod place;
 pub mod questions;
 mod queue;

@@ -84,6 +84,9 @@ pub struct SessionRecord {
     /// Codex's approval policy and sandbox it was last started under (`codex` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub codex_policy: Option<crate::config::CodexPolicy>,
+    /// opencode's permission policy it was last started under (`opencode` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opencode_policy: Option<crate::config::OpencodePolicy>,
     /// The harness's own protocol the session is reached through besides its pane
     /// (`channel`; codex's app server), when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -169,6 +172,7 @@ impl SessionRecord {
             harness_session_id: None,
             permission_mode: None,
             codex_policy: None,
+            opencode_policy: None,
             channel: None,
             harness_version: None,
             host: None,

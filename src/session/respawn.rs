@@ -32,6 +32,13 @@ impl Sessions {
         record: &SessionRecord,
         inputs: &PromptInputs,
     ) -> Result<Delivered, DeliveryFailure> {
+        // opencode (issue 44): its server and TUI together, `session::opencode`.
+        if matches!(
+            record.channel,
+            Some(crate::channel::ChannelRecord::OpencodeServer { .. })
+        ) {
+            return self.respawn_opencode(record, inputs).await;
+        }
         let item = &record.work_item;
         let settings = self.settings();
         let spawn_failed = |error: SessionError| {

@@ -143,6 +143,15 @@ impl Settings {
         }
     }
 
+    /// The opencode policy the item's sessions run under: the repo's keys over the global.
+    pub(crate) fn opencode_policy(&self, item: &WorkItemRef) -> crate::config::OpencodePolicy {
+        let global = self.sessions.opencode.permission;
+        match self.repo(item).and_then(|r| r.opencode) {
+            Some(over) => global.with(over),
+            None => global,
+        }
+    }
+
     /// The permission mode the item's sessions start in: the repo's, else the global one.
     pub(crate) fn permission_mode(&self, item: &WorkItemRef) -> PermissionMode {
         self.repo(item)

@@ -118,6 +118,9 @@ impl Sessions {
         record.harness_session_id = harness.mint_session_id();
         record.permission_mode = harness.permission_mode();
         record.codex_policy = harness.codex_policy();
+        record.opencode_policy = harness
+            .is_opencode()
+            .then(|| settings.opencode_policy(item));
         // On a host, the hooks report back over its connection.
         let harness = match &host {
             None => super::hooks::wire(harness, &settings, item),
@@ -134,14 +137,30 @@ impl Sessions {
                 .map_err(fail)?,
             Some(_) => harness,
         };
+        let harness = self
+            .with_opencode_server(harness, &record.cwd, host.is_some())
+            .map_err(fail)?;
         let prompt = settings.templates.render_spawn(&inputs.vars(item));
         let argv = harness.fresh_argv(&prompt, record.harness_session_id.as_deref());
         let spec = spawn_spec(&settings, &record, host.as_deref(), argv);
         let tmux = self.tmux_of(&record).map_err(|e| fail(e.into()))?;
-        let (pane, channel) = self
-            .spawn_panes(tmux.as_ref(), &harness, spec)
-            .await
-            .map_err(fail)?;
+        let (pane, channel) = if harness.opencode_port().is_some() {
+            // opencode (issue 44): its server, then its TUI; the prompt through the server.
+            let (pane, channel) = self
+                .spawn_opencode(tmux.as_ref(), &harness, spec, &prompt, None)
+                .await
+                .map_err(fail)?;
+            if let crate::channel::ChannelRecord::OpencodeServer { session, .. } = &channel {
+                record.harness_session_id = Some(session.clone());
+                let now = crate::time::now_ts();
+                record.reported = Some(super::opencode::state::prompted(session, &now));
+            }
+            (pane, Some(channel))
+        } else {
+            self.spawn_panes(tmux.as_ref(), &harness, spec)
+                .await
+                .map_err(fail)?
+        };
         record.pane_id = Some(pane.to_string());
         record.channel = channel;
         self.registry.put(&record).map_err(|e| fail(e.into()))?;
@@ -160,6 +179,10 @@ impl Sessions {
                     record.permission_mode.map(|m| m.as_str()),
                 )
                 .with_opt("codex_policy", record.codex_policy.map(|p| p.to_string()))
+                .with_opt(
+                    "opencode_policy",
+                    record.opencode_policy.map(|p| p.to_string()),
+                )
                 .with_opt("channel", record.channel.as_ref().map(|c| c.name()))
                 .with("trigger", origin.trigger)
                 .with("actor", origin.actor.clone()),

@@ -190,6 +190,32 @@ pub fn read_and_tell(
     Ok(Some(found))
 }
 
+/// Counts one message's figures as its harness reported them (opencode's server, issue
+/// 44; `id` names the message, so a message told again is counted once), then tells it
+/// as a refresh is told.
+pub fn count_reported(
+    registry: &Registry,
+    events: &EventLog,
+    item: &WorkItemRef,
+    id: &str,
+    reported: crate::usage::track::Reported,
+    budgets: &Budgets,
+) -> Result<(), RegistryError> {
+    let found = registry.update(item, |record| {
+        let before = record.usage.tally();
+        record.usage.messages.insert(id.to_string(), reported);
+        Refreshed {
+            before,
+            after: record.usage.tally(),
+            stats: ReadStats::default(),
+        }
+    })?;
+    match found {
+        Some(found) => tell(registry, events, item, &found, budgets),
+        None => Ok(()),
+    }
+}
+
 /// Tells what a refresh found: `session.usage` when something new was counted, and any
 /// budget it crossed.
 fn tell(

@@ -403,6 +403,11 @@ impl Parts {
                 self.sessions.registry().clone(),
                 stop_rx.clone(),
             )));
+            // opencode's servers tell their sessions' state as events (issue 44).
+            tasks.push(tokio::spawn(crate::session::opencode::watch::follow_all(
+                Arc::clone(&self.sessions),
+                stop_rx.clone(),
+            )));
             if !self.sessions.hosts().is_empty() {
                 let hosts = self.sessions.hosts().clone();
                 let every = host_health::PING_EVERY;

@@ -102,6 +102,8 @@ pub struct SessionView {
     pub client: Option<String>,
     /// The approval policy and sandbox a codex session runs under (issue 41).
     pub policy: Option<crate::config::CodexPolicy>,
+    /// The permission policy an opencode session runs under (issue 44).
+    pub opencode: Option<crate::config::OpencodePolicy>,
 }
 
 /// A session's permission mode as the Sessions pane shows it.
@@ -171,6 +173,7 @@ impl SessionView {
             mode: None,
             client: None,
             policy: None,
+            opencode: None,
         }
     }
 }

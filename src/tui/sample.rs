@@ -56,6 +56,7 @@ pub fn session(
         mode: None,
         client: None,
         policy: None,
+        opencode: None,
     }
 }
 

@@ -28,13 +28,27 @@ pub struct SessionUsage {
     pub refreshes: u64,
     /// Over-long lines skipped.
     pub skipped_lines: u64,
+    /// What a harness reported per message instead of a transcript (opencode's server,
+    /// issue 44), by message id: a message told again replaces its figures, never adds.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub messages: std::collections::BTreeMap<String, Reported>,
+}
+
+/// One message's figures as its harness reported them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Reported {
+    /// The local day it was counted on (`YYYY-MM-DD`).
+    pub day: String,
+    pub model: String,
+    pub tokens: super::Tokens,
 }
 
 impl SessionUsage {
     /// Whether anything is known: a session whose harness names no log shows `—`,
     /// never 0.
     pub fn is_known(&self) -> bool {
-        self.transcript.is_some()
+        self.transcript.is_some() || !self.messages.is_empty()
     }
 
     /// Everything counted, by day and model.
@@ -42,6 +56,9 @@ impl SessionUsage {
         let mut out = Tally::default();
         for file in &self.files {
             out.merge(&file.tally);
+        }
+        for message in self.messages.values() {
+            out.add(&message.day, &message.model, &message.tokens);
         }
         out
     }

@@ -1,7 +1,7 @@
 //! Every built-in adapter's argv (fresh, resume, one-shot; hooks wired) against the real
 //! CLI's own help (SPEC §17.5): a flag the adapter passes that the CLI no longer lists
-//! fails here, before it fails an operator's session. Claude Code and Codex install
-//! from npm (`scripts/check`, pinned versions); Cursor's agent is not on a registry this
+//! fails here, before it fails an operator's session. Claude Code, Codex and opencode
+//! install from npm (`scripts/check`, pinned versions); Cursor's agent is not on a registry this
 //! suite can reach, so its argv is checked only by the unit tests (docs/guide.md says so).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -25,10 +25,18 @@ fn help(bin: &Path, sub: Option<&str>) -> String {
         .env("DISABLE_TELEMETRY", "1")
         .env("DISABLE_ERROR_REPORTING", "1")
         .env("TMPDIR", home.path())
+        .env("XDG_DATA_HOME", home.path().join(".local/share"))
+        .env("XDG_CONFIG_HOME", home.path().join(".config"))
+        .env("XDG_CACHE_HOME", home.path().join(".cache"))
+        .env("XDG_STATE_HOME", home.path().join(".local/state"))
+        .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
         .output()
         .unwrap();
     assert!(out.status.success(), "{bin:?} {sub:?} --help: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    // opencode prints its help on stderr.
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    text
 }
 
 /// The built-in adapter `name` with its hooks wired, as sessions run it (with Claude's
@@ -142,6 +150,39 @@ fn codex_still_takes_every_flag_and_subcommand_the_adapter_passes() {
         "codex's model nudge hidden: {flat:?}"
     );
     check(&bin, "codex", &["exec", "resume"]);
+}
+
+/// opencode (issue 44): the server's argv (`serve`), the TUI attached to it (`attach`),
+/// and the TUI alone (fresh, resume), each flag against its subcommand's help.
+#[test]
+fn opencode_still_takes_every_flag_and_subcommand_the_adapter_passes() {
+    let Some(bin) = claude::npm_bin("opencode", "THE_LOOP_OPENCODE_BIN", "opencode") else {
+        return;
+    };
+    let attached =
+        adapter("opencode").with_opencode_server(4242, "http://127.0.0.1:4242", Path::new("/w/p"));
+    let alone = adapter("opencode");
+    let argvs = [
+        attached.opencode_server_argv().unwrap(),
+        attached.opencode_tui_argv("ses_1").unwrap(),
+        attached.fresh_argv("do the work", None),
+        alone.fresh_argv("do the work", None),
+        alone.resume_argv("go on", "ses_1").unwrap(),
+    ];
+    let top = help(&bin, None);
+    for argv in argvs {
+        let sub = argv
+            .get(1)
+            .map(String::as_str)
+            .filter(|a| ["serve", "attach"].contains(a));
+        let text = sub.map_or_else(|| top.clone(), |s| help(&bin, Some(s)));
+        for flag in argv.iter().skip(1).filter(|a| a.starts_with('-')) {
+            assert!(
+                lists(&text, flag),
+                "opencode no longer lists `{flag}` ({argv:?}):\n{text}"
+            );
+        }
+    }
 }
 
 #[test]

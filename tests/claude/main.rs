@@ -22,6 +22,8 @@ mod inbox;
 mod limits;
 mod limits_burst;
 mod limits_figures;
+mod opencode_delivery;
+mod opencode_world;
 mod record_limit_menu;
 mod record_screens;
 mod safe_delivery;

@@ -15,6 +15,8 @@ pub mod claude_world;
 pub mod demo;
 /// The supervisor end to end: `the-loop run`, the simulated GitHub, real tmux.
 pub mod e2e;
+/// A local fake of the OpenAI Chat Completions API, for the real opencode.
+pub mod fake_chat;
 /// A local fake of the Anthropic Messages API.
 pub mod fake_model;
 /// A local fake of the OpenAI Responses API, for the real Codex.

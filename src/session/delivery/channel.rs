@@ -41,7 +41,13 @@ impl Sessions {
                 pasted: false,
             })
         };
-        let ChannelRecord::CodexAppServer { socket, .. } = channel;
+        let socket = match channel {
+            ChannelRecord::CodexAppServer { socket, .. } => socket,
+            // opencode's server (issue 44): `delivery::opencode`.
+            ChannelRecord::OpencodeServer { .. } => {
+                return self.send_by_opencode(channel, pane, text, record).await;
+            }
+        };
         let text = crate::guard::sanitize(text);
         if text.is_empty() {
             return Err(Stopped::Failed(super::DeliverError::Empty));

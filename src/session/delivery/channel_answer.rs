@@ -56,7 +56,13 @@ impl Sessions {
         tool: &str,
         summary: &str,
     ) -> Result<ChannelApproval, Error> {
-        let ChannelRecord::CodexAppServer { socket, .. } = channel;
+        // opencode's requests are answered by `session::opencode::answer` (issue 44).
+        let ChannelRecord::CodexAppServer { socket, .. } = channel else {
+            return Err(Error::Unreachable {
+                path: String::new(),
+                reason: "not codex's app server".into(),
+            });
+        };
         let mut client = Client::connect(socket, CLIENT_NAME).await?;
         let Some(thread) = client.session_thread(&record.cwd).await? else {
             return Ok(ChannelApproval::None);
@@ -95,7 +101,10 @@ impl Sessions {
         channel: &ChannelRecord,
         record: &SessionRecord,
     ) -> Option<bool> {
-        let ChannelRecord::CodexAppServer { socket, .. } = channel;
+        // opencode's server says it itself (`session::opencode::answer::stands`).
+        let ChannelRecord::CodexAppServer { socket, .. } = channel else {
+            return None;
+        };
         let client = Client::connect(socket, CLIENT_NAME).await.ok()?;
         let thread = client.session_thread(&record.cwd).await.ok()??;
         Some(thread.awaits_approval)

@@ -31,6 +31,7 @@ mod held_lane;
 mod held_replies;
 mod hold;
 mod in_doubt;
+mod opencode;
 mod paste;
 pub(in crate::session) mod paste_lock;
 pub mod screen;

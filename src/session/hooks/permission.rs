@@ -119,6 +119,16 @@ pub async fn answer(
     if expected.is_some_and(|id| id != request.id) {
         return Err(changed(&request));
     }
+    // opencode (issue 44): answered through its server, no key in the pane.
+    if let Some(channel @ ChannelRecord::OpencodeServer { .. }) = &record.channel {
+        let asked = Asked {
+            request,
+            decision,
+            actor,
+            source,
+        };
+        return answer_by_opencode(sessions, &item, channel, asked).await;
+    }
     let _lock = delivery::lock_session(sessions.registry().dir(), &item, PASTE_WAIT)
         .await
         .map_err(|e| AnswerError::Busy(e.to_string()))?;
@@ -295,6 +305,52 @@ fn unclaim(sessions: &Sessions, item: &WorkItemRef, request: &PermissionRequest)
     });
 }
 
+/// [`answer`] for an opencode session (issue 44): claimed, then sent to its server
+/// (`session::opencode::answer`). A request the server no longer has was answered in
+/// the TUI (its `permission.replied` settles it with the decision given there) or went
+/// away: settled as `elsewhere` unless that already happened — never an error.
+async fn answer_by_opencode(
+    sessions: &Sessions,
+    item: &WorkItemRef,
+    channel: &ChannelRecord,
+    asked: Asked,
+) -> Result<Answered, AnswerError> {
+    use crate::session::opencode::answer::{Replied, reply};
+    let Asked {
+        request,
+        decision,
+        actor,
+        source,
+    } = asked;
+    if !claim(sessions, item, &request, decision, &actor, source)? {
+        let now = sessions.registry().get(item)?.as_ref().and_then(pending);
+        return Err(match now {
+            Some(now) => AnswerError::Changed {
+                item: item.to_string(),
+                tool: now.tool,
+                summary: now.summary,
+            },
+            None => AnswerError::NothingWaiting(item.to_string()),
+        });
+    }
+    match reply(channel, &request.id, decision == Decision::Approved).await {
+        Ok(Replied::Taken) => {
+            settle(sessions, item, &request.id, decision, actor, source)?;
+            Ok(Answered::Sent { decision, request })
+        }
+        Ok(Replied::NotThere) => {
+            unclaim(sessions, item, &request);
+            gone(sessions, item, request, source)
+        }
+        Err(not_sent) => {
+            if !not_sent.in_doubt {
+                unclaim(sessions, item, &request);
+            }
+            Err(AnswerError::Busy(format!("{item}: {}", not_sent.reason)))
+        }
+    }
+}
+
 /// A session's pane, looked at for its harness's permission dialog.
 struct Dialog<'a> {
     tmux: &'a dyn tmux::Tmux,
@@ -442,6 +498,18 @@ pub async fn reconcile(
         let old_enough = crate::time::parse_ts(&request.requested_at)
             .is_none_or(|at| (now - at).unsigned_abs() >= DRAW_GRACE);
         if !old_enough {
+            continue;
+        }
+        // opencode (issue 44): its server says whether the request stands, not a screen.
+        if let Some(channel @ crate::channel::ChannelRecord::OpencodeServer { .. }) =
+            &record.channel
+        {
+            let stands = crate::session::opencode::answer::stands(channel, &request.id).await;
+            if stands == Some(false)
+                && let Err(error) = gone(sessions, &record.work_item, request, source)
+            {
+                tracing::warn!(work_item = %record.work_item, "permission request not settled: {error}");
+            }
             continue;
         }
         let answered = match (activity.liveness, &activity.pane) {

@@ -287,6 +287,7 @@ fn merge(
             }),
             client: None,
             policy: record.codex_policy,
+            opencode: record.opencode_policy,
         })
         .collect();
     // An ended session whose worktree was kept: listed (watched or not), marked.

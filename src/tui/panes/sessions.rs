@@ -120,6 +120,12 @@ fn harness_cell(s: &SessionView) -> (String, String, bool) {
         let word = format!(" {}", policy.approval_policy.as_str());
         return (harness, word, policy.never_asks());
     }
+    // opencode: whether it asks before commands (issue 44), warned when something runs
+    // unasked.
+    if let Some(policy) = s.opencode {
+        let word = format!(" bash {}", policy.bash.as_str());
+        return (harness, word, policy.never_asks());
+    }
     let Some(mode) = &s.mode else {
         return (harness, String::new(), false);
     };
@@ -318,6 +324,13 @@ fn mode_detail(app: &App, s: &SessionView, w: usize) -> Option<Line<'static>> {
         let forms = [
             format!("⏵ codex {policy}: commands run without asking you"),
             format!("⏵ codex {policy}"),
+        ];
+        return Some(warn_line(app, &forms, w));
+    }
+    if let Some(policy) = s.opencode.filter(|p| p.never_asks()) {
+        let forms = [
+            format!("⏵ opencode {policy}: tool calls run without asking you"),
+            format!("⏵ opencode {policy}"),
         ];
         return Some(warn_line(app, &forms, w));
     }

@@ -4,9 +4,9 @@
 //! `HOME`/`CODEX_HOME`, everything that would leave loopback off, and every process
 //! and the tmux server gone at the end (as in `codex_delivery.rs`).
 
-use crate::codex_delivery::running_from;
 use crate::support::claude::npm_bin;
 use crate::support::fake_openai::{FakeOpenAi, codex_config};
+use crate::support::processes::end_world;
 use crate::support::tmux_server::TmuxServer;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -140,29 +140,7 @@ impl ServerWorld {
 
     /// Ends every process this world started; the ones left running from its home.
     pub fn shut_down(&self) -> Vec<i32> {
-        let out = self.tmux.raw(&["list-panes", "-a", "-F", "#{pane_pid}"]);
-        let pids: Vec<i32> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| l.trim().parse().ok())
-            .collect();
-        let _ = self.tmux.raw(&["kill-server"]);
-        std::thread::sleep(Duration::from_millis(300));
-        for pid in pids.into_iter().chain(running_from(&self.home)) {
-            let group = nix::unistd::Pid::from_raw(-pid);
-            let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-        let start = Instant::now();
-        loop {
-            let left = running_from(&self.home);
-            if left.is_empty() || start.elapsed() > Duration::from_secs(10) {
-                return left;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        end_world(&self.tmux, &self.home)
     }
 }
 

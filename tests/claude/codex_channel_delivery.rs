@@ -5,6 +5,7 @@
 //! guess (the draft's own keys prove the counter counts).
 
 use crate::codex_delivery::{CodexWorld, item};
+use crate::support::processes::children;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use the_loop::session::hooks::ReportedState;
@@ -261,24 +262,6 @@ async fn a_denied_approval_goes_through_the_protocol_and_runs_nothing() {
         "{again:?}"
     );
     assert_eq!(world.shut_down(), Vec::<i32>::new(), "processes left");
-}
-
-/// The processes whose parent is `pid`.
-fn children(pid: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|child| {
-            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
-            let ppid = stat
-                .rsplit(')')
-                .next()
-                .and_then(|s| s.split_whitespace().nth(1));
-            ppid == Some(&pid.to_string())
-        })
-        .collect()
 }
 
 /// The session's record's app-server pane, read from the registry.

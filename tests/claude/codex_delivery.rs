@@ -15,9 +15,10 @@
 
 use crate::support::claude::npm_bin;
 use crate::support::fake_openai::{FakeOpenAi, codex_config};
+use crate::support::processes::end_world;
 use crate::support::tmux_server::{BIN, TmuxServer};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -334,32 +335,7 @@ tui: {{notify: none}}
     /// Ends every process this world started and returns the ones still running from
     /// its private directory (none, when the clean-up works).
     pub(crate) fn shut_down(&self) -> Vec<i32> {
-        let out = self.tmux.raw(&["list-panes", "-a", "-F", "#{pane_pid}"]);
-        let pids: Vec<i32> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| l.trim().parse().ok())
-            .collect();
-        let _ = self.tmux.raw(&["kill-server"]);
-        std::thread::sleep(Duration::from_millis(300));
-        for pid in pids {
-            let group = nix::unistd::Pid::from_raw(-pid);
-            let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);
-        }
-        // The app-server daemon leads a session of its own: found by where it runs from.
-        for pid in running_from(self._dir.path()) {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-        let start = Instant::now();
-        loop {
-            let left = running_from(self._dir.path());
-            if left.is_empty() || start.elapsed() > Duration::from_secs(10) {
-                return left;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        end_world(&self.tmux, self._dir.path())
     }
 }
 
@@ -367,28 +343,6 @@ impl Drop for CodexWorld {
     fn drop(&mut self) {
         self.shut_down();
     }
-}
-
-/// Processes whose command line names `home` (codex's daemon runs from
-/// `home/.codex/packages`), zombies aside.
-pub(crate) fn running_from(home: &Path) -> Vec<i32> {
-    let needle = home.to_string_lossy().into_owned();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let dir = PathBuf::from(format!("/proc/{pid}"));
-            let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
-            let zombie = stat
-                .rsplit(')')
-                .next()
-                .is_some_and(|s| s.trim_start().starts_with('Z'));
-            !zombie && String::from_utf8_lossy(&cmdline).contains(&needle)
-        })
-        .collect()
 }
 
 /// A comment that arrives while codex waits on its approval request does not answer

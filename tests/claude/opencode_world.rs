@@ -11,6 +11,7 @@
 
 use crate::support::claude::npm_bin;
 use crate::support::fake_chat::{ChatRequest, FakeChat};
+use crate::support::processes::end_world;
 use crate::support::tmux_server::{BIN, TmuxServer};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -389,31 +390,7 @@ tui: {{notify: none}}
     /// its private directory (none, when the clean-up works).
     pub(crate) fn shut_down(&self) -> Vec<i32> {
         let _ = self.stop.send(true);
-        let out = self.tmux.raw(&["list-panes", "-a", "-F", "#{pane_pid}"]);
-        let pids: Vec<i32> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| l.trim().parse().ok())
-            .collect();
-        let _ = self.tmux.raw(&["kill-server"]);
-        std::thread::sleep(Duration::from_millis(300));
-        for pid in pids {
-            let group = nix::unistd::Pid::from_raw(-pid);
-            let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);
-        }
-        for pid in running_from(self.dir.path()) {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-        let start = Instant::now();
-        loop {
-            let left = running_from(self.dir.path());
-            if left.is_empty() || start.elapsed() > Duration::from_secs(10) {
-                return left;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        end_world(&self.tmux, self.dir.path())
     }
 }
 
@@ -422,31 +399,6 @@ impl Drop for OpencodeWorld {
         self.shut_down();
         let _ = std::fs::remove_file(self.tmux.socket_file());
     }
-}
-
-/// Processes whose command line or environment names `dir` (opencode's servers run
-/// with its private `HOME`), zombies aside.
-pub(crate) fn running_from(dir: &Path) -> Vec<i32> {
-    let needle = dir.to_string_lossy().into_owned();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let dir = PathBuf::from(format!("/proc/{pid}"));
-            let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
-            let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
-            let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
-            let zombie = stat
-                .rsplit(')')
-                .next()
-                .is_some_and(|s| s.trim_start().starts_with('Z'));
-            !zombie
-                && (String::from_utf8_lossy(&cmdline).contains(&needle)
-                    || String::from_utf8_lossy(&environ).contains(&needle))
-        })
-        .collect()
 }
 
 /// Every process's argv on this machine, joined, for what must never show there.

@@ -14,6 +14,7 @@
 
 use super::claude::{ClaudeHome, ClaudeVersion, NOT_INHERITED, claude_bin};
 use super::fake_model::FakeModel;
+use super::processes::{end_panes, end_world};
 use super::tmux_server::{BIN, TmuxServer};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -500,58 +501,12 @@ impl ClaudeWorld {
     /// Ends every process of this world (its tmux server, its panes' process groups);
     /// the ones still running after, which must be none.
     pub fn shut_down(&self) -> Vec<i32> {
-        end_panes(&self.tmux);
-        let start = Instant::now();
-        loop {
-            let left = running_in(self.home.dir.path());
-            if left.is_empty() || start.elapsed() > Duration::from_secs(10) {
-                return left;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        end_world(&self.tmux, self.home.dir.path())
     }
-}
-
-/// The processes (zombies aside) whose environment names `dir`: everything started in
-/// a world's panes inherits its state root, under it.
-pub fn running_in(dir: &std::path::Path) -> Vec<i32> {
-    let needle = dir.to_string_lossy().into_owned();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let proc = PathBuf::from(format!("/proc/{pid}"));
-            let environ = std::fs::read(proc.join("environ")).unwrap_or_default();
-            let stat = std::fs::read_to_string(proc.join("stat")).unwrap_or_default();
-            let zombie = stat
-                .rsplit(')')
-                .next()
-                .is_some_and(|s| s.trim_start().starts_with('Z'));
-            !zombie && String::from_utf8_lossy(&environ).contains(&needle)
-        })
-        .collect()
 }
 
 impl Drop for ClaudeWorld {
     fn drop(&mut self) {
         end_panes(&self.tmux);
-    }
-}
-
-/// Ends `tmux`'s server and every process of its panes: each pane's program leads its
-/// own process group, which can outlive the server.
-pub fn end_panes(tmux: &TmuxServer) {
-    let out = tmux.raw(&["list-panes", "-a", "-F", "#{pane_pid}"]);
-    let pids: Vec<i32> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect();
-    let _ = tmux.raw(&["kill-server"]);
-    std::thread::sleep(Duration::from_millis(300));
-    for pid in pids {
-        let group = nix::unistd::Pid::from_raw(-pid);
-        let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);
     }
 }

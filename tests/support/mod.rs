@@ -29,6 +29,8 @@ pub mod leaks;
 pub mod poller;
 /// The walk that finds any path under a state root open to group or others.
 pub mod private_state;
+/// The processes a world starts, found and ended.
+pub mod processes;
 /// Recording a Claude Code release's screens (`scripts/record-screens`).
 pub mod screen_recorder;
 /// A real sshd on loopback for one fresh unix user: the "remote host" of ssh sessions.

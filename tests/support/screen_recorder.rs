@@ -8,8 +8,8 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use super::claude::{ClaudeHome, ClaudeVersion, NOT_INHERITED, write_config};
-use super::claude_world::end_panes;
 use super::fake_model::FakeModel;
+use super::processes::end_panes;
 use super::tmux_server::TmuxServer;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -34,24 +34,18 @@ impl Sessions {
         text: &str,
         record: &SessionRecord,
     ) -> Result<Delivered, Stopped> {
-        let held = |what: &str, error: &dyn std::fmt::Display| {
-            tracing::info!(work_item = %record.work_item, "held: {what}: {error}");
-            Stopped::Held(Held {
-                reason: HoldReason::NotReady,
-                pasted: false,
-            })
-        };
-        let socket = match channel {
-            ChannelRecord::CodexAppServer { socket, .. } => socket,
-            // opencode's server (issue 44): `delivery::opencode`.
-            ChannelRecord::OpencodeServer { .. } => {
-                return self.send_by_opencode(channel, pane, text, record).await;
-            }
-        };
         let text = crate::guard::sanitize(text);
         if text.is_empty() {
             return Err(Stopped::Failed(super::DeliverError::Empty));
         }
+        let socket = match channel {
+            ChannelRecord::CodexAppServer { socket, .. } => socket,
+            // opencode's server (issue 44): `delivery::opencode`.
+            ChannelRecord::OpencodeServer { .. } => {
+                return self.send_by_opencode(channel, pane, &text, record).await;
+            }
+        };
+        let held = |what: &str, error: &dyn std::fmt::Display| not_ready(record, what, error);
         let client = match Client::connect(socket, CLIENT_NAME).await {
             Ok(client) => client,
             Err(error @ Error::NotListening { .. }) => {
@@ -119,4 +113,18 @@ impl Sessions {
             }
         }
     }
+}
+
+/// Nothing went through the channel (`what` failed with `error`): held `not-ready`,
+/// tried again.
+pub(super) fn not_ready(
+    record: &SessionRecord,
+    what: &str,
+    error: &dyn std::fmt::Display,
+) -> Stopped {
+    tracing::info!(work_item = %record.work_item, "held: {what}: {error}");
+    Stopped::Held(Held {
+        reason: HoldReason::NotReady,
+        pasted: false,
+    })
 }

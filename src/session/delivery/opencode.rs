@@ -14,8 +14,7 @@
 //! delivered once. Sent but unanswered by a live server: taken as delivered, with a
 //! warning — trying again could make it twice.
 
-use super::deliver::DeliverError;
-use super::hold::{Held, HoldReason};
+use super::channel::not_ready;
 use super::paste::{Delivered, Stopped};
 use crate::channel::ChannelRecord;
 use crate::channel::opencode::{Error, Server};
@@ -29,8 +28,8 @@ use std::time::Duration;
 const DYING: Duration = Duration::from_secs(5);
 
 impl Sessions {
-    /// Sends `text` to `record`'s opencode session through its server (`channel`);
-    /// `pane` is the TUI's, recorded as for a paste.
+    /// Sends `text` (sanitized, not empty) to `record`'s opencode session through its
+    /// server (`channel`); `pane` is the TUI's, recorded as for a paste.
     pub(super) async fn send_by_opencode(
         &self,
         channel: &ChannelRecord,
@@ -38,31 +37,17 @@ impl Sessions {
         text: &str,
         record: &SessionRecord,
     ) -> Result<Delivered, Stopped> {
-        let held = |what: &str, error: &dyn std::fmt::Display| {
-            tracing::info!(work_item = %record.work_item, "held: {what}: {error}");
-            Stopped::Held(Held {
-                reason: HoldReason::NotReady,
-                pasted: false,
-            })
-        };
+        let held = |what: &str, error: &dyn std::fmt::Display| not_ready(record, what, error);
         let (server, session) = server_of(channel).map_err(|e| held("opencode's server", &e))?;
-        let text = crate::guard::sanitize(text);
-        // A channel never starts an empty turn (as a paste of nothing is refused).
-        if text.is_empty() {
-            return Err(Stopped::Failed(DeliverError::Empty));
-        }
-        match server.prompt(&session, &text).await {
+        match server.prompt(&session, text).await {
             Ok(()) => {}
             Err(e @ Error::Unreachable { .. }) => {
-                if let Some(server_pane) = self.dead_server(record, channel, &server).await {
+                if self.dead_server(record, channel, &server).await {
                     tracing::warn!(
                         work_item = %record.work_item,
                         "opencode's server is gone ({e}); starting it again"
                     );
-                    return Err(Stopped::Failed(DeliverError::Paste {
-                        pane: server_pane.clone(),
-                        error: tmux::Error::PaneDead { pane: server_pane },
-                    }));
+                    return Err(Stopped::Gone);
                 }
                 return Err(held("opencode's server", &e));
             }
@@ -70,15 +55,12 @@ impl Sessions {
             Err(e) => {
                 // The server died with the request: the respawn looks in the session's
                 // data for the text before it sends it again.
-                if let Some(server_pane) = self.dead_server(record, channel, &server).await {
+                if self.dead_server(record, channel, &server).await {
                     tracing::warn!(
                         work_item = %record.work_item,
                         "opencode's server died with the prompt ({e}); starting it again"
                     );
-                    return Err(Stopped::Failed(DeliverError::Paste {
-                        pane: server_pane.clone(),
-                        error: tmux::Error::PaneDead { pane: server_pane },
-                    }));
+                    return Err(Stopped::Gone);
                 }
                 tracing::warn!(
                     work_item = %record.work_item,
@@ -94,8 +76,8 @@ impl Sessions {
         })
     }
 
-    /// The server's pane, when its process is gone: the session's tmux session is
-    /// ended (its TUI attached to nothing), so the delivery respawns both. A server
+    /// Whether the server is gone (its process dead): then the session's tmux session
+    /// is ended (its TUI attached to nothing), so the delivery respawns both. A server
     /// killed a moment ago may still hold its port while it exits: until it answers
     /// healthy or its process is gone (at most [`DYING`]), it is looked at again.
     async fn dead_server(
@@ -103,17 +85,21 @@ impl Sessions {
         record: &SessionRecord,
         channel: &ChannelRecord,
         server: &Server,
-    ) -> Option<String> {
-        let server_pane = channel.server_pane()?.to_string();
-        let tmux = self.tmux_of(record).ok()?;
-        let pane = PaneId::parse(&server_pane).ok();
+    ) -> bool {
+        let Some(server_pane) = channel.server_pane() else {
+            return false;
+        };
+        let Ok(tmux) = self.tmux_of(record) else {
+            return false;
+        };
+        let pane = PaneId::parse(server_pane).ok();
         let deadline = tokio::time::Instant::now() + DYING;
         loop {
             let alive = match &pane {
                 Some(pane) => match tmux.pane_pid(pane).await {
                     Ok(pid) => process_alive(pid),
                     Err(tmux::Error::PaneDead { .. } | tmux::Error::SessionMissing { .. }) => false,
-                    Err(_) => return None,
+                    Err(_) => return false,
                 },
                 None => false,
             };
@@ -121,12 +107,12 @@ impl Sessions {
                 break;
             }
             if server.health().await.is_ok() || tokio::time::Instant::now() >= deadline {
-                return None;
+                return false;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let _ = tmux.kill_session(&record.tmux_session).await;
-        Some(server_pane)
+        true
     }
 }
 

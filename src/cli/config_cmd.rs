@@ -110,7 +110,14 @@ fn harness_screens(config: &config::Config) -> Vec<String> {
     let sessions = &config.sessions;
     let releases = ClientReleases::new(crate::paths::StatePaths::from_env().clients_dir());
     let default = sessions.harness.as_str();
-    let others = sessions.harnesses.keys().map(String::as_str);
+    // A repo's own harness (`repos[].harness`) is listed like a configured one.
+    let mut others: Vec<&str> = sessions.harnesses.keys().map(String::as_str).collect();
+    for name in config.repos.iter().filter_map(|r| r.harness.as_deref()) {
+        if !others.contains(&name) {
+            others.push(name);
+        }
+    }
+    let others = others.into_iter();
     let path = std::env::var_os("PATH");
     let runtime = crate::runtime::build(Threads::One).ok();
     std::iter::once(default)

@@ -111,6 +111,9 @@ pub struct RepoConfig {
     /// The time each setup command may take.
     #[serde(default = "default_setup_timeout")]
     pub setup_timeout_seconds: u64,
+    /// The harness this repo's sessions run, over `sessions.harness`.
+    #[serde(default)]
+    pub harness: Option<String>,
     /// This repo's sessions' permission mode, over `sessions.permissionMode`.
     #[serde(default)]
     pub permission_mode: Option<PermissionMode>,
@@ -139,6 +142,7 @@ impl RepoConfig {
             base_branch: String::new(),
             setup: Vec::new(),
             setup_timeout_seconds: default_setup_timeout(),
+            harness: None,
             permission_mode: None,
             codex: None,
             opencode: None,
@@ -314,7 +318,7 @@ pub const DEFAULT_COMMENTS_PER_MINUTE: u32 = 6;
 pub const MAX_COMMENTS_PER_MINUTE: u32 = 60;
 
 /// The built-in harness names `sessions.harness` may name (their adapters: the `harness` module).
-pub const BUILT_IN_HARNESSES: &[&str] = &["claude", "codex", "cursor"];
+pub const BUILT_IN_HARNESSES: &[&str] = &["claude", "codex", "cursor", "opencode"];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]

@@ -337,7 +337,14 @@ fn semantic_rules_are_located_like_type_errors() {
             2,
             12,
             "sessions.harness",
-            "unknown harness `aider`; expected a built-in (`claude`, `codex`, `cursor`) or a key of sessions.harnesses (none defined)",
+            "unknown harness `aider`; expected a built-in (`claude`, `codex`, `cursor`, `opencode`) or a key of sessions.harnesses (none defined)",
+        ),
+        (
+            "repos:\n  - {name: octo/repo, harness: aider}\n",
+            2,
+            32,
+            "repos[0].harness",
+            "unknown harness `aider`; expected a built-in (`claude`, `codex`, `cursor`, `opencode`)",
         ),
         (
             "sessions:\n  harnesses:\n    mine:\n      command: 'my-agent --fast'\n",
@@ -443,4 +450,23 @@ fn a_pass_env_entry_holding_a_value_is_refused_without_repeating_it() {
         errors.iter().all(|e| !e.contains("ghp_secret")),
         "{errors:#?}"
     );
+}
+
+/// Every built-in harness is a valid `sessions.harness` and `repos[].harness`, and a
+/// repo's own goes over the global one for its items only.
+#[test]
+fn every_built_in_harness_is_accepted_and_a_repo_names_its_own() {
+    for name in crate::config::BUILT_IN_HARNESSES {
+        let text = format!(
+            "sessions: {{harness: {name}}}\nrepos:\n  - {{name: octo/repo, harness: {name}}}\n"
+        );
+        assert!(parse_str(&text, Path::new(FILE)).is_ok(), "{name}");
+    }
+    let config = parse_str(
+        "repos:\n  - {name: octo/a, harness: opencode}\n  - {name: octo/b}\n",
+        Path::new(FILE),
+    )
+    .unwrap();
+    assert_eq!(config.repos[0].harness.as_deref(), Some("opencode"));
+    assert_eq!(config.repos[1].harness, None);
 }

@@ -306,6 +306,14 @@ fn check_repos(config: &Config, out: &mut Vec<Problem>) {
             continue;
         }
         check_workspace(i, repo, out);
+        if let Some(harness) = repo.harness.as_deref()
+            && !known_harness(config, harness)
+        {
+            out.push(Problem::new(
+                KeyPath::root().key("repos").index(i).key("harness"),
+                unknown_harness(config, harness),
+            ));
+        }
         // GitHub names are case-insensitive: `Octo/Repo` and `octo/repo` are one repo.
         match first_seen.get(&repo.name.to_ascii_lowercase()) {
             Some(first) => out.push(Problem::new(
@@ -421,27 +429,41 @@ fn check_routing(config: &Config, out: &mut Vec<Problem>) {
     }
 }
 
+/// Whether `name` is a harness the config can run: a built-in or a key of
+/// `sessions.harnesses`.
+fn known_harness(config: &Config, name: &str) -> bool {
+    super::BUILT_IN_HARNESSES.contains(&name) || config.sessions.harnesses.contains_key(name)
+}
+
+/// "unknown harness `NAME`; expected …": the built-ins and the config's own.
+fn unknown_harness(config: &Config, name: &str) -> String {
+    let custom: Vec<String> = config
+        .sessions
+        .harnesses
+        .keys()
+        .map(|k| format!("`{k}`"))
+        .collect();
+    let custom = if custom.is_empty() {
+        "none defined".to_string()
+    } else {
+        custom.join(", ")
+    };
+    let built_in: Vec<String> = super::BUILT_IN_HARNESSES
+        .iter()
+        .map(|h| format!("`{h}`"))
+        .collect();
+    format!(
+        "unknown harness `{name}`; expected a built-in ({}) or a key of sessions.harnesses ({custom})",
+        built_in.join(", ")
+    )
+}
+
 fn check_sessions(config: &Config, out: &mut Vec<Problem>) {
     let sessions = &config.sessions;
-    let known = super::BUILT_IN_HARNESSES.contains(&sessions.harness.as_str())
-        || sessions.harnesses.contains_key(&sessions.harness);
-    if !known {
-        let custom: Vec<String> = sessions
-            .harnesses
-            .keys()
-            .map(|k| format!("`{k}`"))
-            .collect();
-        let custom = if custom.is_empty() {
-            "none defined".to_string()
-        } else {
-            custom.join(", ")
-        };
+    if !known_harness(config, &sessions.harness) {
         out.push(Problem::new(
             KeyPath::parse("sessions.harness"),
-            format!(
-                "unknown harness `{}`; expected a built-in (`claude`, `codex`, `cursor`) or a key of sessions.harnesses ({custom})",
-                sessions.harness
-            ),
+            unknown_harness(config, &sessions.harness),
         ));
     }
     for (name, harness) in &sessions.harnesses {

@@ -60,8 +60,9 @@ pub fn account_limit(
 }
 
 impl Sessions {
-    /// The limit a new session of the configured harness would meet now, if any.
-    pub fn account_limit(&self) -> Option<AccountLimit> {
+    /// The limit a new session of `item` (of its repo's harness, else the configured
+    /// one) would meet now, if any.
+    pub fn account_limit(&self, item: &WorkItemRef) -> Option<AccountLimit> {
         let settings = self.settings();
         let records = match self.registry.list() {
             Ok(records) => records,
@@ -72,7 +73,7 @@ impl Sessions {
         };
         account_limit(
             &records,
-            &settings.sessions.harness,
+            settings.harness_for(item),
             &Backoff::from_config(&settings.sessions),
             OffsetDateTime::now_utc(),
         )
@@ -92,7 +93,7 @@ impl Inner {
         let lane = item.slug();
         let mut held: Option<Instant> = None;
         let result = loop {
-            let Some(limit) = self.sessions.account_limit() else {
+            let Some(limit) = self.sessions.account_limit(item) else {
                 break Ok(());
             };
             if held.is_none() {

@@ -83,6 +83,30 @@ async fn a_start_comment_spawns_with_the_spawn_template_and_is_never_forwarded()
     assert!(f.tmux.fake.pane_input(&pane).is_empty(), "nothing pasted");
 }
 
+/// A repo that names its own harness (`repos[].harness`) gets it; the global one is
+/// for the others.
+#[tokio::test]
+async fn a_repo_runs_the_harness_it_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Fixture::with_config(dir, |config| {
+        let mut other = agent_harness();
+        other.args.insert(0, "--other".into());
+        config.sessions.harnesses.insert("other".into(), other);
+        config.repos[0].harness = Some("other".into());
+    });
+    start(&f, 3).await.unwrap();
+    let record = f.record(3).unwrap();
+    assert_eq!(record.harness, "other");
+    let spec = f
+        .tmux
+        .fake
+        .session(&item(3).tmux_session_name())
+        .unwrap()
+        .spec
+        .unwrap();
+    assert_eq!(spec.argv[1], "--other", "{:?}", spec.argv);
+}
+
 #[tokio::test]
 async fn spawn_policy_never_refuses_a_start() {
     let dir = tempfile::tempdir().unwrap();

@@ -152,6 +152,13 @@ impl Settings {
         }
     }
 
+    /// The harness the item's sessions run: the repo's, else `sessions.harness`.
+    pub(crate) fn harness_for(&self, item: &WorkItemRef) -> &str {
+        self.repo(item)
+            .and_then(|r| r.harness.as_deref())
+            .unwrap_or(&self.sessions.harness)
+    }
+
     /// The permission mode the item's sessions start in: the repo's, else the global one.
     pub(crate) fn permission_mode(&self, item: &WorkItemRef) -> PermissionMode {
         self.repo(item)

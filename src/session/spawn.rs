@@ -78,7 +78,7 @@ impl Sessions {
             }
         }
         let settings = self.settings();
-        let harness_name = settings.sessions.harness.clone();
+        let harness_name = settings.harness_for(item).to_string();
         let source = origin.spawn_source();
         let fail =
             |error: SessionError| self.spawn_failed(item, Some(&harness_name), source, error);

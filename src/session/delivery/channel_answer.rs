@@ -94,16 +94,17 @@ impl Sessions {
         })
     }
 
-    /// Whether an approval waits on `record`'s thread, by its status; `None` when the
-    /// channel cannot tell (unreachable, or the thread not made yet).
-    pub async fn channel_awaits_approval(
+    /// Whether `request` still stands on `record`'s channel: codex's thread's status
+    /// (`waitingOnApproval`), opencode's pending requests; `None` when the channel
+    /// cannot tell (unreachable, or the thread not made yet).
+    pub async fn channel_request_stands(
         &self,
         channel: &ChannelRecord,
         record: &SessionRecord,
+        request: &str,
     ) -> Option<bool> {
-        // opencode's server says it itself (`session::opencode::answer::stands`).
         let ChannelRecord::CodexAppServer { socket, .. } = channel else {
-            return None;
+            return crate::session::opencode::answer::stands(channel, request).await;
         };
         let client = Client::connect(socket, CLIENT_NAME).await.ok()?;
         let thread = client.session_thread(&record.cwd).await.ok()??;

@@ -119,16 +119,6 @@ pub async fn answer(
     if expected.is_some_and(|id| id != request.id) {
         return Err(changed(&request));
     }
-    // opencode (issue 44): answered through its server, no key in the pane.
-    if let Some(channel @ ChannelRecord::OpencodeServer { .. }) = &record.channel {
-        let asked = Asked {
-            request,
-            decision,
-            actor,
-            source,
-        };
-        return answer_by_opencode(sessions, &item, channel, asked).await;
-    }
     let _lock = delivery::lock_session(sessions.registry().dir(), &item, PASTE_WAIT)
         .await
         .map_err(|e| AnswerError::Busy(e.to_string()))?;
@@ -139,7 +129,15 @@ pub async fn answer(
             actor,
             source,
         };
-        return by_channel(sessions, channel, &record, asked).await;
+        return match channel {
+            // opencode (issue 44): answered through its server.
+            ChannelRecord::OpencodeServer { .. } => {
+                answer_by_opencode(sessions, &item, channel, asked).await
+            }
+            ChannelRecord::CodexAppServer { .. } => {
+                by_channel(sessions, channel, &record, asked).await
+            }
+        };
     }
     let pane = match sessions.locate(&record).await {
         PaneState::Live(pane) => pane,
@@ -500,23 +498,15 @@ pub async fn reconcile(
         if !old_enough {
             continue;
         }
-        // opencode (issue 44): its server says whether the request stands, not a screen.
-        if let Some(channel @ crate::channel::ChannelRecord::OpencodeServer { .. }) =
-            &record.channel
-        {
-            let stands = crate::session::opencode::answer::stands(channel, &request.id).await;
-            if stands == Some(false)
-                && let Err(error) = gone(sessions, &record.work_item, request, source)
-            {
-                tracing::warn!(work_item = %record.work_item, "permission request not settled: {error}");
-            }
-            continue;
-        }
         let answered = match (activity.liveness, &activity.pane) {
             (Liveness::Dead | Liveness::Absent, _) => true,
-            // A channel tells it by the thread's status, not the screen.
+            // A channel tells it (codex's thread's status, opencode's pending
+            // requests), not the screen.
             (Liveness::Live, _) if let Some(channel) = &record.channel => {
-                sessions.channel_awaits_approval(channel, record).await == Some(false)
+                sessions
+                    .channel_request_stands(channel, record, &request.id)
+                    .await
+                    == Some(false)
             }
             // A release nobody recorded: a dialog its screen does not read is not taken
             // for answered (its hooks settle it).

@@ -6,7 +6,7 @@
 
 use crate::codex_delivery::{CodexWorld, item};
 use crate::support::processes::children;
-use std::path::{Path, PathBuf};
+use crate::support::tmux_server::KeyCounter;
 use std::time::{Duration, Instant};
 use the_loop::session::hooks::ReportedState;
 use the_loop::session::{Delivered, PromptInputs};
@@ -14,50 +14,12 @@ use the_loop::session::{Delivered, PromptInputs};
 /// Codex 0.171.0's approval request.
 const APPROVAL: &str = "Would you like to run the following command?";
 
-/// Files tmux's hooks append a line to, per `paste-buffer` and per `send-keys`.
-struct KeyCounter {
-    pastes: PathBuf,
-    keys: PathBuf,
-}
-
-impl KeyCounter {
-    fn install(world: &CodexWorld, dir: &Path) -> Self {
-        let counter = Self {
-            pastes: dir.join("pastes.log"),
-            keys: dir.join("keys.log"),
-        };
-        for (hook, file) in [
-            ("after-paste-buffer", &counter.pastes),
-            ("after-send-keys", &counter.keys),
-        ] {
-            let command = format!("run-shell \"echo x >> '{}'\"", file.display());
-            let out = world.tmux.raw(&["set-hook", "-g", hook, &command]);
-            assert!(out.status.success(), "{out:?}");
-        }
-        counter
-    }
-
-    fn count(file: &Path) -> usize {
-        std::fs::read_to_string(file)
-            .map(|s| s.lines().count())
-            .unwrap_or(0)
-    }
-
-    fn pastes(&self) -> usize {
-        Self::count(&self.pastes)
-    }
-
-    fn keys(&self) -> usize {
-        Self::count(&self.keys)
-    }
-}
-
 /// A codex session with its app server, started (its first turn over), and the counter
 /// of what is typed into its panes (its directory last).
 async fn started() -> Option<(CodexWorld, KeyCounter, tempfile::TempDir)> {
     let world = CodexWorld::with_app_server().await?;
     let dir = tempfile::tempdir().unwrap();
-    let counter = KeyCounter::install(&world, dir.path());
+    let counter = KeyCounter::install(&world.tmux, dir.path());
     world.start().await;
     Some((world, counter, dir))
 }
@@ -197,7 +159,7 @@ async fn a_comment_leaves_the_operators_draft_in_the_composer() {
     let draft = "DRAFT: my own words";
     let target = CodexWorld::target();
     let dir = tempfile::tempdir().unwrap();
-    let counter = KeyCounter::install(&world, dir.path());
+    let counter = KeyCounter::install(&world.tmux, dir.path());
     world.tmux.raw(&["send-keys", "-t", &target, "-l", draft]);
     world.wait_screen(draft).await;
     assert_eq!(counter.keys(), 1, "the counter counts the draft's keys");

@@ -12,7 +12,7 @@
 use crate::support::claude::npm_bin;
 use crate::support::fake_chat::{ChatRequest, FakeChat};
 use crate::support::processes::end_world;
-use crate::support::tmux_server::{BIN, TmuxServer};
+use crate::support::tmux_server::{BIN, KeyCounter, TmuxServer};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -45,8 +45,7 @@ pub(crate) struct OpencodeWorld {
     config: PathBuf,
     pub(crate) project: PathBuf,
     stop: tokio::sync::watch::Sender<bool>,
-    pastes: PathBuf,
-    keys: PathBuf,
+    counter: KeyCounter,
     // Last: the directory holding them all.
     dir: tempfile::TempDir,
 }
@@ -119,12 +118,7 @@ tui: {{notify: none}}
             .env("THE_LOOP_HOME", &state)
             .env("THE_LOOP_CONFIG", &config);
         assert!(command.status().unwrap().success(), "tmux did not start");
-        let (pastes, keys) = (dir.path().join("pastes.log"), dir.path().join("keys.log"));
-        for (hook, file) in [("after-paste-buffer", &pastes), ("after-send-keys", &keys)] {
-            let command = format!("run-shell \"echo x >> '{}'\"", file.display());
-            let out = tmux.raw(&["set-hook", "-g", hook, &command]);
-            assert!(out.status.success(), "{out:?}");
-        }
+        let counter = KeyCounter::install(&tmux, dir.path());
         let loaded = the_loop::config::load_file(&config).unwrap();
         let paths = StatePaths::new(&state);
         let events = EventLog::open(&paths);
@@ -155,8 +149,7 @@ tui: {{notify: none}}
             config,
             project,
             stop,
-            pastes,
-            keys,
+            counter,
             dir,
         })
     }
@@ -370,20 +363,14 @@ tui: {{notify: none}}
         self.project.join("ran.txt").exists()
     }
 
-    fn count(file: &Path) -> usize {
-        std::fs::read_to_string(file)
-            .map(|s| s.lines().count())
-            .unwrap_or(0)
-    }
-
     /// `paste-buffer`s on the tmux server so far.
     pub(crate) fn pastes(&self) -> usize {
-        Self::count(&self.pastes)
+        self.counter.pastes()
     }
 
     /// `send-keys` on the tmux server so far.
     pub(crate) fn keys(&self) -> usize {
-        Self::count(&self.keys)
+        self.counter.keys()
     }
 
     /// Ends every process this world started and returns the ones still running from

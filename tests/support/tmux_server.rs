@@ -158,3 +158,45 @@ pub async fn wait_log(path: &Path, n: usize) -> Vec<serde_json::Value> {
 pub fn temp_log(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.jsonl"))
 }
+
+/// What was typed into a tmux server's panes: tmux's own hooks append a line per
+/// `paste-buffer` and per `send-keys` to a file each, so "nothing typed" is a count.
+pub struct KeyCounter {
+    pastes: PathBuf,
+    keys: PathBuf,
+}
+
+impl KeyCounter {
+    /// Counts from now on, into files in `dir`.
+    pub fn install(tmux: &TmuxServer, dir: &Path) -> Self {
+        let counter = Self {
+            pastes: dir.join("pastes.log"),
+            keys: dir.join("keys.log"),
+        };
+        for (hook, file) in [
+            ("after-paste-buffer", &counter.pastes),
+            ("after-send-keys", &counter.keys),
+        ] {
+            let command = format!("run-shell \"echo x >> '{}'\"", file.display());
+            let out = tmux.raw(&["set-hook", "-g", hook, &command]);
+            assert!(out.status.success(), "{out:?}");
+        }
+        counter
+    }
+
+    fn count(file: &Path) -> usize {
+        std::fs::read_to_string(file)
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    }
+
+    /// `paste-buffer`s so far.
+    pub fn pastes(&self) -> usize {
+        Self::count(&self.pastes)
+    }
+
+    /// `send-keys` so far.
+    pub fn keys(&self) -> usize {
+        Self::count(&self.keys)
+    }
+}
